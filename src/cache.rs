@@ -1,0 +1,203 @@
+//! The job-search cache: in-process (moka) or Redis, under versioned keys.
+//!
+//! Every cached page is stored under the version that was current when its search began. A job
+//! write bumps the version after it commits and before it answers, so a search that starts after
+//! that answer looks under the new version and can only find pages computed after the commit.
+//! Old versions are never read again and expire with their TTL. If the cache cannot be reached,
+//! searches go to the database; a bump that fails leaves the cache bypassed in this process
+//! until a later bump succeeds, so a stale page is never served.
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// What a cache look-up found.
+#[derive(Debug)]
+pub enum Lookup {
+    Hit(Bytes),
+    /// Not cached; store the page under this version.
+    Miss {
+        version: String,
+    },
+    /// The cache is unreachable: read the database and do not store.
+    Unavailable,
+}
+
+#[async_trait]
+pub trait SearchCache: Send + Sync + 'static {
+    /// `memory` or `redis`.
+    fn kind(&self) -> &'static str;
+    async fn lookup(&self, key: &str) -> Lookup;
+    async fn store(&self, version: &str, key: &str, body: Bytes);
+    /// Makes every earlier entry unreachable. Called after each job write commits.
+    async fn bump(&self);
+    async fn ping(&self) -> anyhow::Result<()>;
+}
+
+/// The in-process cache: one process's searches see its own writes at once.
+pub struct MemoryCache {
+    version: AtomicU64,
+    pages: moka::future::Cache<String, Bytes>,
+}
+
+impl MemoryCache {
+    pub fn new(ttl: Duration) -> MemoryCache {
+        MemoryCache {
+            version: AtomicU64::new(0),
+            pages: moka::future::Cache::builder()
+                // Weighed by bytes: at most 64 MiB of cached pages.
+                .weigher(|k: &String, v: &Bytes| (k.len() + v.len()).try_into().unwrap_or(u32::MAX))
+                .max_capacity(64 * 1024 * 1024)
+                .time_to_live(ttl)
+                .build(),
+        }
+    }
+}
+
+#[async_trait]
+impl SearchCache for MemoryCache {
+    fn kind(&self) -> &'static str {
+        "memory"
+    }
+
+    async fn lookup(&self, key: &str) -> Lookup {
+        let version = self.version.load(Ordering::SeqCst).to_string();
+        match self.pages.get(&format!("{version}:{key}")).await {
+            Some(body) => Lookup::Hit(body),
+            None => Lookup::Miss { version },
+        }
+    }
+
+    async fn store(&self, version: &str, key: &str, body: Bytes) {
+        self.pages.insert(format!("{version}:{key}"), body).await;
+    }
+
+    async fn bump(&self) {
+        self.version.fetch_add(1, Ordering::SeqCst);
+    }
+
+    async fn ping(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// The Redis cache: shared by every process, so all of them see a write once it has answered.
+pub struct RedisCache {
+    conn: redis::aio::ConnectionManager,
+    prefix: String,
+    ttl_secs: u64,
+    /// Set when a bump failed: until one succeeds, entries may be stale, so none is used.
+    bump_owed: AtomicBool,
+    lookup_script: redis::Script,
+}
+
+const LOOKUP_LUA: &str = r#"
+local v = redis.call('GET', KEYS[1]) or '0'
+local body = redis.call('GET', ARGV[1] .. v .. ':' .. ARGV[2])
+if body then return {v, body} else return {v} end
+"#;
+
+impl RedisCache {
+    /// Connects lazily: start-up never waits for (or fails on) Redis.
+    pub fn new(url: &str, prefix: &str, ttl: Duration) -> anyhow::Result<RedisCache> {
+        let client = redis::Client::open(url)?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_millis(500)))
+            .set_response_timeout(Some(Duration::from_millis(500)))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_millis(500));
+        let conn = redis::aio::ConnectionManager::new_lazy_with_config(client, config)?;
+        Ok(RedisCache {
+            conn,
+            prefix: prefix.to_string(),
+            ttl_secs: ttl.as_secs().max(1),
+            bump_owed: AtomicBool::new(false),
+            lookup_script: redis::Script::new(LOOKUP_LUA),
+        })
+    }
+
+    fn version_key(&self) -> String {
+        format!("{}search:version", self.prefix)
+    }
+
+    fn page_prefix(&self) -> String {
+        format!("{}search:page:", self.prefix)
+    }
+
+    async fn try_bump(&self) -> redis::RedisResult<()> {
+        let mut conn = self.conn.clone();
+        let _: i64 = redis::cmd("INCR")
+            .arg(self.version_key())
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SearchCache for RedisCache {
+    fn kind(&self) -> &'static str {
+        "redis"
+    }
+
+    async fn lookup(&self, key: &str) -> Lookup {
+        if self.bump_owed.load(Ordering::SeqCst) {
+            match self.try_bump().await {
+                Ok(()) => {
+                    self.bump_owed.store(false, Ordering::SeqCst);
+                    tracing::info!("search cache reachable again; owed version bump done");
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "search cache unavailable; reading the database");
+                    return Lookup::Unavailable;
+                }
+            }
+        }
+        let mut conn = self.conn.clone();
+        let found: redis::RedisResult<(String, Option<Vec<u8>>)> = self
+            .lookup_script
+            .key(self.version_key())
+            .arg(self.page_prefix())
+            .arg(key)
+            .invoke_async(&mut conn)
+            .await;
+        match found {
+            Ok((_, Some(body))) => Lookup::Hit(Bytes::from(body)),
+            Ok((version, None)) => Lookup::Miss { version },
+            Err(e) => {
+                tracing::warn!(error = %e, "search cache unavailable; reading the database");
+                Lookup::Unavailable
+            }
+        }
+    }
+
+    async fn store(&self, version: &str, key: &str, body: Bytes) {
+        let mut conn = self.conn.clone();
+        let stored: redis::RedisResult<()> = redis::cmd("SET")
+            .arg(format!("{}{version}:{key}", self.page_prefix()))
+            .arg(body.as_ref())
+            .arg("EX")
+            .arg(self.ttl_secs)
+            .query_async(&mut conn)
+            .await;
+        if let Err(e) = stored {
+            tracing::warn!(error = %e, "could not store a search page in the cache");
+        }
+    }
+
+    async fn bump(&self) {
+        if let Err(e) = self.try_bump().await {
+            // Until a bump succeeds this process must not trust any cached page.
+            self.bump_owed.store(true, Ordering::SeqCst);
+            tracing::warn!(error = %e, "search cache version bump failed; bypassing the cache until it succeeds");
+        }
+    }
+
+    async fn ping(&self) -> anyhow::Result<()> {
+        let mut conn = self.conn.clone();
+        let pong: String = redis::cmd("PING").query_async(&mut conn).await?;
+        anyhow::ensure!(pong == "PONG", "unexpected PING answer");
+        Ok(())
+    }
+}

@@ -1,0 +1,158 @@
+//! The job board's rules, free of HTTP, SQL and queues: validated values, the application
+//! status workflow, the search tokenizer and the events a status change emits.
+
+pub mod event;
+pub mod passwords;
+pub mod search;
+pub mod status;
+pub mod validate;
+
+pub use status::{Actor, ApplicationStatus, TransitionError};
+
+use std::fmt;
+
+/// What a user is allowed to be. Stored as TEXT with a CHECK constraint.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Candidate,
+    Employer,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Candidate => "candidate",
+            Role::Employer => "employer",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "candidate" => Some(Role::Candidate),
+            "employer" => Some(Role::Employer),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The kind of work a job offers.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum EmploymentType {
+    FullTime,
+    PartTime,
+    Contract,
+    Internship,
+}
+
+impl EmploymentType {
+    pub const ALL: [EmploymentType; 4] = [
+        EmploymentType::FullTime,
+        EmploymentType::PartTime,
+        EmploymentType::Contract,
+        EmploymentType::Internship,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EmploymentType::FullTime => "full_time",
+            EmploymentType::PartTime => "part_time",
+            EmploymentType::Contract => "contract",
+            EmploymentType::Internship => "internship",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EmploymentType> {
+        Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+/// Whether a job takes applications.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    Open,
+    Closed,
+}
+
+impl JobStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Open => "open",
+            JobStatus::Closed => "closed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<JobStatus> {
+        match s {
+            "open" => Some(JobStatus::Open),
+            "closed" => Some(JobStatus::Closed),
+            _ => None,
+        }
+    }
+}
+
+/// A state that forbids a request (HTTP 409). Each has a stable problem type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Conflict {
+    EmailTaken,
+    AlreadyApplied,
+    JobClosed,
+    CompanyHasJobs,
+    LastMember,
+    InvalidTransition(TransitionError),
+}
+
+impl Conflict {
+    /// The last segment of the problem `type` URI.
+    pub fn slug(&self) -> &'static str {
+        match self {
+            Conflict::EmailTaken => "email-taken",
+            Conflict::AlreadyApplied => "already-applied",
+            Conflict::JobClosed => "job-closed",
+            Conflict::CompanyHasJobs => "company-has-jobs",
+            Conflict::LastMember => "last-member",
+            Conflict::InvalidTransition(_) => "invalid-transition",
+        }
+    }
+
+    pub fn title(&self) -> &'static str {
+        match self {
+            Conflict::EmailTaken => "Email already registered",
+            Conflict::AlreadyApplied => "Already applied",
+            Conflict::JobClosed => "Job closed",
+            Conflict::CompanyHasJobs => "Company has jobs",
+            Conflict::LastMember => "Last member",
+            Conflict::InvalidTransition(_) => "Invalid status transition",
+        }
+    }
+
+    pub fn detail(&self) -> String {
+        match self {
+            Conflict::EmailTaken => "an account with this email already exists".into(),
+            Conflict::AlreadyApplied => {
+                "you have already applied to this job; delete that application to apply again"
+                    .into()
+            }
+            Conflict::JobClosed => "this job is closed and takes no applications".into(),
+            Conflict::CompanyHasJobs => {
+                "the company still has jobs; delete them before deleting the company".into()
+            }
+            Conflict::LastMember => "a company must keep at least one member".into(),
+            Conflict::InvalidTransition(e) => e.to_string(),
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! The search tokenizer, shared by both database backends so that they give the same results.
+//!
+//! Text is split into words at every character that is not a letter or a digit, lower-cased,
+//! and reduced to a singular form, so `Engineers` and `engineer` meet at `engineer`. Documents
+//! are stored as these terms; a query's words are reduced the same way and every one must be a
+//! whole term of the document. Terms contain only letters and digits, so no query character can
+//! ever act as search syntax in either database.
+
+/// Terms longer than this are not indexed (PostgreSQL caps a lexeme at 2 KiB); a query word that
+/// long can match nothing.
+pub const MAX_TERM_CHARS: usize = 100;
+
+/// English plurals whose singular is not made by a suffix rule.
+const IRREGULAR: &[(&str, &str)] = &[
+    ("men", "man"),
+    ("women", "woman"),
+    ("people", "person"),
+    ("children", "child"),
+    ("feet", "foot"),
+    ("teeth", "tooth"),
+    ("mice", "mouse"),
+    ("geese", "goose"),
+];
+
+/// Words ending in `s` that are not plurals (or whose plural is the same word).
+const NOT_PLURAL: &[&str] = &[
+    "news",
+    "series",
+    "species",
+    "always",
+    "perhaps",
+    "analytics",
+    "physics",
+    "economics",
+    "mathematics",
+    "statistics",
+    "logistics",
+    "ethics",
+    "politics",
+    "sales",
+    "kubernetes",
+    "aws",
+    "ios",
+    "macos",
+    "js",
+    "nodejs",
+    "css",
+    "sas",
+    "dns",
+    "cms",
+    "saas",
+    "paas",
+    "iaas",
+    "devops",
+    "gis",
+    "nas",
+    "os",
+    "ms",
+    "us",
+    "yes",
+    "is",
+    "was",
+    "has",
+    "this",
+    "thus",
+    "plus",
+    "bonus",
+    "campus",
+    "status",
+    "virus",
+    "focus",
+    "canvas",
+    "alias",
+    "atlas",
+    "gas",
+    "bus",
+    "lens",
+];
+
+/// The singular form of one lower-case word.
+pub fn singular(word: &str) -> String {
+    if let Some((_, s)) = IRREGULAR.iter().find(|(p, _)| *p == word) {
+        return (*s).to_string();
+    }
+    if NOT_PLURAL.contains(&word) || word.chars().count() <= 3 || !word.ends_with('s') {
+        return word.to_string();
+    }
+    // Plurals of words ending in s, x, z, ch, sh take "es"; consonant + y takes "ies".
+    if let Some(stem) = word.strip_suffix("ies") {
+        if stem.chars().count() >= 2 {
+            return format!("{stem}y");
+        }
+    }
+    for suffix in ["sses", "xes", "zes", "ches", "shes"] {
+        if word.ends_with(suffix) {
+            return word[..word.len() - 2].to_string();
+        }
+    }
+    if word.ends_with("ss") || word.ends_with("us") || word.ends_with("is") {
+        return word.to_string();
+    }
+    word[..word.len() - 1].to_string()
+}
+
+/// Splits text into lower-case singular words, in order, repeats kept.
+pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| singular(&w.to_lowercase()))
+}
+
+/// The distinct terms of a document (title, description and company name), joined by single
+/// spaces: the form both backends index.
+pub fn document_terms(parts: &[&str]) -> String {
+    let mut seen = std::collections::BTreeSet::new();
+    for part in parts {
+        for w in words(part) {
+            if w.chars().count() <= MAX_TERM_CHARS {
+                seen.insert(w);
+            }
+        }
+    }
+    seen.into_iter().collect::<Vec<_>>().join(" ")
+}
+
+/// The distinct terms of a query, sorted (so equal queries share a cache key). `None` when a
+/// word is too long to be indexed: such a query matches nothing.
+pub fn query_terms(q: &str) -> Option<Vec<String>> {
+    let mut terms: Vec<String> = words(q).collect();
+    if terms.iter().any(|t| t.chars().count() > MAX_TERM_CHARS) {
+        return None;
+    }
+    terms.sort();
+    terms.dedup();
+    Some(terms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plural_and_singular_meet() {
+        for (a, b) in [
+            ("engineers", "engineer"),
+            ("companies", "company"),
+            ("boxes", "box"),
+            ("matches", "match"),
+            ("dishes", "dish"),
+            ("classes", "class"),
+            ("women", "woman"),
+        ] {
+            assert_eq!(singular(a), singular(b), "{a} / {b}");
+        }
+    }
+
+    #[test]
+    fn non_plurals_stay() {
+        for w in [
+            "status",
+            "news",
+            "class",
+            "bus",
+            "sales",
+            "analysis",
+            "kubernetes",
+            "go",
+        ] {
+            assert_eq!(singular(w), w);
+        }
+        assert_ne!(singular("engineering"), singular("engineer"));
+    }
+
+    #[test]
+    fn words_split_on_anything_but_letters_and_digits() {
+        let got: Vec<String> =
+            words("Senior Rust-Engineers (C++/Node.js) \"quoted\" a*b NEAR:x & y").collect();
+        assert_eq!(
+            got,
+            vec![
+                "senior", "rust", "engineer", "c", "node", "js", "quoted", "a", "b", "near", "x",
+                "y"
+            ]
+        );
+    }
+
+    #[test]
+    fn unicode_words_are_lower_cased() {
+        let got: Vec<String> = words("Ingénieur MÜNCHEN Straße").collect();
+        assert_eq!(got, vec!["ingénieur", "münchen", "straße"]);
+    }
+
+    #[test]
+    fn document_terms_are_distinct_and_bounded() {
+        let long = "x".repeat(MAX_TERM_CHARS + 1);
+        let terms = document_terms(&["Rust engineers", &format!("rust {long}"), "Acme"]);
+        assert_eq!(terms, "acme engineer rust");
+    }
+
+    #[test]
+    fn query_terms_sorted_and_deduplicated() {
+        assert_eq!(
+            query_terms("Rust rust engineers").unwrap(),
+            vec!["engineer", "rust"]
+        );
+        assert_eq!(query_terms("  ").unwrap(), Vec::<String>::new());
+        assert!(query_terms(&"y".repeat(MAX_TERM_CHARS + 1)).is_none());
+    }
+}

@@ -1,0 +1,170 @@
+//! Validation of the values that come from outside. Each function trims where the contract says
+//! so, counts code points, and returns the clean value or a message for the field.
+
+use super::passwords;
+
+/// A field's problem, in words a client can show.
+pub type FieldError = String;
+
+pub const USER_NAME_MAX: usize = 100;
+pub const EMAIL_MAX: usize = 254;
+pub const PASSWORD_MIN: usize = 8;
+pub const PASSWORD_MAX: usize = 128;
+pub const COMPANY_NAME_MAX: usize = 200;
+pub const COMPANY_DESCRIPTION_MAX: usize = 20_000;
+pub const WEBSITE_MAX: usize = 2048;
+pub const JOB_TITLE_MAX: usize = 200;
+pub const LOCATION_MAX: usize = 200;
+pub const DESCRIPTION_MAX: usize = 20_000;
+pub const COVER_LETTER_MAX: usize = 10_000;
+pub const SALARY_MAX: i64 = 1_000_000_000;
+
+/// Trims `value` and checks its length in code points.
+pub fn text(value: &str, min: usize, max: usize) -> Result<String, FieldError> {
+    let trimmed = value.trim();
+    let len = trimmed.chars().count();
+    if len < min {
+        return Err(if min == 1 {
+            "must not be empty".to_string()
+        } else {
+            format!("must be at least {min} characters")
+        });
+    }
+    if len > max {
+        return Err(format!("must be at most {max} characters"));
+    }
+    Ok(trimmed.to_string())
+}
+
+pub fn user_name(value: &str) -> Result<String, FieldError> {
+    text(value, 1, USER_NAME_MAX)
+}
+
+pub fn company_name(value: &str) -> Result<String, FieldError> {
+    text(value, 1, COMPANY_NAME_MAX)
+}
+
+pub fn job_title(value: &str) -> Result<String, FieldError> {
+    text(value, 1, JOB_TITLE_MAX)
+}
+
+/// An email address: stored as given (trimmed), compared case-insensitively via [`email_key`].
+pub fn email(value: &str) -> Result<String, FieldError> {
+    let v = text(value, 1, EMAIL_MAX)?;
+    let invalid = || "must be an email address such as name@example.com".to_string();
+    let (local, domain) = v.split_once('@').ok_or_else(invalid)?;
+    if local.is_empty()
+        || local.chars().count() > 64
+        || domain.is_empty()
+        || domain.contains('@')
+        || v.chars().any(|c| c.is_whitespace() || c.is_control())
+        || domain.split('.').any(|label| label.is_empty())
+        || local.starts_with('.')
+        || local.ends_with('.')
+    {
+        return Err(invalid());
+    }
+    Ok(v)
+}
+
+/// The case-insensitive form of an email, used for uniqueness and look-ups.
+pub fn email_key(email: &str) -> String {
+    email.trim().to_lowercase()
+}
+
+/// A new password: 8–128 code points (measured after trimming, stored and hashed exactly as
+/// given, never truncated) and not one of the common passwords.
+pub fn new_password(value: &str) -> Result<(), FieldError> {
+    let len = value.trim().chars().count();
+    if len < PASSWORD_MIN {
+        return Err(format!("must be at least {PASSWORD_MIN} characters"));
+    }
+    if len > PASSWORD_MAX {
+        return Err(format!("must be at most {PASSWORD_MAX} characters"));
+    }
+    if passwords::is_common(value) {
+        return Err("is too common; choose a less guessable password".to_string());
+    }
+    Ok(())
+}
+
+/// An `http` or `https` URL of at most 2048 code points.
+pub fn website(value: &str) -> Result<String, FieldError> {
+    let v = text(value, 1, WEBSITE_MAX)?;
+    match url::Url::parse(&v) {
+        Ok(u) if (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some() => Ok(v),
+        _ => Err("must be an http or https URL".to_string()),
+    }
+}
+
+/// A yearly salary.
+pub fn salary(value: i64) -> Result<i64, FieldError> {
+    if (0..=SALARY_MAX).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("must be an integer from 0 to {SALARY_MAX}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_trims_and_counts_code_points() {
+        assert_eq!(text("  hé  ", 1, 2).unwrap(), "hé");
+        assert!(text("   ", 1, 10).is_err());
+        let hundred = "é".repeat(100);
+        assert!(user_name(&hundred).is_ok());
+        assert!(user_name(&format!("{hundred}x")).is_err());
+    }
+
+    #[test]
+    fn emails() {
+        assert_eq!(email(" Ann@Example.com ").unwrap(), "Ann@Example.com");
+        assert_eq!(email_key("Ann@Example.COM"), "ann@example.com");
+        for bad in [
+            "",
+            "ann",
+            "@x.com",
+            "ann@",
+            "a b@x.com",
+            "a@@x.com",
+            "a@x..com",
+            "a@x.",
+        ] {
+            assert!(email(bad).is_err(), "{bad:?}");
+        }
+        let long = format!("{}@{}.com", "a".repeat(64), "b".repeat(190));
+        assert!(long.len() <= 254 && email(&long).is_ok());
+        let too_long = format!("{}@{}.com", "a".repeat(64), "b".repeat(200));
+        assert!(email(&too_long).is_err());
+    }
+
+    #[test]
+    fn passwords() {
+        assert!(new_password("short").is_err());
+        assert!(new_password("password").is_err(), "common");
+        assert!(new_password("Password1").is_err(), "common, any case");
+        assert!(new_password("correct horse battery staple").is_ok());
+        assert!(new_password(&"x".repeat(128)).is_ok());
+        assert!(new_password(&"x".repeat(129)).is_err());
+    }
+
+    #[test]
+    fn websites() {
+        assert!(website("https://example.com/jobs").is_ok());
+        assert!(website("http://example.com").is_ok());
+        assert!(website("ftp://example.com").is_err());
+        assert!(website("javascript:alert(1)").is_err());
+        assert!(website("example.com").is_err());
+    }
+
+    #[test]
+    fn salaries() {
+        assert!(salary(0).is_ok());
+        assert!(salary(1_000_000_000).is_ok());
+        assert!(salary(-1).is_err());
+        assert!(salary(1_000_000_001).is_err());
+    }
+}

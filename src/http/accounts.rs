@@ -1,0 +1,288 @@
+//! Accounts: register, log in (token), the caller's own account.
+
+use super::error::{ApiError, ApiResult, FieldErrors};
+use super::extract::{AuthUser, Body, JsonBody, client_addr};
+use crate::app::AppState;
+use crate::auth;
+use crate::domain::{Role, validate};
+use crate::store::{FailureKind, NewUser, StoreError, UserRow};
+use axum::extract::{ConnectInfo, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use utoipa::ToSchema;
+
+/// Failed attempts allowed per email and per client address in the window.
+const FAILURES_PER_EMAIL: i64 = 10;
+const FAILURES_PER_ADDR: i64 = 50;
+const FAILURE_WINDOW_SECS: i64 = 15 * 60;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/auth/register", post(register))
+        .route("/api/auth/token", post(token))
+        .route("/api/me", get(me).delete(delete_me))
+        .route("/api/me/password", post(change_password))
+}
+
+/// A user as the API shows it.
+#[derive(Serialize, ToSchema)]
+pub struct UserOut {
+    pub id: i64,
+    pub email: String,
+    pub name: String,
+    pub role: Role,
+    #[serde(with = "crate::timefmt")]
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<UserRow> for UserOut {
+    fn from(u: UserRow) -> Self {
+        UserOut {
+            id: u.id,
+            role: u.role(),
+            email: u.email,
+            name: u.name,
+            created_at: u.created_at,
+        }
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct RegisterIn {
+    pub email: String,
+    pub password: String,
+    pub name: String,
+    /// `candidate` or `employer`.
+    pub role: String,
+}
+
+impl JsonBody for RegisterIn {
+    const FIELDS: &'static [&'static str] = &["email", "password", "name", "role"];
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct TokenIn {
+    pub email: String,
+    pub password: String,
+}
+
+impl JsonBody for TokenIn {
+    const FIELDS: &'static [&'static str] = &["email", "password"];
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct TokenOut {
+    pub access_token: String,
+    /// Always `Bearer`.
+    pub token_type: &'static str,
+    /// Seconds until the token expires.
+    pub expires_in: u64,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct PasswordIn {
+    pub current_password: String,
+    pub new_password: String,
+}
+
+impl JsonBody for PasswordIn {
+    const FIELDS: &'static [&'static str] = &["current_password", "new_password"];
+}
+
+/// The failure counters a request is charged to: per email and per client address.
+struct Limits {
+    email_key: String,
+    addr_key: String,
+}
+
+impl Limits {
+    fn new(scope: &str, email: &str, addr: Option<SocketAddr>) -> Limits {
+        Limits {
+            email_key: format!("{scope}:{}", validate::email_key(email)),
+            addr_key: format!("{scope}:{}", client_addr(addr)),
+        }
+    }
+
+    /// 429 with `Retry-After` while either counter is full.
+    async fn check(&self, st: &AppState) -> ApiResult<()> {
+        let now = Utc::now();
+        let since = now - chrono::Duration::seconds(FAILURE_WINDOW_SECS);
+        for (kind, key, max) in [
+            (FailureKind::Email, &self.email_key, FAILURES_PER_EMAIL),
+            (FailureKind::Addr, &self.addr_key, FAILURES_PER_ADDR),
+        ] {
+            if let Some(at) = st
+                .store
+                .nth_recent_auth_failure(kind, key, since, max)
+                .await?
+            {
+                let free_at = at + chrono::Duration::seconds(FAILURE_WINDOW_SECS);
+                let wait = (free_at - now).num_seconds() + 1;
+                return Err(ApiError::too_many_requests(wait.max(1) as u64));
+            }
+        }
+        Ok(())
+    }
+
+    async fn record(&self, st: &AppState) -> ApiResult<()> {
+        let now = crate::timefmt::now();
+        st.store
+            .record_auth_failure(FailureKind::Email, &self.email_key, now)
+            .await?;
+        st.store
+            .record_auth_failure(FailureKind::Addr, &self.addr_key, now)
+            .await?;
+        Ok(())
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> ApiResult<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::internal(anyhow::anyhow!("blocking task failed: {e}")))
+}
+
+/// Register a candidate or employer account.
+#[utoipa::path(post, path = "/api/auth/register", tag = "accounts", request_body = RegisterIn,
+    responses((status = 201, body = UserOut), (status = 409, description = "email already registered", body = super::openapi::Problem),
+              (status = 422, body = super::openapi::Problem), (status = 429, body = super::openapi::Problem)))]
+async fn register(
+    State(st): State<AppState>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<UserOut>)> {
+    let input: RegisterIn = body.json(false)?;
+    let mut errors = FieldErrors::default();
+    let email = errors.check("email", validate::email(&input.email));
+    let name = errors.check("name", validate::user_name(&input.name));
+    errors.check("password", validate::new_password(&input.password));
+    let role = errors.check(
+        "role",
+        Role::parse(&input.role).ok_or_else(|| "must be candidate or employer".to_string()),
+    );
+    let (Some(email), Some(name), Some(role)) = (email, name, role) else {
+        return Err(ApiError::validation(errors));
+    };
+    errors.into_result()?;
+    let limits = Limits::new("register", &email, Some(addr));
+    limits.check(&st).await?;
+    let password = input.password;
+    let password_hash = blocking(move || auth::hash_password(&password)).await??;
+    let user = NewUser {
+        email_key: validate::email_key(&email),
+        email,
+        name,
+        role,
+        password_hash,
+    };
+    match st.store.create_user(user).await {
+        Ok(u) => {
+            tracing::info!(user_id = u.id, role = %u.role(), "registered user {}", u.id);
+            Ok((StatusCode::CREATED, Json(u.into())))
+        }
+        Err(e @ StoreError::Conflict(_)) => {
+            limits.record(&st).await?;
+            Err(e.into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Exchange email and password for an access token.
+#[utoipa::path(post, path = "/api/auth/token", tag = "accounts", request_body = TokenIn,
+    responses((status = 200, body = TokenOut), (status = 401, body = super::openapi::Problem),
+              (status = 429, description = "too many failures; see Retry-After", body = super::openapi::Problem)))]
+async fn token(
+    State(st): State<AppState>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    body: Body,
+) -> ApiResult<Json<TokenOut>> {
+    let input: TokenIn = body.json(false)?;
+    let limits = Limits::new("login", &input.email, Some(addr));
+    limits.check(&st).await?;
+    let user = match st
+        .store
+        .user_by_email_key(&validate::email_key(&input.email))
+        .await
+    {
+        Ok(u) => Some(u),
+        Err(StoreError::NotFound) => None,
+        Err(e) => return Err(e.into()),
+    };
+    // Unknown emails are checked against a dummy hash so that both cases take the same time.
+    let hash = user
+        .as_ref()
+        .map(|u| u.password_hash.clone())
+        .unwrap_or_else(|| st.dummy_hash.to_string());
+    let password = input.password;
+    let ok = blocking(move || auth::verify_password(&password, &hash)).await?;
+    match user {
+        Some(u) if ok => {
+            st.store
+                .clear_auth_failures(FailureKind::Email, &limits.email_key)
+                .await?;
+            let access_token = st.tokens.issue(u.id, u.token_generation)?;
+            Ok(Json(TokenOut {
+                access_token,
+                token_type: "Bearer",
+                expires_in: st.tokens.ttl_secs,
+            }))
+        }
+        _ => {
+            limits.record(&st).await?;
+            Err(ApiError::unauthorized("invalid email or password"))
+        }
+    }
+}
+
+/// The caller's account.
+#[utoipa::path(get, path = "/api/me", tag = "accounts", security(("bearer" = [])),
+    responses((status = 200, body = UserOut), (status = 401, body = super::openapi::Problem)))]
+async fn me(user: AuthUser) -> Json<UserOut> {
+    Json(user.0.into())
+}
+
+/// Change the caller's password; every earlier token stops working.
+#[utoipa::path(post, path = "/api/me/password", tag = "accounts", security(("bearer" = [])), request_body = PasswordIn,
+    responses((status = 204), (status = 401, body = super::openapi::Problem), (status = 422, body = super::openapi::Problem)))]
+async fn change_password(
+    State(st): State<AppState>,
+    user: AuthUser,
+    body: Body,
+) -> ApiResult<StatusCode> {
+    let input: PasswordIn = body.json(false)?;
+    let mut errors = FieldErrors::default();
+    errors.check("new_password", validate::new_password(&input.new_password));
+    let current = input.current_password;
+    let hash = user.0.password_hash.clone();
+    if !blocking(move || auth::verify_password(&current, &hash)).await? {
+        errors.add("current_password", "is incorrect");
+    }
+    errors.into_result()?;
+    let new = input.new_password;
+    let new_hash = blocking(move || auth::hash_password(&new)).await??;
+    st.store.change_password(user.id(), &new_hash).await?;
+    tracing::info!(
+        user_id = user.id(),
+        "user {} changed their password",
+        user.id()
+    );
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Delete the caller's account with their applications.
+#[utoipa::path(delete, path = "/api/me", tag = "accounts", security(("bearer" = [])),
+    responses((status = 204), (status = 401, body = super::openapi::Problem)))]
+async fn delete_me(State(st): State<AppState>, user: AuthUser) -> ApiResult<StatusCode> {
+    st.store.delete_user(user.id()).await?;
+    tracing::info!(
+        user_id = user.id(),
+        "user {} deleted their account",
+        user.id()
+    );
+    Ok(StatusCode::NO_CONTENT)
+}

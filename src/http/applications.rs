@@ -1,0 +1,304 @@
+//! Applications: apply, the status workflow, withdraw, delete and history. An application is
+//! visible to its candidate and to the members of the job's company, and to no one else (404).
+
+use super::error::{ApiError, ApiResult, FieldErrors};
+use super::extract::{AuthUser, Body, Ids, JsonBody, QueryParams};
+use super::openapi::Problem;
+use crate::app::AppState;
+use crate::domain::{Actor, ApplicationStatus, Role, validate};
+use crate::store::{ApplicationRow, ApplicationViewer, HistoryRow};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/jobs/{id}/applications", post(apply))
+        .route("/api/applications", get(list))
+        .route(
+            "/api/applications/{id}",
+            get(show).patch(change_status).delete(remove),
+        )
+        .route("/api/applications/{id}/withdraw", post(withdraw))
+        .route("/api/applications/{id}/history", get(history))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct JobRef {
+    pub id: i64,
+    pub title: String,
+    pub company: super::jobs::CompanyRef,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CandidateRef {
+    pub id: i64,
+    pub name: String,
+    pub email: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ApplicationOut {
+    pub id: i64,
+    pub job: JobRef,
+    pub candidate: CandidateRef,
+    pub status: ApplicationStatus,
+    pub cover_letter: Option<String>,
+    #[serde(with = "crate::timefmt")]
+    pub created_at: DateTime<Utc>,
+    #[serde(with = "crate::timefmt")]
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<ApplicationRow> for ApplicationOut {
+    fn from(a: ApplicationRow) -> Self {
+        ApplicationOut {
+            id: a.id,
+            status: a.status(),
+            job: JobRef {
+                id: a.job_id,
+                title: a.job_title,
+                company: super::jobs::CompanyRef {
+                    id: a.company_id,
+                    name: a.company_name,
+                },
+            },
+            candidate: CandidateRef {
+                id: a.candidate_id,
+                name: a.candidate_name,
+                email: a.candidate_email,
+            },
+            cover_letter: a.cover_letter,
+            created_at: a.created_at,
+            updated_at: a.updated_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ApplicationList {
+    pub items: Vec<ApplicationOut>,
+    pub page: i64,
+    pub page_size: i64,
+    pub total: i64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct HistoryOut {
+    pub old_status: Option<ApplicationStatus>,
+    pub new_status: ApplicationStatus,
+    /// The id of the user who made the change.
+    pub changed_by: i64,
+    /// The id of the event this change emitted; `null` for the application itself.
+    pub event_id: Option<String>,
+    #[serde(with = "crate::timefmt")]
+    pub at: DateTime<Utc>,
+}
+
+impl From<HistoryRow> for HistoryOut {
+    fn from(h: HistoryRow) -> Self {
+        HistoryOut {
+            old_status: h.old_status.as_deref().and_then(ApplicationStatus::parse),
+            new_status: ApplicationStatus::parse(&h.new_status)
+                .unwrap_or(ApplicationStatus::Submitted),
+            changed_by: h.changed_by,
+            event_id: h.event_id,
+            at: h.at,
+        }
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct ApplyIn {
+    #[serde(default)]
+    pub cover_letter: Option<String>,
+}
+
+impl JsonBody for ApplyIn {
+    const FIELDS: &'static [&'static str] = &["cover_letter"];
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct StatusIn {
+    /// The new status: `reviewing`, `interview`, `offered`, `hired` or `rejected`.
+    pub status: String,
+}
+
+impl JsonBody for StatusIn {
+    const FIELDS: &'static [&'static str] = &["status"];
+}
+
+/// The application if the caller may see it; 404 otherwise.
+async fn visible(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<ApplicationRow> {
+    let app = st.store.application(id).await?;
+    let allowed = match user.role() {
+        Role::Candidate => app.candidate_id == user.id(),
+        Role::Employer => st.store.is_member(app.company_id, user.id()).await?,
+    };
+    if allowed {
+        Ok(app)
+    } else {
+        Err(ApiError::not_found())
+    }
+}
+
+/// Apply to an open job (candidates). Once per job: a second application is 409, even when
+/// concurrent, until the first is deleted.
+#[utoipa::path(post, path = "/api/jobs/{id}/applications", tag = "applications", security(("bearer" = [])),
+    params(("id" = i64, Path)), request_body = ApplyIn,
+    responses((status = 201, body = ApplicationOut), (status = 403, body = Problem), (status = 404, body = Problem),
+              (status = 409, description = "already-applied or job-closed", body = Problem), (status = 422, body = Problem)))]
+async fn apply(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<ApplicationOut>)> {
+    user.require(Role::Candidate, "apply to jobs")?;
+    let job = st.store.job(ids.one()).await?;
+    let input: ApplyIn = body.json(true)?;
+    let cover_letter = match input.cover_letter {
+        Some(c) => Some(
+            validate::text(&c, 0, validate::COVER_LETTER_MAX)
+                .map_err(|m| ApiError::field("cover_letter", m))?,
+        ),
+        None => None,
+    };
+    let app = st.store.apply(job.id, user.id(), cover_letter).await?;
+    tracing::info!(
+        application_id = app.id,
+        "user {} applied to job {}",
+        user.id(),
+        job.id
+    );
+    Ok((StatusCode::CREATED, Json(app.into())))
+}
+
+/// A candidate's own applications, or an employer's: those to their companies' jobs.
+#[utoipa::path(get, path = "/api/applications", tag = "applications", security(("bearer" = [])),
+    params(("job_id" = Option<i64>, Query), ("status" = Option<String>, Query), ("page" = Option<i64>, Query), ("page_size" = Option<i64>, Query)),
+    responses((status = 200, body = ApplicationList), (status = 422, body = Problem)))]
+async fn list(
+    State(st): State<AppState>,
+    user: AuthUser,
+    q: QueryParams,
+) -> ApiResult<Json<ApplicationList>> {
+    let mut errors = FieldErrors::default();
+    let job_id = q.int("job_id", i64::MIN, i64::MAX, &mut errors);
+    let status = q.get("status").and_then(|s| {
+        let parsed = ApplicationStatus::parse(s);
+        if parsed.is_none() {
+            errors.add("status", "must be one of submitted, reviewing, interview, offered, hired, rejected, withdrawn");
+        }
+        parsed
+    });
+    let page = q.page(&mut errors);
+    errors.into_result()?;
+    let viewer = match user.role() {
+        Role::Candidate => ApplicationViewer::Candidate(user.id()),
+        Role::Employer => ApplicationViewer::Employer(user.id()),
+    };
+    let (rows, total) = st
+        .store
+        .list_applications(viewer, job_id, status, page)
+        .await?;
+    Ok(Json(ApplicationList {
+        items: rows.into_iter().map(Into::into).collect(),
+        page: page.page,
+        page_size: page.size,
+        total,
+    }))
+}
+
+/// One application (its candidate and the company's members).
+#[utoipa::path(get, path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("id" = i64, Path)),
+    responses((status = 200, body = ApplicationOut), (status = 404, body = Problem)))]
+async fn show(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+) -> ApiResult<Json<ApplicationOut>> {
+    Ok(Json(visible(&st, &user, ids.one()).await?.into()))
+}
+
+/// Move an application through the workflow (company members). Each move emits one
+/// `application.status_changed` event; setting the current status again changes nothing.
+#[utoipa::path(patch, path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("id" = i64, Path)),
+    request_body = StatusIn,
+    responses((status = 200, body = ApplicationOut), (status = 403, body = Problem), (status = 404, body = Problem),
+              (status = 409, description = "invalid-transition; the detail names the allowed moves", body = Problem),
+              (status = 422, body = Problem)))]
+async fn change_status(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+    body: Body,
+) -> ApiResult<Json<ApplicationOut>> {
+    user.require(Role::Employer, "change an application's status")?;
+    let app = visible(&st, &user, ids.one()).await?;
+    let input: StatusIn = body.json(false)?;
+    let to = ApplicationStatus::parse(&input.status).ok_or_else(|| {
+        ApiError::field(
+            "status",
+            "must be one of reviewing, interview, offered, hired, rejected",
+        )
+    })?;
+    let change = st
+        .store
+        .change_status(app.id, to, Actor::Employer, user.id())
+        .await?;
+    if let Some(event_id) = &change.event_id {
+        tracing::info!(application_id = app.id, event_id = %event_id, "user {} moved application {} from {} to {}", user.id(), app.id, app.status, to);
+    }
+    Ok(Json(change.application.into()))
+}
+
+/// Withdraw one's own application (candidates); the candidate is emailed a confirmation.
+#[utoipa::path(post, path = "/api/applications/{id}/withdraw", tag = "applications", security(("bearer" = [])), params(("id" = i64, Path)),
+    responses((status = 200, body = ApplicationOut), (status = 403, body = Problem), (status = 404, body = Problem),
+              (status = 409, description = "the application is final", body = Problem)))]
+async fn withdraw(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+) -> ApiResult<Json<ApplicationOut>> {
+    user.require(Role::Candidate, "withdraw applications")?;
+    let app = visible(&st, &user, ids.one()).await?;
+    let change = st
+        .store
+        .change_status(
+            app.id,
+            ApplicationStatus::Withdrawn,
+            Actor::Candidate,
+            user.id(),
+        )
+        .await?;
+    Ok(Json(change.application.into()))
+}
+
+/// Delete one's own application and its history (candidates); one may then apply again.
+#[utoipa::path(delete, path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("id" = i64, Path)),
+    responses((status = 204), (status = 403, body = Problem), (status = 404, body = Problem)))]
+async fn remove(State(st): State<AppState>, user: AuthUser, ids: Ids) -> ApiResult<StatusCode> {
+    user.require(Role::Candidate, "delete applications")?;
+    let app = visible(&st, &user, ids.one()).await?;
+    st.store.delete_application(app.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The application's status history, oldest first.
+#[utoipa::path(get, path = "/api/applications/{id}/history", tag = "applications", security(("bearer" = [])), params(("id" = i64, Path)),
+    responses((status = 200, body = Vec<HistoryOut>), (status = 404, body = Problem)))]
+async fn history(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+) -> ApiResult<Json<Vec<HistoryOut>>> {
+    let app = visible(&st, &user, ids.one()).await?;
+    let rows = st.store.history(app.id).await?;
+    Ok(Json(rows.into_iter().map(Into::into).collect()))
+}

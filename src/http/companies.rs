@@ -1,0 +1,296 @@
+//! Companies and their members. Membership is read from the database on every request.
+
+use super::error::{ApiError, ApiResult, FieldErrors};
+use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser, QueryParams, double_option};
+use super::openapi::Problem;
+use crate::app::AppState;
+use crate::domain::{Role, validate};
+use crate::store::{CompanyFields, CompanyRow, MemberRow};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/companies", get(list).post(create))
+        .route(
+            "/api/companies/{id}",
+            get(show).patch(update).delete(remove),
+        )
+        .route("/api/companies/{id}/members", get(members).post(add_member))
+        .route(
+            "/api/companies/{id}/members/{user_id}",
+            delete(remove_member),
+        )
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CompanyOut {
+    pub id: i64,
+    pub name: String,
+    pub website: Option<String>,
+    pub description: Option<String>,
+    #[serde(with = "crate::timefmt")]
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<CompanyRow> for CompanyOut {
+    fn from(c: CompanyRow) -> Self {
+        CompanyOut {
+            id: c.id,
+            name: c.name,
+            website: c.website,
+            description: c.description,
+            created_at: c.created_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CompanyList {
+    pub items: Vec<CompanyOut>,
+    pub page: i64,
+    pub page_size: i64,
+    pub total: i64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct MemberOut {
+    pub id: i64,
+    pub name: String,
+    pub email: String,
+}
+
+impl From<MemberRow> for MemberOut {
+    fn from(m: MemberRow) -> Self {
+        MemberOut {
+            id: m.id,
+            name: m.name,
+            email: m.email,
+        }
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct CompanyIn {
+    pub name: String,
+    /// An http or https URL.
+    #[serde(default)]
+    pub website: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+impl JsonBody for CompanyIn {
+    const FIELDS: &'static [&'static str] = &["name", "website", "description"];
+}
+
+/// JSON Merge Patch of a company: absent fields stay, `null` clears an optional one.
+#[derive(Deserialize, ToSchema)]
+pub struct CompanyPatch {
+    #[serde(default, deserialize_with = "double_option")]
+    pub name: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub website: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub description: Option<Option<String>>,
+}
+
+impl JsonBody for CompanyPatch {
+    const FIELDS: &'static [&'static str] = &["name", "website", "description"];
+    const READ_ONLY: &'static [&'static str] = &["id", "created_at"];
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct MemberIn {
+    pub email: String,
+}
+
+impl JsonBody for MemberIn {
+    const FIELDS: &'static [&'static str] = &["email"];
+}
+
+fn validate_fields(
+    name: &str,
+    website: Option<&str>,
+    description: Option<&str>,
+) -> ApiResult<CompanyFields> {
+    let mut errors = FieldErrors::default();
+    let name = errors.check("name", validate::company_name(name));
+    let website = website.and_then(|w| errors.check("website", validate::website(w)));
+    let description = description.and_then(|d| {
+        errors.check(
+            "description",
+            validate::text(d, 0, validate::COMPANY_DESCRIPTION_MAX),
+        )
+    });
+    match name {
+        Some(name) if errors.is_empty() => Ok(CompanyFields {
+            name,
+            website,
+            description,
+        }),
+        _ => Err(ApiError::validation(errors)),
+    }
+}
+
+/// The company, if the caller is one of its members; 404 otherwise (never 403, so existence
+/// does not leak).
+pub async fn member_company(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<CompanyRow> {
+    user.require(Role::Employer, "manage companies")?;
+    let company = st.store.company(id).await?;
+    if !st.store.is_member(id, user.id()).await? {
+        return Err(ApiError::not_found());
+    }
+    Ok(company)
+}
+
+/// Create a company; the caller becomes its first member.
+#[utoipa::path(post, path = "/api/companies", tag = "companies", security(("bearer" = [])), request_body = CompanyIn,
+    responses((status = 201, body = CompanyOut), (status = 403, body = Problem), (status = 422, body = Problem)))]
+async fn create(
+    State(st): State<AppState>,
+    user: AuthUser,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<CompanyOut>)> {
+    user.require(Role::Employer, "create companies")?;
+    let input: CompanyIn = body.json(false)?;
+    let fields = validate_fields(
+        &input.name,
+        input.website.as_deref(),
+        input.description.as_deref(),
+    )?;
+    let company = st.store.create_company(user.id(), fields).await?;
+    Ok((StatusCode::CREATED, Json(company.into())))
+}
+
+/// An employer's own companies; for anyone else, all companies.
+#[utoipa::path(get, path = "/api/companies", tag = "companies",
+    params(("page" = Option<i64>, Query), ("page_size" = Option<i64>, Query)),
+    responses((status = 200, body = CompanyList), (status = 422, body = Problem)))]
+async fn list(
+    State(st): State<AppState>,
+    MaybeUser(user): MaybeUser,
+    q: QueryParams,
+) -> ApiResult<Json<CompanyList>> {
+    let mut errors = FieldErrors::default();
+    let page = q.page(&mut errors);
+    errors.into_result()?;
+    let member = user.filter(|u| u.role() == Role::Employer).map(|u| u.id);
+    let (rows, total) = st.store.list_companies(member, page).await?;
+    Ok(Json(CompanyList {
+        items: rows.into_iter().map(Into::into).collect(),
+        page: page.page,
+        page_size: page.size,
+        total,
+    }))
+}
+
+/// One company (public).
+#[utoipa::path(get, path = "/api/companies/{id}", tag = "companies", params(("id" = i64, Path)),
+    responses((status = 200, body = CompanyOut), (status = 404, body = Problem)))]
+async fn show(
+    State(st): State<AppState>,
+    _user: MaybeUser,
+    ids: Ids,
+) -> ApiResult<Json<CompanyOut>> {
+    Ok(Json(st.store.company(ids.one()).await?.into()))
+}
+
+/// Update a company (members only), as a JSON Merge Patch.
+#[utoipa::path(patch, path = "/api/companies/{id}", tag = "companies", security(("bearer" = [])), params(("id" = i64, Path)),
+    request_body(content = CompanyPatch, content_type = "application/merge-patch+json"),
+    responses((status = 200, body = CompanyOut), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn update(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+    body: Body,
+) -> ApiResult<Json<CompanyOut>> {
+    let current = member_company(&st, &user, ids.one()).await?;
+    let patch: CompanyPatch = body.json(false)?;
+    let name = match patch.name {
+        None => current.name.clone(),
+        Some(Some(n)) => n,
+        Some(None) => return Err(ApiError::field("name", "must not be null")),
+    };
+    let website = patch.website.unwrap_or(current.website.clone());
+    let description = patch.description.unwrap_or(current.description.clone());
+    let fields = validate_fields(&name, website.as_deref(), description.as_deref())?;
+    let renamed = fields.name != current.name;
+    let company = st.store.update_company(current.id, fields).await?;
+    if renamed {
+        // The company name appears in job search results.
+        st.cache.bump().await;
+    }
+    Ok(Json(company.into()))
+}
+
+/// Delete a company that has no jobs (members only).
+#[utoipa::path(delete, path = "/api/companies/{id}", tag = "companies", security(("bearer" = [])), params(("id" = i64, Path)),
+    responses((status = 204), (status = 404, body = Problem), (status = 409, description = "the company still has jobs", body = Problem)))]
+async fn remove(State(st): State<AppState>, user: AuthUser, ids: Ids) -> ApiResult<StatusCode> {
+    let company = member_company(&st, &user, ids.one()).await?;
+    st.store.delete_company(company.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The company's members (members only).
+#[utoipa::path(get, path = "/api/companies/{id}/members", tag = "companies", security(("bearer" = [])), params(("id" = i64, Path)),
+    responses((status = 200, body = Vec<MemberOut>), (status = 404, body = Problem)))]
+async fn members(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+) -> ApiResult<Json<Vec<MemberOut>>> {
+    let company = member_company(&st, &user, ids.one()).await?;
+    let rows = st.store.members(company.id).await?;
+    Ok(Json(rows.into_iter().map(Into::into).collect()))
+}
+
+/// Add an employer account to the company by email (members only).
+#[utoipa::path(post, path = "/api/companies/{id}/members", tag = "companies", security(("bearer" = [])), params(("id" = i64, Path)),
+    request_body = MemberIn,
+    responses((status = 204, description = "added, or already a member"), (status = 404, body = Problem),
+              (status = 422, description = "no employer account has this email", body = Problem)))]
+async fn add_member(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+    body: Body,
+) -> ApiResult<StatusCode> {
+    let company = member_company(&st, &user, ids.one()).await?;
+    let input: MemberIn = body.json(false)?;
+    let email = validate::email(&input.email).map_err(|m| ApiError::field("email", m))?;
+    match st
+        .store
+        .add_member(company.id, &validate::email_key(&email))
+        .await
+    {
+        Ok(()) => Ok(StatusCode::NO_CONTENT),
+        // The same answer for an unknown email and a candidate's, so accounts are not probed.
+        Err(crate::store::StoreError::NotFound) => Err(ApiError::field(
+            "email",
+            "no employer account with this email",
+        )),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Remove a member (members only); the last member cannot be removed.
+#[utoipa::path(delete, path = "/api/companies/{id}/members/{user_id}", tag = "companies", security(("bearer" = [])),
+    params(("id" = i64, Path), ("user_id" = i64, Path)),
+    responses((status = 204), (status = 404, body = Problem), (status = 409, description = "the last member", body = Problem)))]
+async fn remove_member(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+) -> ApiResult<StatusCode> {
+    let company = member_company(&st, &user, ids.0[0]).await?;
+    st.store.remove_member(company.id, ids.0[1]).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,438 @@
+//! Jobs: publishing (company members), and the public search with its cache.
+
+use super::companies::member_company;
+use super::error::{ApiError, ApiResult, FieldErrors};
+use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser, QueryParams, double_option};
+use super::openapi::Problem;
+use crate::app::AppState;
+use crate::cache::Lookup;
+use crate::domain::{EmploymentType, JobStatus, Role, search, validate};
+use crate::store::{JobFields, JobRow, JobSearch};
+use crate::telemetry::SEARCH_CACHE_REQUESTS_TOTAL;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/jobs", get(search_jobs).post(create))
+        .route("/api/jobs/{id}", get(show).patch(update).delete(remove))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CompanyRef {
+    pub id: i64,
+    pub name: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct JobOut {
+    pub id: i64,
+    pub company: CompanyRef,
+    pub title: String,
+    pub description: String,
+    pub location: String,
+    pub remote: bool,
+    pub salary_min: Option<i64>,
+    pub salary_max: Option<i64>,
+    pub employment_type: EmploymentType,
+    pub status: JobStatus,
+    #[serde(with = "crate::timefmt")]
+    pub created_at: DateTime<Utc>,
+    #[serde(with = "crate::timefmt")]
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<JobRow> for JobOut {
+    fn from(j: JobRow) -> Self {
+        let f = j.fields();
+        JobOut {
+            id: j.id,
+            company: CompanyRef {
+                id: j.company_id,
+                name: j.company_name,
+            },
+            title: f.title,
+            description: f.description,
+            location: f.location,
+            remote: f.remote,
+            salary_min: f.salary_min,
+            salary_max: f.salary_max,
+            employment_type: f.employment_type,
+            status: f.status,
+            created_at: j.created_at,
+            updated_at: j.updated_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct JobList {
+    pub items: Vec<JobOut>,
+    pub page: i64,
+    pub page_size: i64,
+    pub total: i64,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct JobIn {
+    pub company_id: i64,
+    pub title: String,
+    pub description: String,
+    pub location: String,
+    pub remote: bool,
+    #[serde(default)]
+    pub salary_min: Option<i64>,
+    #[serde(default)]
+    pub salary_max: Option<i64>,
+    /// `full_time`, `part_time`, `contract` or `internship`.
+    pub employment_type: String,
+}
+
+impl JsonBody for JobIn {
+    const FIELDS: &'static [&'static str] = &[
+        "company_id",
+        "title",
+        "description",
+        "location",
+        "remote",
+        "salary_min",
+        "salary_max",
+        "employment_type",
+    ];
+    const READ_ONLY: &'static [&'static str] =
+        &["id", "company", "status", "created_at", "updated_at"];
+}
+
+/// JSON Merge Patch of a job: absent fields stay, `null` clears `salary_min` / `salary_max`.
+#[derive(Deserialize, ToSchema, Default)]
+pub struct JobPatch {
+    #[serde(default, deserialize_with = "double_option")]
+    pub title: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub description: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub location: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub remote: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub salary_min: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub salary_max: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub employment_type: Option<Option<String>>,
+    /// `open` or `closed`.
+    #[serde(default, deserialize_with = "double_option")]
+    pub status: Option<Option<String>>,
+}
+
+impl JsonBody for JobPatch {
+    const FIELDS: &'static [&'static str] = &[
+        "title",
+        "description",
+        "location",
+        "remote",
+        "salary_min",
+        "salary_max",
+        "employment_type",
+        "status",
+    ];
+    const READ_ONLY: &'static [&'static str] =
+        &["id", "company", "company_id", "created_at", "updated_at"];
+}
+
+/// The raw values of a job before validation.
+struct Draft {
+    title: String,
+    description: String,
+    location: String,
+    remote: bool,
+    salary_min: Option<i64>,
+    salary_max: Option<i64>,
+    employment_type: String,
+    status: String,
+}
+
+fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
+    let title = errors.check("title", validate::job_title(&d.title));
+    let description = errors.check(
+        "description",
+        validate::text(&d.description, 0, validate::DESCRIPTION_MAX),
+    );
+    let location = errors.check(
+        "location",
+        validate::text(&d.location, 0, validate::LOCATION_MAX),
+    );
+    let salary_min = d
+        .salary_min
+        .and_then(|s| errors.check("salary_min", validate::salary(s)));
+    let salary_max = d
+        .salary_max
+        .and_then(|s| errors.check("salary_max", validate::salary(s)));
+    if let (Some(min), Some(max)) = (salary_min, salary_max) {
+        if min > max {
+            errors.add("salary_min", "must not be greater than salary_max");
+        }
+    }
+    let employment_type = errors.check(
+        "employment_type",
+        EmploymentType::parse(&d.employment_type)
+            .ok_or_else(|| "must be full_time, part_time, contract or internship".to_string()),
+    );
+    let status = errors.check(
+        "status",
+        JobStatus::parse(&d.status).ok_or_else(|| "must be open or closed".to_string()),
+    );
+    match (title, description, location, employment_type, status) {
+        (Some(title), Some(description), Some(location), Some(employment_type), Some(status))
+            if errors.is_empty() =>
+        {
+            Ok(JobFields {
+                title,
+                description,
+                location,
+                remote: d.remote,
+                salary_min,
+                salary_max,
+                employment_type,
+                status,
+            })
+        }
+        _ => Err(ApiError::validation(errors)),
+    }
+}
+
+/// Publish a job for one of the caller's companies.
+#[utoipa::path(post, path = "/api/jobs", tag = "jobs", security(("bearer" = [])), request_body = JobIn,
+    responses((status = 201, body = JobOut), (status = 403, body = Problem),
+              (status = 404, description = "no such company among the caller's", body = Problem), (status = 422, body = Problem)))]
+async fn create(
+    State(st): State<AppState>,
+    user: AuthUser,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<JobOut>)> {
+    user.require(Role::Employer, "publish jobs")?;
+    // The company decides visibility (404) before the rest of the body is judged (422).
+    let loose = body.json_value(false)?;
+    if let Some(company_id) = loose.get("company_id").and_then(|v| v.as_i64()) {
+        member_company(&st, &user, company_id).await?;
+    }
+    let input: JobIn = body.json(false)?;
+    let fields = validate_job(
+        Draft {
+            title: input.title,
+            description: input.description,
+            location: input.location,
+            remote: input.remote,
+            salary_min: input.salary_min,
+            salary_max: input.salary_max,
+            employment_type: input.employment_type,
+            status: "open".to_string(),
+        },
+        FieldErrors::default(),
+    )?;
+    let job = st.store.create_job(input.company_id, fields).await?;
+    st.cache.bump().await;
+    Ok((StatusCode::CREATED, Json(job.into())))
+}
+
+/// One job (public; closed jobs included).
+#[utoipa::path(get, path = "/api/jobs/{id}", tag = "jobs", params(("id" = i64, Path)),
+    responses((status = 200, body = JobOut), (status = 404, body = Problem)))]
+async fn show(State(st): State<AppState>, _user: MaybeUser, ids: Ids) -> ApiResult<Json<JobOut>> {
+    Ok(Json(st.store.job(ids.one()).await?.into()))
+}
+
+async fn member_job(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<JobRow> {
+    user.require(Role::Employer, "manage jobs")?;
+    let job = st.store.job(id).await?;
+    member_company(st, user, job.company_id).await?;
+    Ok(job)
+}
+
+/// Update a job (members of its company) as a JSON Merge Patch; `status` may go open ↔ closed.
+#[utoipa::path(patch, path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("id" = i64, Path)),
+    request_body(content = JobPatch, content_type = "application/merge-patch+json"),
+    responses((status = 200, body = JobOut), (status = 404, body = Problem),
+              (status = 422, description = "invalid, unknown or read-only field", body = Problem)))]
+async fn update(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+    body: Body,
+) -> ApiResult<Json<JobOut>> {
+    let mut job = member_job(&st, &user, ids.one()).await?;
+    let patch: JobPatch = body.json(false)?;
+    // Merge and write conditionally on updated_at; a concurrent write makes us merge again.
+    for _ in 0..5 {
+        let fields = merge(&job, &patch)?;
+        if let Some(updated) = st.store.update_job(job.id, fields, job.updated_at).await? {
+            st.cache.bump().await;
+            return Ok(Json(updated.into()));
+        }
+        job = st.store.job(job.id).await?;
+    }
+    Err(ApiError::internal(anyhow::anyhow!(
+        "job {} kept changing during the update",
+        job.id
+    )))
+}
+
+fn merge(job: &JobRow, p: &JobPatch) -> ApiResult<JobFields> {
+    let cur = job.fields();
+    let mut errors = FieldErrors::default();
+    fn required<T: Clone>(
+        errors: &mut FieldErrors,
+        name: &str,
+        v: &Option<Option<T>>,
+        current: T,
+    ) -> T {
+        match v {
+            None => current,
+            Some(Some(x)) => x.clone(),
+            Some(None) => {
+                errors.add(name, "must not be null");
+                current
+            }
+        }
+    }
+    let draft = Draft {
+        title: required(&mut errors, "title", &p.title, cur.title),
+        description: required(&mut errors, "description", &p.description, cur.description),
+        location: required(&mut errors, "location", &p.location, cur.location),
+        remote: required(&mut errors, "remote", &p.remote, cur.remote),
+        salary_min: p.salary_min.unwrap_or(cur.salary_min),
+        salary_max: p.salary_max.unwrap_or(cur.salary_max),
+        employment_type: required(
+            &mut errors,
+            "employment_type",
+            &p.employment_type,
+            cur.employment_type.as_str().to_string(),
+        ),
+        status: required(
+            &mut errors,
+            "status",
+            &p.status,
+            cur.status.as_str().to_string(),
+        ),
+    };
+    validate_job(draft, errors)
+}
+
+/// Delete a job with its applications and their history; no email is sent.
+#[utoipa::path(delete, path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("id" = i64, Path)),
+    responses((status = 204), (status = 404, body = Problem)))]
+async fn remove(State(st): State<AppState>, user: AuthUser, ids: Ids) -> ApiResult<StatusCode> {
+    let job = member_job(&st, &user, ids.one()).await?;
+    st.store.delete_job(job.id).await?;
+    st.cache.bump().await;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Search open jobs, newest first. Every word of `q` must match a whole word of the title,
+/// description or company name (singular and plural alike); `q` is never query syntax.
+#[utoipa::path(get, path = "/api/jobs", tag = "jobs",
+    params(
+        ("q" = Option<String>, Query, description = "words that must all match"),
+        ("location" = Option<String>, Query, description = "case-insensitive substring of the location"),
+        ("remote" = Option<bool>, Query),
+        ("company_id" = Option<i64>, Query),
+        ("salary_min" = Option<i64>, Query, description = "keeps jobs whose salary_max is at least this, or unknown"),
+        ("employment_type" = Option<String>, Query),
+        ("page" = Option<i64>, Query), ("page_size" = Option<i64>, Query)),
+    responses((status = 200, body = JobList, headers(("X-Cache" = String, description = "HIT or MISS"))),
+              (status = 422, body = Problem)))]
+async fn search_jobs(
+    State(st): State<AppState>,
+    _user: MaybeUser,
+    q: QueryParams,
+) -> ApiResult<Response> {
+    let mut errors = FieldErrors::default();
+    let terms = q.get("q").map(search::query_terms);
+    let location = q
+        .get("location")
+        .map(|l| l.trim().to_lowercase())
+        .filter(|l| !l.is_empty());
+    let remote = q.bool("remote", &mut errors);
+    let company_id = q.int("company_id", 1, i64::MAX, &mut errors);
+    let salary_min = q.int("salary_min", 0, validate::SALARY_MAX, &mut errors);
+    let employment_type = q.get("employment_type").and_then(|t| {
+        let parsed = EmploymentType::parse(t).map(|t| t.as_str().to_string());
+        if parsed.is_none() {
+            errors.add(
+                "employment_type",
+                "must be full_time, part_time, contract or internship",
+            );
+        }
+        parsed
+    });
+    let page = q.page(&mut errors);
+    errors.into_result()?;
+
+    let search = JobSearch {
+        terms: terms.clone().flatten().unwrap_or_default(),
+        location,
+        remote,
+        company_id,
+        salary_min,
+        employment_type,
+        page,
+    };
+    // A word too long to be indexed matches nothing.
+    if matches!(terms, Some(None)) {
+        return Ok(page_response(
+            render(&JobList {
+                items: vec![],
+                page: page.page,
+                page_size: page.size,
+                total: 0,
+            }),
+            "MISS",
+        ));
+    }
+
+    let key = hex::encode(Sha256::digest(
+        serde_json::to_vec(&search).unwrap_or_default(),
+    ));
+    let version = match st.cache.lookup(&key).await {
+        Lookup::Hit(body) => {
+            metrics::counter!(SEARCH_CACHE_REQUESTS_TOTAL, "result" => "hit").increment(1);
+            return Ok(page_response(body, "HIT"));
+        }
+        Lookup::Miss { version } => Some(version),
+        Lookup::Unavailable => None,
+    };
+    metrics::counter!(SEARCH_CACHE_REQUESTS_TOTAL, "result" => "miss").increment(1);
+    let (rows, total) = st.store.search_jobs(&search).await?;
+    let body = render(&JobList {
+        items: rows.into_iter().map(Into::into).collect(),
+        page: page.page,
+        page_size: page.size,
+        total,
+    });
+    if let Some(version) = version {
+        st.cache.store(&version, &key, body.clone()).await;
+    }
+    Ok(page_response(body, "MISS"))
+}
+
+fn render(list: &JobList) -> bytes::Bytes {
+    bytes::Bytes::from(serde_json::to_vec(list).unwrap_or_default())
+}
+
+fn page_response(body: bytes::Bytes, cache: &'static str) -> Response {
+    let mut res = body.into_response();
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert("x-cache", HeaderValue::from_static(cache));
+    res
+}

@@ -1,0 +1,94 @@
+//! Operations: health, readiness, metrics, the OpenAPI document and its rendered page.
+
+use super::openapi::ApiDoc;
+use crate::app::AppState;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+use std::time::Duration;
+use utoipa::OpenApi;
+
+/// Each readiness check answers within this.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The API's page that renders the OpenAPI document; self-contained, so it works offline.
+const DOCS_HTML: &str = include_str!("../../assets/docs.html");
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/api/openapi.json", get(openapi))
+        .route("/docs", get(docs))
+}
+
+/// `/metrics` in Prometheus text format.
+pub fn metrics_router() -> Router<AppState> {
+    Router::new().route("/metrics", get(metrics))
+}
+
+/// Liveness: 200 while the process runs; touches no dependency.
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "{\"status\":\"ok\"}")))]
+pub(super) async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({"status": "ok"}))
+}
+
+async fn check<F>(f: F) -> &'static str
+where
+    F: std::future::Future<Output = anyhow::Result<()>>,
+{
+    match tokio::time::timeout(CHECK_TIMEOUT, f).await {
+        Ok(Ok(())) => "ok",
+        Ok(Err(e)) => {
+            tracing::warn!(error = format!("{e:#}"), "readiness check failed");
+            "error"
+        }
+        Err(_) => "timeout",
+    }
+}
+
+/// Readiness: 503 when the database fails or shutdown has begun; the cache is reported only.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses((status = 200, description = "ready, with each check"), (status = 503, description = "not ready")))]
+pub(super) async fn readyz(State(st): State<AppState>) -> Response {
+    let (database, cache) = tokio::join!(check(st.store.ping()), check(st.cache.ping()));
+    let shutting_down = st.shutdown.is_cancelled();
+    let ready = database == "ok" && !shutting_down;
+    let status = if shutting_down {
+        "shutting_down"
+    } else if ready {
+        "ready"
+    } else {
+        "unavailable"
+    };
+    let body = json!({
+        "status": status,
+        "checks": {"database": database, "cache": cache, "cache_backend": st.cache.kind()},
+    });
+    let code = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, Json(body)).into_response()
+}
+
+async fn metrics(State(st): State<AppState>) -> Response {
+    let mut res = st.metrics.render().into_response();
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    res
+}
+
+async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}
+
+async fn docs() -> Html<&'static str> {
+    Html(DOCS_HTML)
+}

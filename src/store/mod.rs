@@ -1,0 +1,357 @@
+//! Persistence: one [`Store`] trait of use-case methods, each one transaction inside the
+//! implementation, with a PostgreSQL and a SQLite implementation that share everything but the
+//! SQL dialect (see `sql.rs`).
+
+mod postgres;
+mod sql;
+mod sqlite;
+
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+
+use crate::domain::{ApplicationStatus, Conflict, EmploymentType, JobStatus, Role};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use std::sync::Arc;
+
+/// What a store call can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    #[error("conflict: {0:?}")]
+    Conflict(Conflict),
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match e {
+            sqlx::Error::RowNotFound => StoreError::NotFound,
+            other => StoreError::Other(anyhow::Error::new(other)),
+        }
+    }
+}
+
+/// A user as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct UserRow {
+    pub id: i64,
+    pub email: String,
+    pub name: String,
+    pub role: String,
+    pub password_hash: String,
+    pub token_generation: i64,
+    pub created_at: DateTime<Utc>,
+}
+
+impl UserRow {
+    pub fn role(&self) -> Role {
+        Role::parse(&self.role).unwrap_or(Role::Candidate)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub email: String,
+    pub email_key: String,
+    pub name: String,
+    pub role: Role,
+    pub password_hash: String,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct CompanyRow {
+    pub id: i64,
+    pub name: String,
+    pub website: Option<String>,
+    pub description: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A company's editable fields, complete (a PATCH is merged before it reaches the store).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompanyFields {
+    pub name: String,
+    pub website: Option<String>,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MemberRow {
+    pub id: i64,
+    pub name: String,
+    pub email: String,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct JobRow {
+    pub id: i64,
+    pub company_id: i64,
+    pub company_name: String,
+    pub title: String,
+    pub description: String,
+    pub location: String,
+    pub remote: bool,
+    pub salary_min: Option<i64>,
+    pub salary_max: Option<i64>,
+    pub employment_type: String,
+    pub status: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl JobRow {
+    pub fn fields(&self) -> JobFields {
+        JobFields {
+            title: self.title.clone(),
+            description: self.description.clone(),
+            location: self.location.clone(),
+            remote: self.remote,
+            salary_min: self.salary_min,
+            salary_max: self.salary_max,
+            employment_type: EmploymentType::parse(&self.employment_type)
+                .unwrap_or(EmploymentType::FullTime),
+            status: JobStatus::parse(&self.status).unwrap_or(JobStatus::Closed),
+        }
+    }
+}
+
+/// A job's editable fields, complete and validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobFields {
+    pub title: String,
+    pub description: String,
+    pub location: String,
+    pub remote: bool,
+    pub salary_min: Option<i64>,
+    pub salary_max: Option<i64>,
+    pub employment_type: EmploymentType,
+    pub status: JobStatus,
+}
+
+/// The filters of a job search, already validated and normalised.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct JobSearch {
+    /// Terms every result must contain (see `domain::search`).
+    pub terms: Vec<String>,
+    /// Lower-cased substring of the location.
+    pub location: Option<String>,
+    pub remote: Option<bool>,
+    pub company_id: Option<i64>,
+    pub salary_min: Option<i64>,
+    pub employment_type: Option<String>,
+    pub page: Page,
+}
+
+/// A page of a list: `page` from 1, `size` 1–100.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct Page {
+    pub page: i64,
+    pub size: i64,
+}
+
+impl Default for Page {
+    fn default() -> Self {
+        Page { page: 1, size: 20 }
+    }
+}
+
+impl Page {
+    pub fn offset(&self) -> i64 {
+        (self.page - 1).saturating_mul(self.size)
+    }
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ApplicationRow {
+    pub id: i64,
+    pub job_id: i64,
+    pub job_title: String,
+    pub company_id: i64,
+    pub company_name: String,
+    pub candidate_id: i64,
+    pub candidate_name: String,
+    pub candidate_email: String,
+    pub status: String,
+    pub cover_letter: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl ApplicationRow {
+    pub fn status(&self) -> ApplicationStatus {
+        ApplicationStatus::parse(&self.status).unwrap_or(ApplicationStatus::Submitted)
+    }
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct HistoryRow {
+    pub old_status: Option<String>,
+    pub new_status: String,
+    pub changed_by: i64,
+    pub event_id: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+/// Whose applications a listing shows.
+#[derive(Debug, Clone, Copy)]
+pub enum ApplicationViewer {
+    Candidate(i64),
+    /// Applications to jobs of the companies this employer is a member of.
+    Employer(i64),
+}
+
+/// The outcome of a status change.
+#[derive(Debug, Clone)]
+pub struct StatusChange {
+    pub application: ApplicationRow,
+    /// The event written to the outbox; `None` when the status was already the requested one.
+    pub event_id: Option<String>,
+}
+
+/// Which counter of failed logins a failure is charged to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    Email,
+    Addr,
+}
+
+impl FailureKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Email => "email",
+            FailureKind::Addr => "addr",
+        }
+    }
+}
+
+/// Every use case the application needs from its database.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// `postgres` or `sqlite`.
+    fn backend(&self) -> &'static str;
+    /// Applies pending migrations.
+    async fn migrate(&self) -> anyhow::Result<()>;
+    /// A trivial query, for readiness.
+    async fn ping(&self) -> anyhow::Result<()>;
+
+    // Accounts
+    async fn create_user(&self, user: NewUser) -> StoreResult<UserRow>;
+    async fn user_by_id(&self, id: i64) -> StoreResult<UserRow>;
+    async fn user_by_email_key(&self, email_key: &str) -> StoreResult<UserRow>;
+    /// Stores a new hash and invalidates every earlier token.
+    async fn change_password(&self, user_id: i64, password_hash: &str) -> StoreResult<()>;
+    /// Deletes the user with their applications and memberships.
+    async fn delete_user(&self, user_id: i64) -> StoreResult<()>;
+    async fn record_auth_failure(
+        &self,
+        kind: FailureKind,
+        key: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<()>;
+    /// The time of the `n`-th most recent failure after `since`, if there are that many.
+    async fn nth_recent_auth_failure(
+        &self,
+        kind: FailureKind,
+        key: &str,
+        since: DateTime<Utc>,
+        n: i64,
+    ) -> StoreResult<Option<DateTime<Utc>>>;
+    async fn clear_auth_failures(&self, kind: FailureKind, key: &str) -> StoreResult<()>;
+
+    // Companies
+    /// Creates the company with `owner` as its first member.
+    async fn create_company(&self, owner: i64, fields: CompanyFields) -> StoreResult<CompanyRow>;
+    async fn company(&self, id: i64) -> StoreResult<CompanyRow>;
+    /// All companies, or those `member` belongs to.
+    async fn list_companies(
+        &self,
+        member: Option<i64>,
+        page: Page,
+    ) -> StoreResult<(Vec<CompanyRow>, i64)>;
+    async fn is_member(&self, company_id: i64, user_id: i64) -> StoreResult<bool>;
+    /// Updates the company (and the search terms of its jobs when the name changes).
+    async fn update_company(&self, id: i64, fields: CompanyFields) -> StoreResult<CompanyRow>;
+    /// `Conflict(CompanyHasJobs)` while it has jobs.
+    async fn delete_company(&self, id: i64) -> StoreResult<()>;
+    async fn members(&self, company_id: i64) -> StoreResult<Vec<MemberRow>>;
+    /// Adds an existing employer; `NotFound` for an unknown email or a non-employer.
+    async fn add_member(&self, company_id: i64, email_key: &str) -> StoreResult<()>;
+    /// `NotFound` if not a member, `Conflict(LastMember)` for the last one.
+    async fn remove_member(&self, company_id: i64, user_id: i64) -> StoreResult<()>;
+
+    // Jobs
+    async fn create_job(&self, company_id: i64, fields: JobFields) -> StoreResult<JobRow>;
+    async fn job(&self, id: i64) -> StoreResult<JobRow>;
+    /// Replaces the fields if the job still has `expected_updated_at`; `Ok(None)` if it changed
+    /// meanwhile (the caller merges again).
+    async fn update_job(
+        &self,
+        id: i64,
+        fields: JobFields,
+        expected_updated_at: DateTime<Utc>,
+    ) -> StoreResult<Option<JobRow>>;
+    /// Deletes the job with its applications and their history.
+    async fn delete_job(&self, id: i64) -> StoreResult<()>;
+    /// Open jobs matching every filter, newest first, and the total count.
+    async fn search_jobs(&self, search: &JobSearch) -> StoreResult<(Vec<JobRow>, i64)>;
+
+    // Applications
+    /// `Conflict(AlreadyApplied)` from the unique constraint, `Conflict(JobClosed)`.
+    async fn apply(
+        &self,
+        job_id: i64,
+        candidate_id: i64,
+        cover_letter: Option<String>,
+    ) -> StoreResult<ApplicationRow>;
+    async fn application(&self, id: i64) -> StoreResult<ApplicationRow>;
+    async fn list_applications(
+        &self,
+        viewer: ApplicationViewer,
+        job_id: Option<i64>,
+        status: Option<ApplicationStatus>,
+        page: Page,
+    ) -> StoreResult<(Vec<ApplicationRow>, i64)>;
+    /// Moves the application, writing its history row and outbox event in one transaction.
+    async fn change_status(
+        &self,
+        id: i64,
+        to: ApplicationStatus,
+        actor: crate::domain::Actor,
+        changed_by: i64,
+    ) -> StoreResult<StatusChange>;
+    async fn delete_application(&self, id: i64) -> StoreResult<()>;
+    async fn history(&self, application_id: i64) -> StoreResult<Vec<HistoryRow>>;
+}
+
+/// Opens the store that `url` names.
+pub async fn connect(url: &crate::config::DatabaseUrl) -> anyhow::Result<Arc<dyn Store>> {
+    Ok(match url {
+        crate::config::DatabaseUrl::Sqlite(u) => Arc::new(SqliteStore::connect(u).await?),
+        crate::config::DatabaseUrl::Postgres(u) => Arc::new(PgStore::connect(u).await?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    /// Both backends must have the same migrations, by number and name.
+    #[test]
+    fn migration_folders_match() {
+        let names = |dir: &str| {
+            let mut v: Vec<String> =
+                std::fs::read_dir(format!("{}/migrations/{dir}", env!("CARGO_MANIFEST_DIR")))
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect();
+            v.sort();
+            v
+        };
+        let pg = names("postgres");
+        assert!(!pg.is_empty());
+        assert_eq!(pg, names("sqlite"));
+    }
+}

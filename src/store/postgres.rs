@@ -1,0 +1,66 @@
+//! PostgreSQL: row locks with `FOR UPDATE`, full-text search on a GIN-indexed tsvector.
+
+use super::sql::{Dialect, impl_store};
+use sqlx::postgres::{PgPool, PgPoolOptions, Postgres};
+use std::time::Duration;
+
+/// The store on PostgreSQL.
+#[derive(Clone)]
+pub struct PgStore {
+    pub(crate) pool: PgPool,
+}
+
+impl PgStore {
+    const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+    pub async fn connect(url: &str) -> anyhow::Result<PgStore> {
+        let pool = PgPoolOptions::new()
+            .max_connections(32)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect(url)
+            .await?;
+        Ok(PgStore { pool })
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, Postgres>> {
+        self.pool.begin().await
+    }
+
+    /// A consistent snapshot for a count and its page.
+    async fn begin_read(&self) -> sqlx::Result<sqlx::Transaction<'static, Postgres>> {
+        self.pool
+            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .await
+    }
+}
+
+pub(super) struct PgDialect;
+
+impl Dialect for PgDialect {
+    type Db = Postgres;
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
+
+    fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Postgres>, terms: &[String]) {
+        // Terms are letters and digits only, so quoting them makes each a literal lexeme.
+        let query = terms
+            .iter()
+            .map(|t| format!("'{t}'"))
+            .collect::<Vec<_>>()
+            .join(" & ");
+        qb.push(" AND j.search_vector @@ CAST(")
+            .push_bind(query)
+            .push(" AS tsquery)");
+    }
+
+    fn push_location_match(qb: &mut sqlx::QueryBuilder<'_, Postgres>, needle: String) {
+        qb.push(" AND strpos(j.location_key, ")
+            .push_bind(needle)
+            .push(") > 0");
+    }
+}
+
+impl_store!(PgStore, Postgres, PgDialect, "postgres");

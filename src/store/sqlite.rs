@@ -1,0 +1,85 @@
+//! SQLite: WAL mode, write transactions that take the write lock up front (`BEGIN IMMEDIATE`),
+//! full-text search on an FTS5 index.
+
+use super::sql::{Dialect, impl_store};
+use sqlx::sqlite::{
+    Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteSynchronous,
+};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The store on SQLite.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pub(crate) pool: SqlitePool,
+}
+
+impl SqliteStore {
+    const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+    /// Opens (creating it and its folder if needed) the database at `url`.
+    pub async fn connect(url: &str) -> anyhow::Result<SqliteStore> {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        if let Some(dir) = options.get_filename().parent() {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    anyhow::anyhow!("cannot create the database folder {}: {e}", dir.display())
+                })?;
+            }
+        }
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        Ok(SqliteStore { pool })
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Takes the write lock at BEGIN: a deferred transaction that reads and then writes can fail
+    /// with SQLITE_BUSY when another connection wrote in between.
+    async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, Sqlite>> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await
+    }
+
+    /// A read transaction sees one snapshot in WAL mode.
+    async fn begin_read(&self) -> sqlx::Result<sqlx::Transaction<'static, Sqlite>> {
+        self.pool.begin().await
+    }
+}
+
+pub(super) struct SqliteDialect;
+
+impl Dialect for SqliteDialect {
+    type Db = Sqlite;
+    const FOR_UPDATE: &'static str = "";
+
+    fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Sqlite>, terms: &[String]) {
+        // Each term double-quoted is an FTS5 string, never an operator; adjacent strings AND.
+        let query = terms
+            .iter()
+            .map(|t| format!("\"{t}\""))
+            .collect::<Vec<_>>()
+            .join(" ");
+        qb.push(" AND j.id IN (SELECT rowid FROM jobs_fts WHERE jobs_fts MATCH ")
+            .push_bind(query)
+            .push(")");
+    }
+
+    fn push_location_match(qb: &mut sqlx::QueryBuilder<'_, Sqlite>, needle: String) {
+        qb.push(" AND instr(j.location_key, ")
+            .push_bind(needle)
+            .push(") > 0");
+    }
+}
+
+impl_store!(SqliteStore, Sqlite, SqliteDialect, "sqlite");

@@ -1,0 +1,73 @@
+//! Logging (pretty or JSON lines) and the Prometheus metrics: every metric name in one place.
+
+use crate::config::LogFormat;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use std::sync::OnceLock;
+use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitExt};
+
+pub const HTTP_REQUESTS_TOTAL: &str = "http_requests_total";
+pub const HTTP_REQUEST_DURATION_SECONDS: &str = "http_request_duration_seconds";
+pub const SEARCH_CACHE_REQUESTS_TOTAL: &str = "search_cache_requests_total";
+
+/// Installs the global log subscriber. `RUST_LOG` filters (default `info`).
+pub fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let registry = tracing_subscriber::registry().with(filter);
+    let result = match format {
+        LogFormat::Pretty => registry
+            .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+            .try_init(),
+        LogFormat::Json => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .flatten_event(true)
+                    .with_current_span(true)
+                    .with_span_list(false)
+                    .with_writer(std::io::stderr),
+            )
+            .try_init(),
+    };
+    // A second init (tests) keeps the first subscriber.
+    let _ = result;
+}
+
+/// The process's metrics recorder, installed once; its handle renders `/metrics`.
+pub fn metrics_handle() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets_for_metric(
+                    Matcher::Suffix("_duration_seconds".to_string()),
+                    &[
+                        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                        10.0,
+                    ],
+                )
+                .expect("bucket list is not empty")
+                .build_recorder();
+            let handle = recorder.handle();
+            // Tests build many apps in one process; the first recorder serves them all.
+            let _ = metrics::set_global_recorder(recorder);
+            describe();
+            handle
+        })
+        .clone()
+}
+
+fn describe() {
+    metrics::describe_counter!(
+        HTTP_REQUESTS_TOTAL,
+        "HTTP requests by method, route template and status"
+    );
+    metrics::describe_histogram!(
+        HTTP_REQUEST_DURATION_SECONDS,
+        metrics::Unit::Seconds,
+        "HTTP request latency by method and route template"
+    );
+    metrics::describe_counter!(
+        SEARCH_CACHE_REQUESTS_TOTAL,
+        "Job-search cache look-ups by result (hit, miss)"
+    );
+}
