@@ -313,10 +313,10 @@ impl Config {
             ("SQS_QUEUE_URL", &sqs_queue_url),
             ("SQS_DLQ_URL", &sqs_dlq_url),
         ] {
-            if let Some(v) = v {
-                if url::Url::parse(v).is_err() {
-                    return Err(err(var, "is not a valid URL"));
-                }
+            if let Some(v) = v
+                && url::Url::parse(v).is_err()
+            {
+                return Err(err(var, "is not a valid URL"));
             }
         }
 
@@ -392,10 +392,11 @@ impl Config {
             ("JWT_SECRET", &jwt_secret),
             ("JWT_SECRET_PREVIOUS", &jwt_secret_previous),
         ] {
-            if let Some(Secret(s)) = s {
-                if prod && s.len() < 32 {
-                    return Err(err(var, "must be at least 32 bytes in production"));
-                }
+            if let Some(Secret(s)) = s
+                && prod
+                && s.len() < 32
+            {
+                return Err(err(var, "must be at least 32 bytes in production"));
             }
         }
         if prod && jwt_secret.is_none() {

@@ -86,10 +86,10 @@ pub fn singular(word: &str) -> String {
         return word.to_string();
     }
     // Plurals of words ending in s, x, z, ch, sh take "es"; consonant + y takes "ies".
-    if let Some(stem) = word.strip_suffix("ies") {
-        if stem.chars().count() >= 2 {
-            return format!("{stem}y");
-        }
+    if let Some(stem) = word.strip_suffix("ies")
+        && stem.chars().count() >= 2
+    {
+        return format!("{stem}y");
     }
     for suffix in ["sses", "xes", "zes", "ches", "shes"] {
         if word.ends_with(suffix) {

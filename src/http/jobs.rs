@@ -175,10 +175,10 @@ fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
     let salary_max = d
         .salary_max
         .and_then(|s| errors.check("salary_max", validate::salary(s)));
-    if let (Some(min), Some(max)) = (salary_min, salary_max) {
-        if min > max {
-            errors.add("salary_min", "must not be greater than salary_max");
-        }
+    if let (Some(min), Some(max)) = (salary_min, salary_max)
+        && min > max
+    {
+        errors.add("salary_min", "must not be greater than salary_max");
     }
     let employment_type = errors.check(
         "employment_type",

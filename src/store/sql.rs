@@ -20,13 +20,13 @@ pub(super) trait Dialect {
 
 /// Maps a constraint violation to the given conflict; anything else stays an error.
 pub(super) fn constraint(e: sqlx::Error, conflict: Conflict) -> StoreError {
-    if let Some(db) = e.as_database_error() {
-        if matches!(
+    if let Some(db) = e.as_database_error()
+        && matches!(
             db.kind(),
             sqlx::error::ErrorKind::UniqueViolation | sqlx::error::ErrorKind::ForeignKeyViolation
-        ) {
-            return StoreError::Conflict(conflict);
-        }
+        )
+    {
+        return StoreError::Conflict(conflict);
     }
     e.into()
 }

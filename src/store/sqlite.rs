@@ -26,12 +26,12 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        if let Some(dir) = options.get_filename().parent() {
-            if !dir.as_os_str().is_empty() {
-                std::fs::create_dir_all(dir).map_err(|e| {
-                    anyhow::anyhow!("cannot create the database folder {}: {e}", dir.display())
-                })?;
-            }
+        if let Some(dir) = options.get_filename().parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                anyhow::anyhow!("cannot create the database folder {}: {e}", dir.display())
+            })?;
         }
         let pool = SqlitePoolOptions::new()
             .max_connections(8)

@@ -1,0 +1,426 @@
+//! The test harness: the real application on port 0 through its real `serve`, a fresh database
+//! per test (a temporary SQLite file or a new PostgreSQL database), an isolated Redis key space,
+//! and a real HTTP client with typed helpers.
+
+use jobboard::app::{self, AppState};
+use jobboard::config::Config;
+use reqwest::header::HeaderMap;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheKind {
+    Memory,
+    Redis,
+}
+
+/// The PostgreSQL server the tests create their databases on.
+pub fn postgres_admin_url() -> String {
+    std::env::var("JOBBOARD_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
+}
+
+pub fn redis_url() -> String {
+    std::env::var("JOBBOARD_TEST_REDIS_URL")
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_string())
+}
+
+/// One test's running application.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub client: reqwest::Client,
+    pub state: AppState,
+    pub database_url: String,
+    pub backend: Backend,
+    shutdown: CancellationToken,
+    server: Option<tokio::task::JoinHandle<anyhow::Result<bool>>>,
+    pg_database: Option<String>,
+    _dir: tempfile::TempDir,
+}
+
+/// A JSON response.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Asserts the status, showing the body when it differs.
+    #[track_caller]
+    pub fn expect(&self, status: u16) -> &Value {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected status; body: {}",
+            self.text
+        );
+        &self.body
+    }
+
+    /// Asserts a problem+json answer with this status and problem type.
+    #[track_caller]
+    pub fn expect_problem(&self, status: u16, kind: &str) -> &Value {
+        self.expect(status);
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/problem+json"),
+            "problem content type; body: {}",
+            self.text
+        );
+        assert_eq!(
+            self.body["type"],
+            format!("/problems/{kind}"),
+            "body: {}",
+            self.text
+        );
+        assert_eq!(self.body["status"], status);
+        assert!(self.body["title"].is_string() && self.body["detail"].is_string());
+        &self.body
+    }
+}
+
+/// A registered user and their token.
+#[derive(Debug, Clone)]
+pub struct User {
+    pub id: i64,
+    pub email: String,
+    pub password: String,
+    pub token: String,
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+pub fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+impl TestApp {
+    pub async fn spawn(backend: Backend, cache: CacheKind) -> TestApp {
+        Self::spawn_with(backend, cache, &[]).await
+    }
+
+    /// Starts the app with extra environment variables (as the binary would read them).
+    pub async fn spawn_with(backend: Backend, cache: CacheKind, env: &[(&str, &str)]) -> TestApp {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut vars: HashMap<String, String> = HashMap::new();
+        let (database_url, pg_database) = match backend {
+            Backend::Sqlite => (format!("sqlite://{}/test.db", dir.path().display()), None),
+            Backend::Postgres => {
+                let name = format!("jbt_{}", uuid::Uuid::new_v4().simple());
+                let admin = postgres_admin_url();
+                let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin)
+                    .await
+                    .unwrap_or_else(|e| panic!("PostgreSQL is required for these tests ({admin}): {e}; run scripts/test, which starts it"));
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&mut conn)
+                    .await
+                    .expect("create test database");
+                let mut url = url::Url::parse(&admin).expect("admin url");
+                url.set_path(&name);
+                (url.to_string(), Some(name))
+            }
+        };
+        vars.insert("DATABASE_URL".into(), database_url.clone());
+        vars.insert("BIND_ADDR".into(), "127.0.0.1:0".into());
+        vars.insert(
+            "JWT_SECRET".into(),
+            "test-secret-test-secret-test-secret".into(),
+        );
+        vars.insert(
+            "EMAIL_FILE_DIR".into(),
+            dir.path().join("mail").display().to_string(),
+        );
+        if cache == CacheKind::Redis {
+            vars.insert("REDIS_URL".into(), redis_url());
+            vars.insert("REDIS_KEY_PREFIX".into(), format!("{}:", unique("jbt-")));
+        }
+        for (k, v) in env {
+            vars.insert(k.to_string(), v.to_string());
+        }
+        let config = Config::from_map(&vars, false).expect("test config");
+        if cache == CacheKind::Redis {
+            let client = redis::Client::open(redis_url()).expect("redis url");
+            let mut conn = client
+                .get_multiplexed_async_connection()
+                .await
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "Redis is required for these tests: {e}; run scripts/test, which starts it"
+                    )
+                });
+            let _: String = redis::cmd("PING")
+                .query_async(&mut conn)
+                .await
+                .expect("redis ping");
+        }
+        let shutdown = CancellationToken::new();
+        let state = app::build(config, shutdown.clone(), true)
+            .await
+            .expect("build app");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let server = tokio::spawn(app::serve(listener, None, state.clone()));
+        TestApp {
+            addr,
+            client: reqwest::Client::new(),
+            state,
+            database_url,
+            backend,
+            shutdown,
+            server: Some(server),
+            pg_database,
+            _dir: dir,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Sends a request; `body` is sent as JSON when given.
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Resp {
+        let mut req = self.client.request(method, self.url(path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_string());
+        }
+        Self::read(req.send().await.expect("request")).await
+    }
+
+    pub async fn read(res: reqwest::Response) -> Resp {
+        let status = res.status();
+        let headers = res.headers().clone();
+        let text = res.text().await.expect("body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Resp {
+            status,
+            headers,
+            body,
+            text,
+        }
+    }
+
+    pub async fn get(&self, path: &str, token: Option<&str>) -> Resp {
+        self.send(Method::GET, path, token, None).await
+    }
+
+    pub async fn post(&self, path: &str, token: Option<&str>, body: Value) -> Resp {
+        self.send(Method::POST, path, token, Some(body)).await
+    }
+
+    pub async fn patch(&self, path: &str, token: Option<&str>, body: Value) -> Resp {
+        self.send(Method::PATCH, path, token, Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str, token: Option<&str>) -> Resp {
+        self.send(Method::DELETE, path, token, None).await
+    }
+
+    /// Registers a user with `role` and logs them in.
+    pub async fn user(&self, role: &str) -> User {
+        let email = format!("{}@example.com", unique(role));
+        let password = "a long enough passphrase".to_string();
+        let r = self
+            .post(
+                "/api/auth/register",
+                None,
+                json!({"email": email, "password": password, "name": format!("{role} user"), "role": role}),
+            )
+            .await;
+        let id = r.expect(201)["id"].as_i64().expect("id");
+        let token = self.login(&email, &password).await;
+        User {
+            id,
+            email,
+            password,
+            token,
+        }
+    }
+
+    pub async fn login(&self, email: &str, password: &str) -> String {
+        let r = self
+            .post(
+                "/api/auth/token",
+                None,
+                json!({"email": email, "password": password}),
+            )
+            .await;
+        r.expect(200)["access_token"]
+            .as_str()
+            .expect("token")
+            .to_string()
+    }
+
+    pub async fn company(&self, owner: &User, name: &str) -> i64 {
+        let r = self
+            .post("/api/companies", Some(&owner.token), json!({"name": name}))
+            .await;
+        r.expect(201)["id"].as_i64().expect("company id")
+    }
+
+    /// Publishes a job; `extra` overrides the defaults.
+    pub async fn job(&self, owner: &User, company_id: i64, extra: Value) -> Value {
+        let mut body = json!({
+            "company_id": company_id, "title": "Backend Engineer", "description": "Build the API",
+            "location": "Berlin", "remote": false, "employment_type": "full_time",
+        });
+        if let Value::Object(extra) = extra {
+            for (k, v) in extra {
+                body[k] = v;
+            }
+        }
+        let r = self.post("/api/jobs", Some(&owner.token), body).await;
+        r.expect(201).clone()
+    }
+
+    pub async fn apply(&self, candidate: &User, job_id: i64) -> Value {
+        self.post(
+            &format!("/api/jobs/{job_id}/applications"),
+            Some(&candidate.token),
+            json!({}),
+        )
+        .await
+        .expect(201)
+        .clone()
+    }
+
+    /// An employer with a company, a job in it, and a candidate who applied.
+    pub async fn scenario(&self) -> Scenario {
+        let employer = self.user("employer").await;
+        let company_id = self.company(&employer, "Acme").await;
+        let job = self.job(&employer, company_id, json!({})).await;
+        let job_id = job["id"].as_i64().unwrap();
+        let candidate = self.user("candidate").await;
+        let application = self.apply(&candidate, job_id).await;
+        Scenario {
+            employer,
+            company_id,
+            job_id,
+            candidate,
+            application_id: application["id"].as_i64().unwrap(),
+        }
+    }
+
+    /// Runs a scalar query on the test database (for facts the API does not show).
+    pub async fn scalar_i64(&self, sql: &str) -> i64 {
+        match self.backend {
+            Backend::Sqlite => {
+                let mut c =
+                    <sqlx::SqliteConnection as sqlx::Connection>::connect(&self.database_url)
+                        .await
+                        .unwrap();
+                sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
+            }
+            Backend::Postgres => {
+                let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&self.database_url)
+                    .await
+                    .unwrap();
+                sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
+            }
+        }
+    }
+
+    /// Stops the server as SIGTERM would and reports whether it finished cleanly.
+    pub async fn stop(&mut self) -> bool {
+        self.shutdown.cancel();
+        match self.server.take() {
+            Some(s) => s.await.expect("server task").expect("server"),
+            None => true,
+        }
+    }
+}
+
+pub struct Scenario {
+    pub employer: User,
+    pub company_id: i64,
+    pub job_id: i64,
+    pub candidate: User,
+    pub application_id: i64,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        if let Some(name) = self.pg_database.take() {
+            // Dropped on a thread of its own: Drop cannot await on the test's runtime.
+            let admin = postgres_admin_url();
+            let _ = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(async move {
+                    if let Ok(mut c) =
+                        <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await
+                    {
+                        let _ =
+                            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                                .execute(&mut c)
+                                .await;
+                    }
+                });
+            })
+            .join();
+        }
+    }
+}
+
+/// Expands each named `async fn name(app: TestApp)` into one test per backend and cache:
+/// SQLite and PostgreSQL, each with the in-process cache and with Redis.
+#[macro_export]
+macro_rules! each_backend {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            use $crate::helpers::{Backend, CacheKind, TestApp};
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite_memory() {
+                super::$name(TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite_redis() {
+                super::$name(TestApp::spawn(Backend::Sqlite, CacheKind::Redis).await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres_memory() {
+                super::$name(TestApp::spawn(Backend::Postgres, CacheKind::Memory).await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres_redis() {
+                super::$name(TestApp::spawn(Backend::Postgres, CacheKind::Redis).await).await
+            }
+        }
+    )*};
+}

@@ -1,0 +1,15 @@
+//! HTTP-level tests of the whole API: the real server on port 0, a real client, real databases
+//! and a real Redis. Most cases run four times: SQLite and PostgreSQL, in-process cache and Redis.
+
+mod helpers;
+
+mod accounts;
+mod applications;
+mod cli;
+mod companies;
+mod docs;
+mod errors;
+mod jobs;
+mod ops;
+mod readme;
+mod search;
