@@ -1,6 +1,6 @@
 //! The command line (CONTRACT.md §2). Configuration comes from the environment; see `--help`.
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -8,8 +8,8 @@ use clap::{Parser, Subcommand};
     version,
     about = "A job-board backend: jobs, search, applications, and one email per status change.",
     long_about = "A job-board backend: jobs, search, applications, and one email per status change.\n\n\
-        With no command, runs everything in one process on the default SQLite database \
-        (migrations, then the API on BIND_ADDR).",
+        With no command, runs everything in one process on the default SQLite database: \
+        migrations, the API on BIND_ADDR, the worker and the hourly cleanup.",
     after_help = crate::config::HELP
 )]
 pub struct Cli {
@@ -25,8 +25,50 @@ pub enum Command {
         #[arg(long)]
         no_migrate: bool,
     },
+    /// Consume status-change events and send the emails; serves /healthz, /readyz and /metrics
+    /// on WORKER_HTTP_ADDR.
+    Worker,
     /// Apply migrations and exit.
     Migrate,
+    /// Delete expired processed-event records and idempotency keys, print the counts, exit.
+    Cleanup,
+    /// Inspect and act on dead letters.
+    #[command(subcommand)]
+    Dlq(DlqCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DlqCommand {
+    /// One dead letter per line: id, event_id (or -), reason, attempts, first and last failure.
+    List {
+        /// One JSON object per line instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-queue dead letters with their attempts reset; exits 0 only if every id was found.
+    Redrive {
+        #[command(flatten)]
+        which: Which,
+        /// Also re-queue messages that have no usable event_id.
+        #[arg(long)]
+        include_invalid: bool,
+    },
+    /// Delete dead letters and print how many.
+    Purge {
+        #[command(flatten)]
+        which: Which,
+    },
+}
+
+/// `--all` or a list of ids.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct Which {
+    /// Every dead letter.
+    #[arg(long)]
+    pub all: bool,
+    /// Dead-letter ids, as `dlq list` shows them.
+    pub ids: Vec<String>,
 }
 
 #[cfg(test)]
@@ -48,6 +90,23 @@ mod tests {
                 .command,
             Some(Command::Serve { no_migrate: true })
         ));
+        assert!(matches!(
+            Cli::try_parse_from(["jobboard", "dlq", "redrive", "3", "4", "--include-invalid"])
+                .unwrap()
+                .command,
+            Some(Command::Dlq(DlqCommand::Redrive {
+                include_invalid: true,
+                ..
+            }))
+        ));
+        assert!(
+            Cli::try_parse_from(["jobboard", "dlq", "redrive"]).is_err(),
+            "needs --all or ids"
+        );
+        assert!(
+            Cli::try_parse_from(["jobboard", "dlq", "purge", "--all", "3"]).is_err(),
+            "not both"
+        );
         assert!(Cli::try_parse_from(["jobboard", "bogus"]).is_err());
     }
 }

@@ -8,6 +8,14 @@ use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitEx
 pub const HTTP_REQUESTS_TOTAL: &str = "http_requests_total";
 pub const HTTP_REQUEST_DURATION_SECONDS: &str = "http_request_duration_seconds";
 pub const SEARCH_CACHE_REQUESTS_TOTAL: &str = "search_cache_requests_total";
+pub const EVENTS_PUBLISHED_TOTAL: &str = "events_published_total";
+pub const OUTBOX_PENDING: &str = "outbox_pending";
+pub const EVENTS_HANDLED_TOTAL: &str = "events_handled_total";
+pub const EVENT_HANDLE_DURATION_SECONDS: &str = "event_handle_duration_seconds";
+pub const EVENTS_RECLAIMED_TOTAL: &str = "events_reclaimed_total";
+pub const DEAD_LETTERS: &str = "dead_letters";
+pub const QUEUE_OLDEST_AGE_SECONDS: &str = "queue_oldest_age_seconds";
+pub const PROCESSED_EVENTS_DELETED_TOTAL: &str = "processed_events_deleted_total";
 
 /// Installs the global log subscriber. `RUST_LOG` filters (default `info`).
 pub fn init_logging(format: LogFormat) {

@@ -92,16 +92,23 @@ CREATE TABLE application_history (
 );
 CREATE INDEX application_history_app ON application_history (application_id, id);
 
--- Transactional outbox: one row per status change, written in the change's transaction. It
--- outlives its application on purpose: a queued event for a deleted application ends as
--- "missing" rather than vanishing.
+-- Transactional outbox: one row per status change, written in the change's transaction. With
+-- QUEUE=db it is also the queue: a row is a message, received by moving visible_at forward (the
+-- visibility timeout, on the database clock, in ms since the epoch) and deleted when handled.
+-- event_id is not unique: a redriven dead letter or a duplicate delivery is a second message for
+-- the same event. Rows outlive their application on purpose: such an event ends as "missing".
 CREATE TABLE outbox (
     id             INTEGER PRIMARY KEY AUTOINCREMENT,
-    event_id       TEXT NOT NULL UNIQUE,
-    application_id INTEGER NOT NULL,
-    payload        TEXT NOT NULL,
-    created_at     TEXT NOT NULL
+    event_id       TEXT,
+    application_id INTEGER,
+    body           TEXT NOT NULL,
+    created_at     TEXT NOT NULL,
+    visible_at     INTEGER NOT NULL,
+    receive_count  INTEGER NOT NULL DEFAULT 0,
+    receipt        TEXT
 );
+CREATE INDEX outbox_visible ON outbox (visible_at, id);
+CREATE INDEX outbox_event ON outbox (event_id);
 
 CREATE TABLE auth_failures (
     id   INTEGER PRIMARY KEY AUTOINCREMENT,

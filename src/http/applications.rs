@@ -252,6 +252,7 @@ async fn change_status(
         .change_status(app.id, to, Actor::Employer, user.id())
         .await?;
     if let Some(event_id) = &change.event_id {
+        metrics::counter!(crate::telemetry::EVENTS_PUBLISHED_TOTAL).increment(1);
         tracing::info!(application_id = app.id, event_id = %event_id, "user {} moved application {} from {} to {}", user.id(), app.id, app.status, to);
     }
     Ok(Json(change.application.into()))

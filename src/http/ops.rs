@@ -92,3 +92,53 @@ async fn openapi() -> Json<utoipa::openapi::OpenApi> {
 async fn docs() -> Html<&'static str> {
     Html(DOCS_HTML)
 }
+
+/// What the worker's own listener (`WORKER_HTTP_ADDR`) needs.
+#[derive(Clone)]
+pub struct WorkerState {
+    pub store: std::sync::Arc<dyn crate::store::Store>,
+    pub queue: std::sync::Arc<dyn crate::queue::Queue>,
+    pub metrics: metrics_exporter_prometheus::PrometheusHandle,
+    pub shutdown: tokio_util::sync::CancellationToken,
+}
+
+/// The worker's `/healthz`, `/readyz` (503 when its database or queue fails, or from the moment
+/// shutdown begins) and `/metrics`.
+pub fn worker_router(state: WorkerState) -> axum::Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(worker_readyz))
+        .route(
+            "/metrics",
+            get(|State(st): State<WorkerState>| async move {
+                let mut res = st.metrics.render().into_response();
+                res.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                );
+                res
+            }),
+        )
+        .fallback(|| async { super::error::ApiError::not_found() })
+        .with_state(state)
+}
+
+async fn worker_readyz(State(st): State<WorkerState>) -> Response {
+    let (database, queue) = tokio::join!(check(st.store.ping()), check(st.queue.ping()));
+    let shutting_down = st.shutdown.is_cancelled();
+    let ready = database == "ok" && queue == "ok" && !shutting_down;
+    let status = if shutting_down {
+        "shutting_down"
+    } else if ready {
+        "ready"
+    } else {
+        "unavailable"
+    };
+    let body = json!({"status": status, "checks": {"database": database, "queue": queue, "queue_backend": st.queue.kind()}});
+    let code = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, Json(body)).into_response()
+}

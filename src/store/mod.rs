@@ -2,9 +2,13 @@
 //! implementation, with a PostgreSQL and a SQLite implementation that share everything but the
 //! SQL dialect (see `sql.rs`).
 
+pub mod events;
+mod events_sql;
 mod postgres;
 mod sql;
 mod sqlite;
+
+pub use events::*;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -231,7 +235,7 @@ impl FailureKind {
 
 /// Every use case the application needs from its database.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: EventStore + Send + Sync + 'static {
     /// `postgres` or `sqlite`.
     fn backend(&self) -> &'static str;
     /// Applies pending migrations.

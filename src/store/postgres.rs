@@ -1,5 +1,6 @@
 //! PostgreSQL: row locks with `FOR UPDATE`, full-text search on a GIN-indexed tsvector.
 
+use super::events_sql::impl_event_store;
 use super::sql::{Dialect, impl_store};
 use sqlx::postgres::{PgPool, PgPoolOptions, Postgres};
 use std::time::Duration;
@@ -42,6 +43,8 @@ pub(super) struct PgDialect;
 
 impl Dialect for PgDialect {
     type Db = Postgres;
+    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    const NOW_MS: &'static str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
 
     fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Postgres>, terms: &[String]) {
@@ -63,4 +66,5 @@ impl Dialect for PgDialect {
     }
 }
 
+impl_event_store!(PgStore, Postgres, PgDialect);
 impl_store!(PgStore, Postgres, PgDialect, "postgres");

@@ -12,6 +12,11 @@ pub(super) trait Dialect {
     /// Appended to a SELECT that must lock the rows it reads for the rest of the transaction
     /// (SQLite needs nothing: its write transactions start with the database write lock).
     const FOR_UPDATE: &'static str;
+    /// Appended to the SELECT that picks queue messages: concurrent receivers skip each other's
+    /// rows (SQLite's single writer needs nothing).
+    const SKIP_LOCKED: &'static str;
+    /// The database clock as ms since the epoch, as an SQL expression.
+    const NOW_MS: &'static str;
     /// Adds `AND <every term matches>` to a job query whose jobs table is aliased `j`.
     fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Self::Db>, terms: &[String]);
     /// Adds `AND <location_key contains needle>`.
@@ -687,10 +692,11 @@ macro_rules! impl_store {
                     .execute(&mut *tx)
                     .await?;
                     // The transactional outbox: the event commits with the change or not at all.
-                    sqlx::query(
-                        "INSERT INTO outbox (event_id, application_id, payload, created_at) \
-                         VALUES ($1, $2, $3, $4)",
-                    )
+                    sqlx::query(&format!(
+                        "INSERT INTO outbox (event_id, application_id, body, created_at, visible_at) \
+                         VALUES ($1, $2, $3, $4, {})",
+                        <$dialect>::NOW_MS
+                    ))
                     .bind(&event.event_id)
                     .bind(id)
                     .bind(event.to_json())

@@ -1,6 +1,7 @@
 //! SQLite: WAL mode, write transactions that take the write lock up front (`BEGIN IMMEDIATE`),
 //! full-text search on an FTS5 index.
 
+use super::events_sql::impl_event_store;
 use super::sql::{Dialect, impl_store};
 use sqlx::sqlite::{
     Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
@@ -61,6 +62,8 @@ pub(super) struct SqliteDialect;
 
 impl Dialect for SqliteDialect {
     type Db = Sqlite;
+    const SKIP_LOCKED: &'static str = "";
+    const NOW_MS: &'static str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
     const FOR_UPDATE: &'static str = "";
 
     fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Sqlite>, terms: &[String]) {
@@ -82,4 +85,5 @@ impl Dialect for SqliteDialect {
     }
 }
 
+impl_event_store!(SqliteStore, Sqlite, SqliteDialect);
 impl_store!(SqliteStore, Sqlite, SqliteDialect, "sqlite");

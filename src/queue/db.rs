@@ -1,0 +1,150 @@
+//! `QUEUE=db`: the outbox table is the queue. Receiving moves a row's `visible_at` forward by the
+//! visibility timeout (PostgreSQL picks rows with `FOR UPDATE SKIP LOCKED`, so concurrent
+//! receivers never get the same message; SQLite has a single writer), deleting acknowledges, and
+//! dead letters live in their own table.
+
+use super::{DeadLetter, DeadLetterReason, Message, Queue, Redriven, Selection};
+use crate::store::{NewDeadLetter, Store};
+use anyhow::Context;
+use async_trait::async_trait;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct DbQueue {
+    store: Arc<dyn Store>,
+    visibility: Duration,
+}
+
+impl DbQueue {
+    pub fn new(store: Arc<dyn Store>, visibility: Duration) -> DbQueue {
+        DbQueue { store, visibility }
+    }
+}
+
+fn id_of(m: &Message) -> anyhow::Result<i64> {
+    m.id.parse().context("not a database queue message id")
+}
+
+fn ms(d: Duration) -> i64 {
+    d.as_millis().min(i64::MAX as u128) as i64
+}
+
+fn time_of(ms: i64) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default()
+}
+
+fn ids(which: &Selection) -> Option<Vec<i64>> {
+    match which {
+        Selection::All => None,
+        // An id that is not a number names no dead letter: it will count as not found.
+        Selection::Ids(ids) => Some(ids.iter().map(|s| s.parse().unwrap_or(-1)).collect()),
+    }
+}
+
+#[async_trait]
+impl Queue for DbQueue {
+    fn kind(&self) -> &'static str {
+        "db"
+    }
+
+    async fn receive(&self, max: usize, _wait: Duration) -> anyhow::Result<Vec<Message>> {
+        let rows = self
+            .store
+            .queue_receive(max as i64, ms(self.visibility))
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| Message {
+                id: r.id.to_string(),
+                receipt: r.receipt,
+                body: r.body,
+                receive_count: r.receive_count,
+            })
+            .collect())
+    }
+
+    async fn ack(&self, m: &Message) -> anyhow::Result<()> {
+        if !self.store.queue_ack(id_of(m)?, &m.receipt).await? {
+            tracing::debug!(message_id = %m.id, "acknowledged a message that was already redelivered");
+        }
+        Ok(())
+    }
+
+    async fn retry_later(&self, m: &Message, delay: Duration) -> anyhow::Result<()> {
+        self.store
+            .queue_delay(id_of(m)?, &m.receipt, ms(delay))
+            .await?;
+        Ok(())
+    }
+
+    async fn extend(&self, m: &Message, by: Duration) -> anyhow::Result<()> {
+        self.store
+            .queue_delay(id_of(m)?, &m.receipt, ms(by))
+            .await?;
+        Ok(())
+    }
+
+    async fn dead_letter(&self, m: &Message, r: DeadLetterReason) -> anyhow::Result<()> {
+        let dead = NewDeadLetter {
+            event_id: r.event_id,
+            reason: r.reason,
+            attempts: r.attempts,
+            body: m.body.clone(),
+            first_failed_at: r.first_failed_at,
+        };
+        self.store
+            .queue_dead_letter(id_of(m)?, &m.receipt, dead)
+            .await?;
+        Ok(())
+    }
+
+    async fn ping(&self) -> anyhow::Result<()> {
+        self.store.ping().await
+    }
+
+    async fn stats(&self) -> anyhow::Result<(i64, Option<Duration>, i64)> {
+        let s = self.store.queue_stats().await?;
+        Ok((
+            s.pending,
+            s.oldest_age_ms.map(|ms| Duration::from_millis(ms as u64)),
+            s.dead_letters,
+        ))
+    }
+
+    async fn dead_letters(&self) -> anyhow::Result<Vec<DeadLetter>> {
+        Ok(self
+            .store
+            .dead_letters()
+            .await?
+            .into_iter()
+            .map(|d| DeadLetter {
+                id: d.id.to_string(),
+                event_id: d.event_id,
+                reason: d.reason,
+                attempts: d.attempts,
+                first_failed_at: time_of(d.first_failed_at),
+                last_failed_at: time_of(d.last_failed_at),
+                body: d.body,
+            })
+            .collect())
+    }
+
+    async fn redrive(&self, which: Selection, include_invalid: bool) -> anyhow::Result<Redriven> {
+        let r = self
+            .store
+            .redrive(ids(&which).as_deref(), include_invalid)
+            .await?;
+        Ok(Redriven {
+            redriven: r.redriven,
+            not_found: r.not_found,
+            skipped_invalid: r.skipped_invalid,
+        })
+    }
+
+    async fn purge(&self, which: Selection) -> anyhow::Result<u64> {
+        Ok(self
+            .store
+            .purge_dead_letters(ids(&which).as_deref())
+            .await?)
+    }
+}

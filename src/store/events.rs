@@ -1,0 +1,221 @@
+//! What the worker and the database queue need from the store: queue messages with a visibility
+//! timeout, idempotency claims per event id, dead letters, and retention. Every time here is in
+//! ms since the epoch on the database's clock, so that all workers judge leases on one clock.
+
+use super::StoreResult;
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+
+/// A message received from the database queue.
+#[derive(Debug, Clone)]
+pub struct QueuedMessage {
+    pub id: i64,
+    /// Proves this receive: acknowledging or delaying needs it, so a stale receiver cannot
+    /// touch a message that was redelivered to someone else.
+    pub receipt: String,
+    pub body: String,
+    pub receive_count: i64,
+    pub event_id: Option<String>,
+}
+
+/// The answer to a claim on an event id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// This worker holds the lease. `reclaimed`: it took over an expired lease.
+    Claimed {
+        lease_id: String,
+        reclaimed: bool,
+        attempts: i64,
+    },
+    /// The event was already handled (sent, missing or dead-lettered).
+    Duplicate,
+    /// Another worker holds a live lease for this long.
+    Deferred { remaining_ms: i64 },
+}
+
+/// How a claim ended well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finished {
+    Done,
+    Missing,
+}
+
+impl Finished {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Finished::Done => "done",
+            Finished::Missing => "missing",
+        }
+    }
+}
+
+/// The failed-send count after a failure, and whether the event is now dead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedClaim {
+    pub attempts: i64,
+    pub dead: bool,
+    pub first_failed_at: i64,
+}
+
+/// What the email for an event needs, read at send time from current data.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct EmailData {
+    pub candidate_id: i64,
+    pub email: String,
+    pub name: String,
+    pub job_title: String,
+    pub company: String,
+}
+
+/// A send's failure, as the mail server reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendError {
+    /// 4xx, a connection error or a timeout: try again later.
+    Transient(String),
+    /// 5xx: the server will never take it.
+    Permanent(String),
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::Transient(m) => write!(f, "temporary failure: {m}"),
+            SendError::Permanent(m) => write!(f, "permanent failure: {m}"),
+        }
+    }
+}
+
+/// The send that `process_in_transaction` runs between its claim and its commit.
+pub type SendFn<'a> =
+    Box<dyn FnOnce(EmailData) -> BoxFuture<'a, Result<(), SendError>> + Send + 'a>;
+
+/// How a transaction-mode attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxOutcome {
+    Sent,
+    Duplicate,
+    Missing,
+    Failed {
+        failure: FailedClaim,
+        error: SendError,
+    },
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DeadLetterRow {
+    pub id: i64,
+    pub event_id: Option<String>,
+    pub reason: String,
+    pub attempts: i64,
+    pub body: String,
+    pub first_failed_at: i64,
+    pub last_failed_at: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewDeadLetter {
+    pub event_id: Option<String>,
+    pub reason: String,
+    pub attempts: i64,
+    pub body: String,
+    /// When the first failure happened; `None`: now.
+    pub first_failed_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RedriveResult {
+    pub redriven: u64,
+    pub not_found: u64,
+    /// Dead letters with no usable event id, left alone without `--include-invalid`.
+    pub skipped_invalid: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct QueueStats {
+    /// Messages waiting in the database queue (visible or in flight).
+    pub pending: i64,
+    /// Age of the oldest waiting message.
+    pub oldest_age_ms: Option<i64>,
+    pub dead_letters: i64,
+}
+
+#[async_trait]
+pub trait EventStore: Send + Sync {
+    /// Receives up to `max` visible messages, hiding each for `visibility_ms`.
+    async fn queue_receive(&self, max: i64, visibility_ms: i64) -> StoreResult<Vec<QueuedMessage>>;
+    /// Deletes a received message; `false` if the receipt is stale.
+    async fn queue_ack(&self, id: i64, receipt: &str) -> StoreResult<bool>;
+    /// Makes a received message visible again after `delay_ms` (0: now).
+    async fn queue_delay(&self, id: i64, receipt: &str, delay_ms: i64) -> StoreResult<bool>;
+    /// Moves a received message to the dead letters, in one transaction.
+    async fn queue_dead_letter(
+        &self,
+        id: i64,
+        receipt: &str,
+        dead: NewDeadLetter,
+    ) -> StoreResult<()>;
+    /// Adds a message (redrive, or an operator's hand-made one). Returns its id.
+    async fn queue_enqueue(
+        &self,
+        event_id: Option<&str>,
+        application_id: Option<i64>,
+        body: &str,
+    ) -> StoreResult<i64>;
+    async fn queue_stats(&self) -> StoreResult<QueueStats>;
+
+    /// Claims `event_id` for `lease_ms` (lease mode).
+    async fn claim_event(&self, event_id: &str, lease_ms: i64) -> StoreResult<Claim>;
+    /// Extends a live claim; `false` if the lease is no longer ours.
+    async fn extend_claim(
+        &self,
+        event_id: &str,
+        lease_id: &str,
+        lease_ms: i64,
+    ) -> StoreResult<bool>;
+    /// Records the end of a claim; `false` if the lease is no longer ours.
+    async fn finish_claim(
+        &self,
+        event_id: &str,
+        lease_id: &str,
+        finished: Finished,
+    ) -> StoreResult<bool>;
+    /// Releases a claim after a failed send, counting the attempt; dead after `max_attempts` or
+    /// a permanent failure. `None` if the lease is no longer ours.
+    async fn fail_claim(
+        &self,
+        event_id: &str,
+        lease_id: &str,
+        error: &str,
+        max_attempts: i64,
+        permanent: bool,
+    ) -> StoreResult<Option<FailedClaim>>;
+    /// Transaction mode: claims, reads the email data, runs `send`, and commits, all in one
+    /// transaction; a failed send rolls the claim back and counts the attempt.
+    async fn process_in_transaction(
+        &self,
+        event_id: &str,
+        application_id: i64,
+        max_attempts: i64,
+        send: SendFn<'_>,
+    ) -> StoreResult<TxOutcome>;
+    /// The email's data, if the application and its history row for `event_id` exist.
+    async fn email_data(
+        &self,
+        application_id: i64,
+        event_id: &str,
+    ) -> StoreResult<Option<EmailData>>;
+
+    async fn dead_letters(&self) -> StoreResult<Vec<DeadLetterRow>>;
+    /// Re-queues dead letters (all, or these ids) with their attempts reset.
+    async fn redrive(
+        &self,
+        ids: Option<&[i64]>,
+        include_invalid: bool,
+    ) -> StoreResult<RedriveResult>;
+    async fn purge_dead_letters(&self, ids: Option<&[i64]>) -> StoreResult<u64>;
+
+    /// Deletes up to `batch` finished processed-event records older than `older_than_ms`.
+    async fn delete_processed_events(&self, older_than_ms: i64, batch: i64) -> StoreResult<u64>;
+    /// The database clock, ms since the epoch.
+    async fn now_ms(&self) -> StoreResult<i64>;
+}

@@ -1,0 +1,423 @@
+//! The `EventStore` implementation shared by both backends (see `sql.rs` for why a macro).
+
+/// Implements `EventStore` for `$store` (with `pool`, `begin_write`), SQL dialect `$dialect`.
+macro_rules! impl_event_store {
+    ($store:ty, $db:ty, $dialect:ty) => {
+        mod event_store_impl {
+            use super::*;
+            use $crate::store::events::*;
+            use $crate::store::sql::Dialect;
+            use $crate::store::{StoreError, StoreResult};
+
+            const NOW: &str = <$dialect>::NOW_MS;
+
+            impl $store {
+                async fn dead_letter_in(
+                    tx: &mut sqlx::Transaction<'static, $db>,
+                    d: &NewDeadLetter,
+                ) -> StoreResult<()> {
+                    sqlx::query(&format!(
+                        "INSERT INTO dead_letters (event_id, reason, attempts, body, first_failed_at, last_failed_at) \
+                         VALUES ($1, $2, $3, $4, COALESCE($5, {NOW}), {NOW})"
+                    ))
+                    .bind(&d.event_id)
+                    .bind(&d.reason)
+                    .bind(d.attempts)
+                    .bind(&d.body)
+                    .bind(d.first_failed_at)
+                    .execute(&mut **tx)
+                    .await?;
+                    Ok(())
+                }
+
+                /// Counts a failed send, creating the record if the claim was rolled back.
+                async fn record_failure<'c, E>(
+                    e: E,
+                    event_id: &str,
+                    lease_id: Option<&str>,
+                    error: &str,
+                    max_attempts: i64,
+                    permanent: bool,
+                ) -> StoreResult<Option<FailedClaim>>
+                where
+                    E: sqlx::Executor<'c, Database = $db>,
+                {
+                    let lease_check = if lease_id.is_some() { " AND lease_id = $5" } else { "" };
+                    let sql = format!(
+                        "UPDATE processed_events SET attempts = attempts + 1, \
+                         status = CASE WHEN $3 OR attempts + 1 >= $4 THEN 'dead' ELSE 'pending' END, \
+                         lease_id = NULL, locked_until = NULL, last_error = $2, \
+                         first_failed_at = COALESCE(first_failed_at, {NOW}), updated_at = {NOW} \
+                         WHERE event_id = $1 AND status = 'in_progress'{lease_check} \
+                         RETURNING attempts, status, first_failed_at"
+                    );
+                    let query = sqlx::query_as::<_, (i64, String, i64)>(&sql)
+                    .bind(event_id)
+                    .bind(error)
+                    .bind(permanent)
+                    .bind(max_attempts);
+                    let query = match lease_id {
+                        Some(lease) => query.bind(lease),
+                        None => query,
+                    };
+                    let row = query.fetch_optional(e).await?;
+                    Ok(row.map(|(attempts, status, first)| FailedClaim {
+                        attempts,
+                        dead: status == "dead",
+                        first_failed_at: first,
+                    }))
+                }
+            }
+
+            #[async_trait::async_trait]
+            impl EventStore for $store {
+                async fn queue_receive(&self, max: i64, visibility_ms: i64) -> StoreResult<Vec<QueuedMessage>> {
+                    let receipt = uuid::Uuid::new_v4().to_string();
+                    let mut tx = self.begin_write().await?;
+                    let rows = sqlx::query_as::<_, (i64, String, String, i64, Option<String>)>(&format!(
+                        "UPDATE outbox SET visible_at = {NOW} + $1, receive_count = receive_count + 1, receipt = $2 \
+                         WHERE id IN (SELECT id FROM outbox WHERE visible_at <= {NOW} ORDER BY visible_at, id LIMIT $3{}) \
+                         RETURNING id, receipt, body, receive_count, event_id",
+                        <$dialect>::SKIP_LOCKED
+                    ))
+                    .bind(visibility_ms)
+                    .bind(&receipt)
+                    .bind(max)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                    tx.commit().await?;
+                    let mut messages: Vec<QueuedMessage> = rows
+                        .into_iter()
+                        .map(|(id, receipt, body, receive_count, event_id)| QueuedMessage {
+                            id,
+                            receipt,
+                            body,
+                            receive_count,
+                            event_id,
+                        })
+                        .collect();
+                    messages.sort_by_key(|m| m.id);
+                    Ok(messages)
+                }
+
+                async fn queue_ack(&self, id: i64, receipt: &str) -> StoreResult<bool> {
+                    let done = sqlx::query("DELETE FROM outbox WHERE id = $1 AND receipt = $2")
+                        .bind(id)
+                        .bind(receipt)
+                        .execute(&self.pool)
+                        .await?;
+                    Ok(done.rows_affected() == 1)
+                }
+
+                async fn queue_delay(&self, id: i64, receipt: &str, delay_ms: i64) -> StoreResult<bool> {
+                    let done = sqlx::query(&format!(
+                        "UPDATE outbox SET visible_at = {NOW} + $3 WHERE id = $1 AND receipt = $2"
+                    ))
+                    .bind(id)
+                    .bind(receipt)
+                    .bind(delay_ms.max(0))
+                    .execute(&self.pool)
+                    .await?;
+                    Ok(done.rows_affected() == 1)
+                }
+
+                async fn queue_dead_letter(&self, id: i64, receipt: &str, dead: NewDeadLetter) -> StoreResult<()> {
+                    let mut tx = self.begin_write().await?;
+                    Self::dead_letter_in(&mut tx, &dead).await?;
+                    sqlx::query("DELETE FROM outbox WHERE id = $1 AND receipt = $2")
+                        .bind(id)
+                        .bind(receipt)
+                        .execute(&mut *tx)
+                        .await?;
+                    tx.commit().await?;
+                    Ok(())
+                }
+
+                async fn queue_enqueue(&self, event_id: Option<&str>, application_id: Option<i64>, body: &str) -> StoreResult<i64> {
+                    Ok(sqlx::query_scalar(&format!(
+                        "INSERT INTO outbox (event_id, application_id, body, created_at, visible_at) \
+                         VALUES ($1, $2, $3, $4, {NOW}) RETURNING id"
+                    ))
+                    .bind(event_id)
+                    .bind(application_id)
+                    .bind(body)
+                    .bind($crate::timefmt::now())
+                    .fetch_one(&self.pool)
+                    .await?)
+                }
+
+                async fn queue_stats(&self) -> StoreResult<QueueStats> {
+                    let (pending, oldest): (i64, Option<chrono::DateTime<chrono::Utc>>) =
+                        sqlx::query_as("SELECT COUNT(*), MIN(created_at) FROM outbox")
+                            .fetch_one(&self.pool)
+                            .await?;
+                    let dead_letters: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM dead_letters")
+                        .fetch_one(&self.pool)
+                        .await?;
+                    Ok(QueueStats {
+                        pending,
+                        oldest_age_ms: oldest.map(|t| (chrono::Utc::now() - t).num_milliseconds().max(0)),
+                        dead_letters,
+                    })
+                }
+
+                async fn claim_event(&self, event_id: &str, lease_ms: i64) -> StoreResult<Claim> {
+                    let lease_id = uuid::Uuid::new_v4().to_string();
+                    let mut tx = self.begin_write().await?;
+                    // The UNIQUE event_id decides between racing workers.
+                    let inserted = sqlx::query(&format!(
+                        "INSERT INTO processed_events (event_id, status, lease_id, locked_until, attempts, updated_at) \
+                         VALUES ($1, 'in_progress', $2, {NOW} + $3, 0, {NOW}) ON CONFLICT (event_id) DO NOTHING"
+                    ))
+                    .bind(event_id)
+                    .bind(&lease_id)
+                    .bind(lease_ms)
+                    .execute(&mut *tx)
+                    .await?;
+                    if inserted.rows_affected() == 1 {
+                        tx.commit().await?;
+                        return Ok(Claim::Claimed { lease_id, reclaimed: false, attempts: 0 });
+                    }
+                    let (status, locked_until, attempts, now): (String, Option<i64>, i64, i64) = sqlx::query_as(&format!(
+                        "SELECT status, locked_until, attempts, {NOW} FROM processed_events WHERE event_id = $1{}",
+                        <$dialect>::FOR_UPDATE
+                    ))
+                    .bind(event_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    let claim = match status.as_str() {
+                        "in_progress" if locked_until.unwrap_or(0) > now => {
+                            return Ok(Claim::Deferred { remaining_ms: locked_until.unwrap_or(now) - now });
+                        }
+                        "in_progress" | "pending" => Claim::Claimed {
+                            lease_id: lease_id.clone(),
+                            reclaimed: status == "in_progress",
+                            attempts,
+                        },
+                        _ => return Ok(Claim::Duplicate),
+                    };
+                    sqlx::query(&format!(
+                        "UPDATE processed_events SET status = 'in_progress', lease_id = $2, locked_until = {NOW} + $3, \
+                         updated_at = {NOW} WHERE event_id = $1"
+                    ))
+                    .bind(event_id)
+                    .bind(&lease_id)
+                    .bind(lease_ms)
+                    .execute(&mut *tx)
+                    .await?;
+                    tx.commit().await?;
+                    Ok(claim)
+                }
+
+                async fn extend_claim(&self, event_id: &str, lease_id: &str, lease_ms: i64) -> StoreResult<bool> {
+                    let done = sqlx::query(&format!(
+                        "UPDATE processed_events SET locked_until = {NOW} + $3 \
+                         WHERE event_id = $1 AND lease_id = $2 AND status = 'in_progress'"
+                    ))
+                    .bind(event_id)
+                    .bind(lease_id)
+                    .bind(lease_ms)
+                    .execute(&self.pool)
+                    .await?;
+                    Ok(done.rows_affected() == 1)
+                }
+
+                async fn finish_claim(&self, event_id: &str, lease_id: &str, finished: Finished) -> StoreResult<bool> {
+                    let done = sqlx::query(&format!(
+                        "UPDATE processed_events SET status = $3, lease_id = NULL, locked_until = NULL, updated_at = {NOW} \
+                         WHERE event_id = $1 AND lease_id = $2 AND status = 'in_progress'"
+                    ))
+                    .bind(event_id)
+                    .bind(lease_id)
+                    .bind(finished.as_str())
+                    .execute(&self.pool)
+                    .await?;
+                    Ok(done.rows_affected() == 1)
+                }
+
+                async fn fail_claim(
+                    &self,
+                    event_id: &str,
+                    lease_id: &str,
+                    error: &str,
+                    max_attempts: i64,
+                    permanent: bool,
+                ) -> StoreResult<Option<FailedClaim>> {
+                    Self::record_failure(&self.pool, event_id, Some(lease_id), error, max_attempts, permanent).await
+                }
+
+                async fn process_in_transaction(
+                    &self,
+                    event_id: &str,
+                    application_id: i64,
+                    max_attempts: i64,
+                    send: SendFn<'_>,
+                ) -> StoreResult<TxOutcome> {
+                    let mut tx = self.begin_write().await?;
+                    // The claim: a new row, or a pending one (released by an earlier failure). A
+                    // concurrent transaction on the same event blocks here until it ends.
+                    let claimed: Option<i64> = sqlx::query_scalar(&format!(
+                        "INSERT INTO processed_events (event_id, status, attempts, updated_at) VALUES ($1, 'done', 0, {NOW}) \
+                         ON CONFLICT (event_id) DO UPDATE SET status = 'done', updated_at = {NOW} \
+                         WHERE processed_events.status = 'pending' RETURNING attempts"
+                    ))
+                    .bind(event_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    if claimed.is_none() {
+                        return Ok(TxOutcome::Duplicate);
+                    }
+                    let data = sqlx::query_as::<_, EmailData>(EMAIL_DATA_SQL)
+                        .bind(application_id)
+                        .bind(event_id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    let Some(data) = data else {
+                        sqlx::query("UPDATE processed_events SET status = 'missing' WHERE event_id = $1")
+                            .bind(event_id)
+                            .execute(&mut *tx)
+                            .await?;
+                        tx.commit().await?;
+                        return Ok(TxOutcome::Missing);
+                    };
+                    match send(data).await {
+                        Ok(()) => {
+                            tx.commit().await?;
+                            Ok(TxOutcome::Sent)
+                        }
+                        Err(error) => {
+                            tx.rollback().await?;
+                            let permanent = matches!(error, SendError::Permanent(_));
+                            let dead = permanent || max_attempts <= 1;
+                            let mut tx = self.begin_write().await?;
+                            sqlx::query(&format!(
+                                "INSERT INTO processed_events (event_id, status, attempts, updated_at) \
+                                 VALUES ($1, 'in_progress', 0, {NOW}) ON CONFLICT (event_id) DO UPDATE \
+                                 SET status = 'in_progress' WHERE processed_events.status = 'pending'"
+                            ))
+                            .bind(event_id)
+                            .execute(&mut *tx)
+                            .await?;
+                            let failure = Self::record_failure(&mut *tx, event_id, None, &error.to_string(), max_attempts, dead)
+                                .await?
+                                .ok_or_else(|| StoreError::Other(anyhow::anyhow!("event {event_id} changed while recording its failure")))?;
+                            tx.commit().await?;
+                            Ok(TxOutcome::Failed { failure, error })
+                        }
+                    }
+                }
+
+                async fn email_data(&self, application_id: i64, event_id: &str) -> StoreResult<Option<EmailData>> {
+                    Ok(sqlx::query_as::<_, EmailData>(EMAIL_DATA_SQL)
+                        .bind(application_id)
+                        .bind(event_id)
+                        .fetch_optional(&self.pool)
+                        .await?)
+                }
+
+                async fn dead_letters(&self) -> StoreResult<Vec<DeadLetterRow>> {
+                    Ok(sqlx::query_as::<_, DeadLetterRow>(
+                        "SELECT id, event_id, reason, attempts, body, first_failed_at, last_failed_at \
+                         FROM dead_letters ORDER BY id",
+                    )
+                    .fetch_all(&self.pool)
+                    .await?)
+                }
+
+                async fn redrive(&self, ids: Option<&[i64]>, include_invalid: bool) -> StoreResult<RedriveResult> {
+                    let mut tx = self.begin_write().await?;
+                    let all: Vec<DeadLetterRow> = sqlx::query_as(
+                        "SELECT id, event_id, reason, attempts, body, first_failed_at, last_failed_at FROM dead_letters ORDER BY id",
+                    )
+                    .fetch_all(&mut *tx)
+                    .await?;
+                    let mut result = RedriveResult::default();
+                    let chosen: Vec<&DeadLetterRow> = match ids {
+                        None => all.iter().collect(),
+                        Some(ids) => {
+                            let found: Vec<&DeadLetterRow> = all.iter().filter(|d| ids.contains(&d.id)).collect();
+                            result.not_found = (ids.len() - found.len()) as u64;
+                            found
+                        }
+                    };
+                    for d in chosen {
+                        if d.event_id.is_none() && !include_invalid {
+                            result.skipped_invalid += 1;
+                            continue;
+                        }
+                        sqlx::query(&format!(
+                            "INSERT INTO outbox (event_id, application_id, body, created_at, visible_at) \
+                             VALUES ($1, NULL, $2, $3, {NOW})"
+                        ))
+                        .bind(&d.event_id)
+                        .bind(&d.body)
+                        .bind($crate::timefmt::now())
+                        .execute(&mut *tx)
+                        .await?;
+                        if let Some(event_id) = &d.event_id {
+                            // Attempts start again from zero.
+                            sqlx::query("DELETE FROM processed_events WHERE event_id = $1 AND status IN ('dead', 'pending')")
+                                .bind(event_id)
+                                .execute(&mut *tx)
+                                .await?;
+                        }
+                        sqlx::query("DELETE FROM dead_letters WHERE id = $1")
+                            .bind(d.id)
+                            .execute(&mut *tx)
+                            .await?;
+                        result.redriven += 1;
+                    }
+                    tx.commit().await?;
+                    Ok(result)
+                }
+
+                async fn purge_dead_letters(&self, ids: Option<&[i64]>) -> StoreResult<u64> {
+                    let mut tx = self.begin_write().await?;
+                    let mut n = 0;
+                    match ids {
+                        None => {
+                            n = sqlx::query("DELETE FROM dead_letters").execute(&mut *tx).await?.rows_affected();
+                        }
+                        Some(ids) => {
+                            for id in ids {
+                                n += sqlx::query("DELETE FROM dead_letters WHERE id = $1")
+                                    .bind(id)
+                                    .execute(&mut *tx)
+                                    .await?
+                                    .rows_affected();
+                            }
+                        }
+                    }
+                    tx.commit().await?;
+                    Ok(n)
+                }
+
+                async fn delete_processed_events(&self, older_than_ms: i64, batch: i64) -> StoreResult<u64> {
+                    let done = sqlx::query(
+                        "DELETE FROM processed_events WHERE event_id IN (SELECT event_id FROM processed_events \
+                         WHERE status IN ('done', 'missing', 'dead') AND updated_at < $1 LIMIT $2)",
+                    )
+                    .bind(older_than_ms)
+                    .bind(batch)
+                    .execute(&self.pool)
+                    .await?;
+                    Ok(done.rows_affected())
+                }
+
+                async fn now_ms(&self) -> StoreResult<i64> {
+                    Ok(sqlx::query_scalar(&format!("SELECT {NOW}")).fetch_one(&self.pool).await?)
+                }
+            }
+
+            /// The email's data, only while the application and its history row for the event
+            /// exist.
+            const EMAIL_DATA_SQL: &str = "SELECT u.id AS candidate_id, u.email, u.name, j.title AS job_title, \
+                 c.name AS company FROM application_history h \
+                 JOIN applications a ON a.id = h.application_id JOIN users u ON u.id = a.candidate_id \
+                 JOIN jobs j ON j.id = a.job_id JOIN companies c ON c.id = j.company_id \
+                 WHERE a.id = $1 AND h.event_id = $2";
+        }
+    };
+}
+
+pub(super) use impl_event_store;
