@@ -53,6 +53,19 @@ pub async fn build(
         }
         None => Arc::new(MemoryCache::new(ttl)),
     };
+    {
+        // A version bump that failed while Redis was away is retried until it lands.
+        let (cache, shutdown) = (cache.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    _ = every.tick() => cache.retry_owed_bump().await,
+                    _ = shutdown.cancelled() => return,
+                }
+            }
+        });
+    }
     let tokens = Arc::new(Tokens::from_config(&config));
     let dummy_hash: Arc<str> =
         tokio::task::spawn_blocking(|| auth::hash_password(&uuid::Uuid::new_v4().to_string()))

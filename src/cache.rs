@@ -4,8 +4,9 @@
 //! write bumps the version after it commits and before it answers, so a search that starts after
 //! that answer looks under the new version and can only find pages computed after the commit.
 //! Old versions are never read again and expire with their TTL. If the cache cannot be reached,
-//! searches go to the database; a bump that fails leaves the cache bypassed in this process
-//! until a later bump succeeds, so a stale page is never served.
+//! searches go to the database. A bump that fails leaves the cache bypassed in this process and
+//! is retried every second until it succeeds; other processes sharing the Redis can serve pages
+//! from before that write only until then (or until the pages' TTL ends).
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -33,6 +34,8 @@ pub trait SearchCache: Send + Sync + 'static {
     /// Makes every earlier entry unreachable. Called after each job write commits.
     async fn bump(&self);
     async fn ping(&self) -> anyhow::Result<()>;
+    /// Retries a version bump that failed, if one is owed (called every second).
+    async fn retry_owed_bump(&self) {}
 }
 
 /// The in-process cache: one process's searches see its own writes at once.
@@ -155,7 +158,8 @@ impl SearchCache for RedisCache {
             }
         }
         let mut conn = self.conn.clone();
-        let found: redis::RedisResult<(String, Option<Vec<u8>>)> = self
+        // The script answers [version] on a miss and [version, page] on a hit.
+        let found: redis::RedisResult<Vec<Vec<u8>>> = self
             .lookup_script
             .key(self.version_key())
             .arg(self.page_prefix())
@@ -163,8 +167,19 @@ impl SearchCache for RedisCache {
             .invoke_async(&mut conn)
             .await;
         match found {
-            Ok((_, Some(body))) => Lookup::Hit(Bytes::from(body)),
-            Ok((version, None)) => Lookup::Miss { version },
+            Ok(mut parts) if parts.len() == 2 => {
+                Lookup::Hit(Bytes::from(parts.pop().unwrap_or_default()))
+            }
+            Ok(parts) if parts.len() == 1 => Lookup::Miss {
+                version: String::from_utf8_lossy(&parts[0]).into_owned(),
+            },
+            Ok(parts) => {
+                tracing::warn!(
+                    parts = parts.len(),
+                    "unexpected search cache answer; reading the database"
+                );
+                Lookup::Unavailable
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "search cache unavailable; reading the database");
                 Lookup::Unavailable
@@ -188,9 +203,17 @@ impl SearchCache for RedisCache {
 
     async fn bump(&self) {
         if let Err(e) = self.try_bump().await {
-            // Until a bump succeeds this process must not trust any cached page.
+            // Until a bump succeeds this process must not trust any cached page, and the other
+            // processes need the bump too: `retry_owed_bump` keeps trying in the background.
             self.bump_owed.store(true, Ordering::SeqCst);
             tracing::warn!(error = %e, "search cache version bump failed; bypassing the cache until it succeeds");
+        }
+    }
+
+    async fn retry_owed_bump(&self) {
+        if self.bump_owed.load(Ordering::SeqCst) && self.try_bump().await.is_ok() {
+            self.bump_owed.store(false, Ordering::SeqCst);
+            tracing::info!("search cache reachable again; owed version bump done");
         }
     }
 

@@ -292,7 +292,8 @@ mod tests {
             text.contains("Subject: Update on your application for Rust Engineer at Acme"),
             "{text}"
         );
-        assert!(text.contains("from reviewing to interview"), "{text}");
+        let body = text.replace("=\r\n", "");
+        assert!(body.contains("from reviewing to interview"), "{text}");
     }
 
     #[test]

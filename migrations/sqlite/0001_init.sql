@@ -50,12 +50,14 @@ CREATE INDEX jobs_open_newest ON jobs (status, created_at DESC, id DESC);
 CREATE INDEX jobs_company ON jobs (company_id);
 
 -- The full-text index over jobs.search_terms (rowid = jobs.id), kept in step by triggers.
--- The terms are already lower-case letters and digits, so unicode61 only splits on spaces.
+-- The terms are already lower-case words; the ascii tokenizer splits them only at the spaces
+-- between them (every non-ASCII character is part of a token), so it matches them exactly as
+-- PostgreSQL's array_to_tsvector does.
 CREATE VIRTUAL TABLE jobs_fts USING fts5 (
     search_terms,
     content = 'jobs',
     content_rowid = 'id',
-    tokenize = 'unicode61 remove_diacritics 0'
+    tokenize = 'ascii'
 );
 CREATE TRIGGER jobs_fts_insert AFTER INSERT ON jobs BEGIN
     INSERT INTO jobs_fts (rowid, search_terms) VALUES (new.id, new.search_terms);

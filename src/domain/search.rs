@@ -102,11 +102,21 @@ pub fn singular(word: &str) -> String {
     word[..word.len() - 1].to_string()
 }
 
-/// Splits text into lower-case singular words, in order, repeats kept.
-pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
+/// Whether `c` belongs to a word: letters, digits, and the combining marks that are part of
+/// letters in many scripts (Devanagari vowel signs, decomposed accents).
+fn in_word(c: char) -> bool {
+    c.is_alphanumeric() || unicode_normalization::char::is_combining_mark(c)
+}
+
+/// Splits text (normalised to NFC) into lower-case singular words, in order, repeats kept.
+pub fn words(text: &str) -> impl Iterator<Item = String> {
+    use unicode_normalization::UnicodeNormalization;
+    let text: String = text.nfc().collect();
+    text.split(|c: char| !in_word(c))
+        .filter(|w| w.chars().any(char::is_alphanumeric))
         .map(|w| singular(&w.to_lowercase()))
+        .collect::<Vec<_>>()
+        .into_iter()
 }
 
 /// The distinct terms of a document (title, description and company name), joined by single
@@ -182,6 +192,13 @@ mod tests {
                 "y"
             ]
         );
+    }
+
+    #[test]
+    fn combining_marks_stay_inside_words() {
+        let got: Vec<String> = words("शिक्षक e\u{301}cole").collect();
+        assert_eq!(got, vec!["शिक्षक", "école"]);
+        assert_eq!(words("\u{301}").count(), 0, "a lone accent is no word");
     }
 
     #[test]

@@ -21,6 +21,9 @@ pub const SALARY_MAX: i64 = 1_000_000_000;
 
 /// Trims `value` and checks its length in code points.
 pub fn text(value: &str, min: usize, max: usize) -> Result<String, FieldError> {
+    if value.contains('\0') {
+        return Err("must not contain NUL characters".to_string());
+    }
     let trimmed = value.trim();
     let len = trimmed.chars().count();
     if len < min {
@@ -69,7 +72,8 @@ pub fn email(value: &str) -> Result<String, FieldError> {
 
 /// The case-insensitive form of an email, used for uniqueness and look-ups.
 pub fn email_key(email: &str) -> String {
-    email.trim().to_lowercase()
+    // NUL cannot be stored (PostgreSQL refuses it) and is in no valid address.
+    email.trim().to_lowercase().replace('\0', "\u{fffd}")
 }
 
 /// A new password: 8–128 code points (measured after trimming, stored and hashed exactly as

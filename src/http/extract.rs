@@ -266,6 +266,7 @@ pub const MAX_PAGE: i64 = 1_000_000;
 
 /// The client's address, for rate limiting.
 pub fn client_addr(parts_ip: Option<std::net::SocketAddr>) -> String {
+    // An IP address is plain ASCII; nothing here can come from the request body.
     parts_ip
         .map(|a| a.ip().to_string())
         .unwrap_or_else(|| "unknown".to_string())

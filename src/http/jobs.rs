@@ -384,8 +384,9 @@ async fn search_jobs(
         employment_type,
         page,
     };
-    // A word too long to be indexed matches nothing.
-    if matches!(terms, Some(None)) {
+    // A word too long to be indexed matches nothing, and no stored location holds a NUL (which
+    // PostgreSQL could not even compare).
+    if matches!(terms, Some(None)) || search.location.as_deref().is_some_and(|l| l.contains('\0')) {
         return Ok(page_response(
             render(&JobList {
                 items: vec![],

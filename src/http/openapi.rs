@@ -49,7 +49,7 @@ impl Modify for BearerAuth {
         jobs::create, jobs::search_jobs, jobs::show, jobs::update, jobs::remove,
         applications::apply, applications::list, applications::show, applications::change_status,
         applications::withdraw, applications::remove, applications::history,
-        ops::healthz, ops::readyz,
+        ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::docs,
     ),
     components(schemas(Problem)),
     modifiers(&BearerAuth),

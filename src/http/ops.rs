@@ -76,7 +76,9 @@ pub(super) async fn readyz(State(st): State<AppState>) -> Response {
     (code, Json(body)).into_response()
 }
 
-async fn metrics(State(st): State<AppState>) -> Response {
+/// Prometheus metrics in text format.
+#[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+pub(super) async fn metrics(State(st): State<AppState>) -> Response {
     let mut res = st.metrics.render().into_response();
     res.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -85,11 +87,15 @@ async fn metrics(State(st): State<AppState>) -> Response {
     res
 }
 
-async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+/// This OpenAPI 3.1 document.
+#[utoipa::path(get, path = "/api/openapi.json", tag = "operations", responses((status = 200, description = "the OpenAPI document")))]
+pub(super) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
 }
 
-async fn docs() -> Html<&'static str> {
+/// A page that renders this document, with no internet access needed.
+#[utoipa::path(get, path = "/docs", tag = "operations", responses((status = 200, description = "HTML", content_type = "text/html")))]
+pub(super) async fn docs() -> Html<&'static str> {
     Html(DOCS_HTML)
 }
 

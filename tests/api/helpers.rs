@@ -42,6 +42,8 @@ pub struct TestApp {
     pub state: AppState,
     pub database_url: String,
     pub backend: Backend,
+    /// The environment the app was started with, for building workers and CLI runs alike.
+    pub vars: HashMap<String, String>,
     shutdown: CancellationToken,
     server: Option<tokio::task::JoinHandle<anyhow::Result<bool>>>,
     pg_database: Option<String>,
@@ -159,6 +161,7 @@ impl TestApp {
             vars.insert(k.to_string(), v.to_string());
         }
         let config = Config::from_map(&vars, false).expect("test config");
+        let vars = vars.clone();
         if cache == CacheKind::Redis {
             let client = redis::Client::open(redis_url()).expect("redis url");
             let mut conn = client
@@ -189,6 +192,7 @@ impl TestApp {
             state,
             database_url,
             backend,
+            vars,
             shutdown,
             server: Some(server),
             pg_database,
@@ -351,6 +355,64 @@ impl TestApp {
                 sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
             }
         }
+    }
+
+    /// The app's configuration with `extra` variables on top.
+    pub fn config(&self, extra: &[(&str, &str)]) -> Config {
+        let mut vars = self.vars.clone();
+        for (k, v) in extra {
+            vars.insert(k.to_string(), v.to_string());
+        }
+        Config::from_map(&vars, false).expect("config")
+    }
+
+    /// Runs a statement on the test database.
+    pub async fn exec(&self, sql: &str) {
+        match self.backend {
+            Backend::Sqlite => {
+                let mut c =
+                    <sqlx::SqliteConnection as sqlx::Connection>::connect(&self.database_url)
+                        .await
+                        .unwrap();
+                sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
+            }
+            Backend::Postgres => {
+                let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&self.database_url)
+                    .await
+                    .unwrap();
+                sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
+            }
+        }
+    }
+
+    /// Runs a query returning one optional text value.
+    pub async fn scalar_text(&self, sql: &str) -> Option<String> {
+        match self.backend {
+            Backend::Sqlite => {
+                let mut c =
+                    <sqlx::SqliteConnection as sqlx::Connection>::connect(&self.database_url)
+                        .await
+                        .unwrap();
+                sqlx::query_scalar(sql)
+                    .fetch_optional(&mut c)
+                    .await
+                    .unwrap()
+            }
+            Backend::Postgres => {
+                let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&self.database_url)
+                    .await
+                    .unwrap();
+                sqlx::query_scalar(sql)
+                    .fetch_optional(&mut c)
+                    .await
+                    .unwrap()
+            }
+        }
+    }
+
+    /// Moves every queued message's visibility to now: the retry delay has passed.
+    pub async fn time_passes(&self) {
+        self.exec("UPDATE outbox SET visible_at = 0").await;
     }
 
     /// Stops the server as SIGTERM would and reports whether it finished cleanly.

@@ -1,0 +1,558 @@
+//! The `jobboard` binary: help and version, configuration errors, `migrate`, and `serve` with
+//! its JSON logs and graceful stop on SIGTERM and SIGINT.
+
+use crate::helpers::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+
+const BIN: &str = env!("CARGO_BIN_EXE_jobboard");
+
+type Vars<'a> = Vec<(&'a str, &'a str)>;
+
+/// The binary with an empty environment except `PATH` and `vars`, run in `dir`.
+fn jobboard(dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(vars.iter().copied())
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+struct Output {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the binary to completion (at most 60 s).
+async fn run(dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let out = tokio::time::timeout(Duration::from_secs(60), jobboard(dir, args, vars).output())
+        .await
+        .unwrap_or_else(|_| panic!("jobboard {args:?} did not finish within 60 s"))
+        .expect("run jobboard");
+    Output {
+        status: out.status,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[tokio::test]
+async fn help_lists_every_command_and_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["--help"], &[]).await;
+    assert!(out.status.success(), "{}", out.stderr);
+    for word in [
+        "serve",
+        "worker",
+        "migrate",
+        "cleanup",
+        "dlq",
+        "--help",
+        "--version",
+    ] {
+        assert!(
+            out.stdout.contains(word),
+            "--help mentions {word}:\n{}",
+            out.stdout
+        );
+    }
+    // Every variable of the configuration.
+    for var in [
+        "APP_ENV",
+        "DATABASE_URL",
+        "BIND_ADDR",
+        "METRICS_ADDR",
+        "WORKER_HTTP_ADDR",
+        "CORS_ALLOWED_ORIGINS",
+        "REDIS_URL",
+        "SEARCH_CACHE_TTL_SECS",
+        "QUEUE",
+        "SQS_QUEUE_URL",
+        "SQS_DLQ_URL",
+        "VISIBILITY_TIMEOUT_SECS",
+        "EMAIL_SEND_TIMEOUT_SECS",
+        "MAX_ATTEMPTS",
+        "WORKER_CONCURRENCY",
+        "CLAIM_MODE",
+        "PROCESSED_EVENTS_RETENTION_DAYS",
+        "EMAIL_BACKEND",
+        "SMTP_URL",
+        "EMAIL_FROM",
+        "JWT_SECRET",
+        "JWT_SECRET_PREVIOUS",
+        "JWT_TTL_SECS",
+        "SHUTDOWN_GRACE_SECS",
+        "LOG_FORMAT",
+        "RUST_LOG",
+    ] {
+        assert!(
+            out.stdout.contains(var),
+            "--help mentions {var}:\n{}",
+            out.stdout
+        );
+    }
+    let serve = run(dir.path(), &["serve", "--help"], &[]).await;
+    assert!(serve.status.success());
+    assert!(serve.stdout.contains("--no-migrate"), "{}", serve.stdout);
+    let dlq = run(dir.path(), &["dlq", "--help"], &[]).await;
+    assert!(dlq.status.success());
+    for sub in ["list", "redrive", "purge"] {
+        assert!(
+            dlq.stdout.contains(sub),
+            "dlq --help mentions {sub}:\n{}",
+            dlq.stdout
+        );
+    }
+
+    let bogus = run(dir.path(), &["bogus"], &[]).await;
+    assert!(!bogus.status.success(), "an unknown command fails");
+    assert!(bogus.stderr.contains("bogus"), "{}", bogus.stderr);
+    assert!(!dir.path().join("data").exists(), "nothing was created");
+}
+
+#[tokio::test]
+async fn version_prints_the_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["--version"], &[]).await;
+    assert!(out.status.success());
+    assert_eq!(
+        out.stdout.trim(),
+        format!("jobboard {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[tokio::test]
+async fn bad_configuration_stops_with_one_line_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let strong = "s".repeat(40);
+    // (variables, the variable the error names, a secret that must not be printed)
+    let cases: Vec<(Vars, &str, Option<&str>)> = vec![
+        (
+            vec![("SEARCH_CACHE_TTL_SECS", "0")],
+            "SEARCH_CACHE_TTL_SECS",
+            None,
+        ),
+        (
+            vec![("SEARCH_CACHE_TTL_SECS", "86401")],
+            "SEARCH_CACHE_TTL_SECS",
+            None,
+        ),
+        (
+            vec![("SEARCH_CACHE_TTL_SECS", "soon")],
+            "SEARCH_CACHE_TTL_SECS",
+            None,
+        ),
+        (vec![("DATABASE_URL", "mysql://x")], "DATABASE_URL", None),
+        (vec![("BIND_ADDR", "nowhere")], "BIND_ADDR", None),
+        (vec![("APP_ENV", "staging")], "APP_ENV", None),
+        (vec![("LOG_FORMAT", "xml")], "LOG_FORMAT", None),
+        (
+            vec![("CORS_ALLOWED_ORIGINS", "not an origin")],
+            "CORS_ALLOWED_ORIGINS",
+            None,
+        ),
+        (
+            vec![("APP_ENV", "production"), ("EMAIL_BACKEND", "file")],
+            "JWT_SECRET",
+            None,
+        ),
+        (
+            vec![
+                ("APP_ENV", "production"),
+                ("EMAIL_BACKEND", "file"),
+                ("JWT_SECRET", "short"),
+            ],
+            "JWT_SECRET",
+            Some("short"),
+        ),
+        (
+            vec![
+                ("APP_ENV", "production"),
+                ("EMAIL_BACKEND", "file"),
+                ("JWT_SECRET", strong.as_str()),
+                ("JWT_SECRET_PREVIOUS", "tiny-previous-secret"),
+            ],
+            "JWT_SECRET_PREVIOUS",
+            Some("tiny-previous-secret"),
+        ),
+        (
+            vec![("REDIS_URL", "http://cacheuser:redis-pass-4321@cache:6379")],
+            "REDIS_URL",
+            Some("redis-pass-4321"),
+        ),
+    ];
+    for (vars, var, secret) in cases {
+        for args in [&["serve"][..], &["migrate"][..]] {
+            let out = run(dir.path(), args, &vars).await;
+            assert!(!out.status.success(), "{vars:?} must stop start-up");
+            let lines: Vec<&str> = out
+                .stderr
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .collect();
+            assert_eq!(
+                lines.len(),
+                1,
+                "{vars:?}: exactly one line on stderr, got:\n{}",
+                out.stderr
+            );
+            assert!(
+                lines[0].contains(var),
+                "{vars:?}: the line names {var}: {}",
+                lines[0]
+            );
+            if let Some(secret) = secret {
+                assert!(
+                    !out.stderr.contains(secret) && !out.stdout.contains(secret),
+                    "{vars:?}: the secret is printed: {}",
+                    out.stderr
+                );
+            }
+        }
+    }
+    assert!(!dir.path().join("data").exists(), "nothing was created");
+}
+
+#[tokio::test]
+async fn migrate_creates_the_sqlite_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("nested").join("x.db");
+    let url = format!("sqlite://{}", db.display());
+    let vars = [("DATABASE_URL", url.as_str()), ("LOG_FORMAT", "json")];
+    let out = run(dir.path(), &["migrate"], &vars).await;
+    assert!(out.status.success(), "{}", out.stderr);
+    assert!(db.exists(), "the database file is created");
+    // Again: nothing to do, still fine.
+    let again = run(dir.path(), &["migrate"], &vars).await;
+    assert!(again.status.success(), "{}", again.stderr);
+    assert!(
+        !dir.path().join("data").exists(),
+        "the default database was not touched"
+    );
+
+    let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    let jobs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM jobs")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(jobs, 0);
+}
+
+#[tokio::test]
+async fn migrate_on_postgres_never_logs_the_password() {
+    let admin = postgres_admin_url();
+    let name = format!("jbt_cli_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin)
+        .await
+        .expect("PostgreSQL is required for this test");
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let mut url = url::Url::parse(&admin).unwrap();
+    url.set_path(&name);
+    // The test server trusts local connections, so any password is accepted and must be hidden.
+    url.set_password(Some("pg-secret-pw-77")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &["migrate"],
+        &[
+            ("DATABASE_URL", url.as_str()),
+            ("LOG_FORMAT", "json"),
+            ("RUST_LOG", "debug"),
+        ],
+    )
+    .await;
+    let migrated = out.status.success();
+    let mut check = <sqlx::PgConnection as sqlx::Connection>::connect(url.as_str())
+        .await
+        .unwrap();
+    let tables: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM information_schema.tables WHERE table_name IN ('users', 'jobs', 'applications')",
+    )
+    .fetch_one(&mut check)
+    .await
+    .unwrap();
+    drop(check);
+    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .execute(&mut conn)
+        .await;
+    assert!(migrated, "{}", out.stderr);
+    assert_eq!(tables, 3);
+    assert!(
+        !out.stderr.contains("pg-secret-pw-77") && !out.stdout.contains("pg-secret-pw-77"),
+        "the password is printed:\n{}",
+        out.stderr
+    );
+}
+
+/// A running `jobboard` process and the lines it has written to stderr so far.
+struct Server {
+    child: Child,
+    lines: mpsc::UnboundedReceiver<String>,
+    seen: Vec<String>,
+}
+
+impl Server {
+    fn start(dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Server {
+        let mut child = jobboard(dir, args, vars).spawn().expect("start jobboard");
+        let (tx, lines) = mpsc::unbounded_channel();
+        let stderr = child.stderr.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        for reader in [
+            Box::new(stderr) as Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+            Box::new(stdout),
+        ] {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut reader = BufReader::new(reader).lines();
+                while let Ok(Some(line)) = reader.next_line().await {
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        Server {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for a line containing `text` (at most 60 s) and returns it.
+    async fn wait_for(&mut self, text: &str) -> String {
+        let found = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Some(line) = self.lines.recv().await {
+                self.seen.push(line.clone());
+                if line.contains(text) {
+                    return Some(line);
+                }
+            }
+            None
+        })
+        .await;
+        match found {
+            Ok(Some(line)) => line,
+            _ => panic!(
+                "no line containing {text:?}; output so far:\n{}",
+                self.seen.join("\n")
+            ),
+        }
+    }
+
+    /// Sends `signal` and waits (at most 15 s) for the exit; returns the status and every line.
+    async fn stop(mut self, signal: &str) -> (ExitStatus, Vec<String>) {
+        let pid = self.child.id().expect("running").to_string();
+        let kill = std::process::Command::new("kill")
+            .args([format!("-{signal}"), pid])
+            .status()
+            .expect("run kill");
+        assert!(kill.success());
+        let status = tokio::time::timeout(Duration::from_secs(15), self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("jobboard did not exit within 15 s of SIG{signal}"))
+            .expect("wait");
+        while let Some(line) = self.lines.recv().await {
+            self.seen.push(line);
+        }
+        (status, self.seen)
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Every line is one JSON object with a timestamp, a level, a message and a target.
+fn assert_json_logs(lines: &[String]) {
+    assert!(!lines.is_empty(), "the process logged something");
+    for line in lines {
+        let v: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        let obj = v
+            .as_object()
+            .unwrap_or_else(|| panic!("not an object: {line}"));
+        for field in ["timestamp", "level", "message", "target"] {
+            assert!(
+                obj.get(field).is_some_and(Value::is_string),
+                "{field} in {line}"
+            );
+        }
+        let ts = obj["timestamp"].as_str().unwrap();
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(ts).is_ok(),
+            "RFC 3339 timestamp: {line}"
+        );
+    }
+}
+
+async fn serve_and_stop(signal: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("serve.db");
+    let url = format!("sqlite://{}", db.display());
+    let addr = format!("127.0.0.1:{}", free_port());
+    let metrics_addr = format!("127.0.0.1:{}", free_port());
+    let mut server = Server::start(
+        dir.path(),
+        &["serve"],
+        &[
+            ("DATABASE_URL", url.as_str()),
+            ("BIND_ADDR", addr.as_str()),
+            ("METRICS_ADDR", metrics_addr.as_str()),
+            ("LOG_FORMAT", "json"),
+            ("SHUTDOWN_GRACE_SECS", "5"),
+        ],
+    );
+    server.wait_for(&addr).await;
+
+    let client = reqwest::Client::new();
+    let health = client
+        .get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .expect("healthz");
+    assert_eq!(health.status().as_u16(), 200);
+    let body: Value = health.json().await.unwrap();
+    assert_eq!(body, serde_json::json!({"status": "ok"}));
+    let ready = client
+        .get(format!("http://{addr}/readyz"))
+        .send()
+        .await
+        .expect("readyz");
+    assert_eq!(ready.status().as_u16(), 200);
+    let jobs = client
+        .get(format!("http://{addr}/api/jobs"))
+        .send()
+        .await
+        .expect("jobs");
+    assert_eq!(jobs.status().as_u16(), 200);
+
+    // /metrics lives on its own listener.
+    let metrics = client
+        .get(format!("http://{metrics_addr}/metrics"))
+        .send()
+        .await
+        .expect("metrics");
+    assert_eq!(metrics.status().as_u16(), 200);
+    let text = metrics.text().await.unwrap();
+    assert!(text.contains("http_requests_total"), "{text}");
+    assert!(text.contains(r#"route="/healthz""#), "{text}");
+    let on_api = client
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .expect("metrics on API");
+    assert_eq!(on_api.status().as_u16(), 404);
+    drop(client);
+
+    let (status, lines) = server.stop(signal).await;
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "a clean stop exits 0; output:\n{}",
+        lines.join("\n")
+    );
+    assert_json_logs(&lines);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("\"WARN\"") && l.contains("JWT_SECRET")),
+        "a random JWT secret is warned about:\n{}",
+        lines.join("\n")
+    );
+    assert!(db.exists());
+    assert!(
+        !dir.path().join("data").exists(),
+        "the default database was not touched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_and_stops_cleanly_on_sigterm() {
+    serve_and_stop("TERM").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_and_stops_cleanly_on_sigint() {
+    serve_and_stop("INT").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_command_runs_everything_on_the_default_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let secret = "cli-secret-value-0123456789-abcdefgh";
+    // No LOG_FORMAT: stderr is not a terminal, so the logs are JSON.
+    let mut server = Server::start(
+        dir.path(),
+        &[],
+        &[("BIND_ADDR", addr.as_str()), ("JWT_SECRET", secret)],
+    );
+    server.wait_for(&addr).await;
+    let client = reqwest::Client::new();
+    let health = client
+        .get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .expect("healthz");
+    assert_eq!(health.status().as_u16(), 200);
+    let register = client
+        .post(format!("http://{addr}/api/auth/register"))
+        .json(
+            &serde_json::json!({"email": "cli@example.com", "password": "a long enough passphrase",
+                                  "name": "Cli", "role": "employer"}),
+        )
+        .send()
+        .await
+        .expect("register");
+    assert_eq!(register.status().as_u16(), 201);
+    let metrics = client
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .expect("metrics");
+    assert_eq!(
+        metrics.status().as_u16(),
+        200,
+        "without METRICS_ADDR, /metrics is on BIND_ADDR"
+    );
+    drop(client);
+    assert!(
+        dir.path().join("data").join("jobboard.db").exists(),
+        "the default database is created"
+    );
+
+    let (status, lines) = server.stop("TERM").await;
+    assert_eq!(status.code(), Some(0), "output:\n{}", lines.join("\n"));
+    assert_json_logs(&lines);
+    let all = lines.join("\n");
+    assert!(!all.contains(secret), "the JWT secret is never logged");
+    assert!(
+        !all.contains("cli@example.com"),
+        "email addresses are never logged:\n{all}"
+    );
+    assert!(
+        !all.contains("a long enough passphrase"),
+        "passwords are never logged"
+    );
+}

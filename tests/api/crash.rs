@@ -1,0 +1,218 @@
+//! The worker as a real process: killed with SIGKILL mid-flight and restarted, every event ends
+//! with its email; plus the `cleanup` and `dlq` commands as an operator runs them.
+
+use crate::helpers::*;
+use crate::worker::{Harness, now_ms_sql, wait_until};
+use serde_json::json;
+use std::process::Stdio;
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_jobboard");
+
+/// Runs the binary with the app's database and the given variables (and nothing else from the
+/// test's environment).
+fn command(h: &Harness, args: &[&str], extra: &[(&str, &str)]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", &h.app.database_url)
+        .env("LOG_FORMAT", "json")
+        .env("EMAIL_BACKEND", "smtp")
+        .env("SMTP_URL", h.smtp.url())
+        .env("WORKER_HTTP_ADDR", "127.0.0.1:0")
+        .env("VISIBILITY_TIMEOUT_SECS", "2")
+        .env("EMAIL_SEND_TIMEOUT_SECS", "1")
+        .env("WORKER_CONCURRENCY", "4")
+        .env("SHUTDOWN_GRACE_SECS", "10")
+        .kill_on_drop(true);
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+fn spawn_worker(h: &Harness, log: &std::path::Path) -> tokio::process::Child {
+    let file = std::fs::File::create(log).unwrap();
+    command(h, &["worker"], &[("CLAIM_MODE", h.mode)])
+        .stdout(Stdio::null())
+        .stderr(file)
+        .spawn()
+        .expect("spawn worker")
+}
+
+/// Twenty status changes; a worker process is killed (SIGKILL) while sends are in flight and a
+/// new one finishes the job. Every event is emailed exactly once, except for repeats in the one
+/// window the contract admits, each of which must show as a logged reclaim.
+async fn kill_and_restart(h: Harness) {
+    let mut events = Vec::new();
+    let s = h.app.scenario().await;
+    let mut apps = vec![s.application_id];
+    for _ in 0..4 {
+        let c = h.app.user("candidate").await;
+        apps.push(h.app.apply(&c, s.job_id).await["id"].as_i64().unwrap());
+    }
+    for app_id in &apps {
+        for status in ["reviewing", "interview", "offered", "hired"] {
+            h.app
+                .patch(
+                    &format!("/api/applications/{app_id}"),
+                    Some(&s.employer.token),
+                    json!({"status": status}),
+                )
+                .await
+                .expect(200);
+            events.push(h.last_event_id(*app_id).await);
+        }
+    }
+    assert_eq!(events.len(), 20);
+    h.smtp.set_delay(Duration::from_millis(150));
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = spawn_worker(&h, &dir.path().join("first.log"));
+    wait_until("some emails sent", || async { h.smtp.mails().len() >= 5 }).await;
+    first.kill().await.expect("SIGKILL");
+    let sent_before = h.smtp.mails().len();
+    assert!(sent_before < 20, "killed mid-flight ({sent_before} sent)");
+
+    let log = dir.path().join("second.log");
+    let mut second = spawn_worker(&h, &log);
+    wait_until("every event emailed", || async {
+        events.iter().all(|e| h.smtp.count_for(e) >= 1)
+    })
+    .await;
+    wait_until("queue drained", || async { h.queued().await == 0 }).await;
+    let pid = second.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(15), second.wait())
+        .await
+        .expect("stops")
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "graceful stop exits 0");
+
+    let logs = std::fs::read_to_string(&log).unwrap();
+    for line in logs.lines() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|_| panic!("a JSON log line: {line}"));
+        assert!(v["timestamp"].is_string() && v["level"].is_string() && v["target"].is_string());
+        assert!(
+            !line.contains("@example.com"),
+            "no addresses in logs: {line}"
+        );
+    }
+    let reclaims = logs.matches("reclaiming expired claim").count();
+    let repeats: usize = events.iter().map(|e| h.smtp.count_for(e) - 1).sum();
+    assert!(
+        repeats <= reclaims,
+        "{repeats} repeats but {reclaims} reclaims"
+    );
+    assert_eq!(h.smtp.mails().len(), 20 + repeats);
+    for e in &events {
+        assert_eq!(h.processed_status(e).await.as_deref(), Some("done"), "{e}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_flight_sqlite_lease() {
+    kill_and_restart(Harness::new(Backend::Sqlite, "lease").await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_flight_postgres_lease() {
+    kill_and_restart(Harness::new(Backend::Postgres, "lease").await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_flight_postgres_transaction() {
+    kill_and_restart(Harness::new(Backend::Postgres, "transaction").await).await;
+}
+
+async fn run(h: &Harness, args: &[&str]) -> (i32, String, String) {
+    let out = command(h, args, &[]).output().await.expect("run");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cleanup_command_prints_what_it_deleted() {
+    let h = Harness::new(Backend::Postgres, "lease").await;
+    let now = now_ms_sql(Backend::Postgres);
+    h.app
+        .exec(&format!(
+            "INSERT INTO processed_events (event_id, status, attempts, updated_at) VALUES \
+         ('old', 'done', 0, {now} - 20 * 86400000), ('new', 'done', 0, {now})"
+        ))
+        .await;
+    let (code, out, _) = run(&h, &["cleanup"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(
+        out.trim(),
+        "deleted 1 processed-event records, 0 idempotency keys"
+    );
+    assert_eq!(
+        h.app
+            .scalar_i64("SELECT COUNT(*) FROM processed_events")
+            .await,
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dlq_commands() {
+    let h = Harness::new(Backend::Sqlite, "lease").await;
+    let store = h.app.state.store.clone();
+    store.queue_enqueue(None, None, "garbage").await.unwrap();
+    let (_, event_id) = h.status_change().await;
+    h.smtp.reject_next();
+    h.worker().run_until_empty().await.unwrap();
+
+    let (code, out, _) = run(&h, &["dlq", "list"]).await;
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    let invalid: Vec<&str> = lines
+        .iter()
+        .find(|l| l.contains("\t-\t"))
+        .expect("the invalid one")
+        .split('\t')
+        .collect();
+    let rejected: Vec<&str> = lines
+        .iter()
+        .find(|l| l.contains(&event_id))
+        .expect("the rejected one")
+        .split('\t')
+        .collect();
+    assert_eq!(invalid.len(), 6);
+    assert!(invalid[2].contains("not JSON"));
+    assert_eq!(invalid[3], "0");
+    assert_eq!(rejected[3], "1");
+    assert!(rejected[4].ends_with('Z') && rejected[5].ends_with('Z'));
+    let (_, json_out, _) = run(&h, &["dlq", "list", "--json"]).await;
+    let first: serde_json::Value = serde_json::from_str(json_out.lines().next().unwrap()).unwrap();
+    assert!(first["reason"].is_string() && first["id"].is_string());
+
+    // Redrive: an unknown id makes it exit non-zero; the invalid one needs --include-invalid.
+    let (code, out, _) = run(&h, &["dlq", "redrive", rejected[0], "12345"]).await;
+    assert_eq!((code, out.trim()), (1, "redriven 1, not found 1"));
+    let (code, out, err) = run(&h, &["dlq", "redrive", "--all"]).await;
+    assert_eq!((code, out.trim()), (0, "redriven 0, not found 0"));
+    assert!(err.contains("--include-invalid"), "{err}");
+    h.worker().run_until_empty().await.unwrap();
+    assert_eq!(
+        h.smtp.count_for(&event_id),
+        1,
+        "the redriven event was sent once"
+    );
+    let (code, out, _) = run(&h, &["dlq", "redrive", "--include-invalid", invalid[0]]).await;
+    assert_eq!((code, out.trim()), (0, "redriven 1, not found 0"));
+    h.worker().run_until_empty().await.unwrap();
+    let (code, out, _) = run(&h, &["dlq", "purge", "--all"]).await;
+    assert_eq!((code, out.trim()), (0, "purged 1"));
+    let (_, out, _) = run(&h, &["dlq", "list"]).await;
+    assert!(out.trim().is_empty());
+}

@@ -1,0 +1,193 @@
+//! A real SMTP server for tests: it listens on a port, speaks enough SMTP for any client, records
+//! what it accepted, and can be told to refuse the next messages (4xx or 5xx) or to answer slowly.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+/// One accepted message.
+#[derive(Debug, Clone)]
+pub struct Mail {
+    pub recipients: Vec<String>,
+    pub raw: String,
+}
+
+impl Mail {
+    /// A header's value (first occurrence, unfolded).
+    pub fn header(&self, name: &str) -> Option<String> {
+        let head = self.raw.split("\r\n\r\n").next().unwrap_or("");
+        let prefix = format!("{}:", name.to_ascii_lowercase());
+        let mut lines = head.split("\r\n").peekable();
+        while let Some(line) = lines.next() {
+            if line.to_ascii_lowercase().starts_with(&prefix) {
+                let mut value = line[prefix.len()..].trim().to_string();
+                while let Some(next) = lines.peek() {
+                    if next.starts_with(' ') || next.starts_with('\t') {
+                        value.push(' ');
+                        value.push_str(next.trim());
+                        lines.next();
+                    } else {
+                        break;
+                    }
+                }
+                return Some(value);
+            }
+        }
+        None
+    }
+
+    /// The body with quoted-printable soft line breaks undone.
+    pub fn text(&self) -> String {
+        let body = self
+            .raw
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b)
+            .unwrap_or("");
+        body.replace("=\r\n", "").replace("=3D", "=")
+    }
+
+    pub fn event_id(&self) -> String {
+        self.header("X-Jobboard-Event-Id").unwrap_or_default()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    accepted: Vec<Mail>,
+    /// Refuse the next messages with this reply, one per message.
+    refusals: Vec<String>,
+    delay: Duration,
+}
+
+#[derive(Clone)]
+pub struct SmtpServer {
+    pub port: u16,
+    state: Arc<Mutex<State>>,
+}
+
+impl SmtpServer {
+    pub async fn start() -> SmtpServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind smtp");
+        let port = listener.local_addr().unwrap().port();
+        let state: Arc<Mutex<State>> = Arc::default();
+        let s = state.clone();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let s = s.clone();
+                tokio::spawn(async move {
+                    let _ = session(socket, s).await;
+                });
+            }
+        });
+        SmtpServer { port, state }
+    }
+
+    pub fn url(&self) -> String {
+        format!("smtp://127.0.0.1:{}?tls=none", self.port)
+    }
+
+    /// Refuses the next `n` messages with a 451 (temporary) reply.
+    pub fn fail_next(&self, n: usize) {
+        let mut st = self.state.lock().unwrap();
+        st.refusals
+            .extend((0..n).map(|_| "451 4.3.0 try again later".to_string()));
+    }
+
+    /// Refuses the next message with a 554 (permanent) reply.
+    pub fn reject_next(&self) {
+        self.state
+            .lock()
+            .unwrap()
+            .refusals
+            .push("554 5.7.1 message rejected".to_string());
+    }
+
+    /// Waits this long before accepting each message.
+    pub fn set_delay(&self, d: Duration) {
+        self.state.lock().unwrap().delay = d;
+    }
+
+    pub fn mails(&self) -> Vec<Mail> {
+        self.state.lock().unwrap().accepted.clone()
+    }
+
+    /// How many accepted messages carry each event id.
+    pub fn count_for(&self, event_id: &str) -> usize {
+        self.mails()
+            .iter()
+            .filter(|m| m.event_id() == event_id)
+            .count()
+    }
+}
+
+async fn session(socket: tokio::net::TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<()> {
+    let (read, mut write) = socket.into_split();
+    let mut lines = BufReader::new(read);
+    write.write_all(b"220 fixture ESMTP ready\r\n").await?;
+    let mut recipients = Vec::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if lines.read_line(&mut line).await? == 0 {
+            return Ok(());
+        }
+        let cmd = line.trim_end().to_ascii_uppercase();
+        if cmd.starts_with("EHLO") {
+            write
+                .write_all(b"250-fixture\r\n250-8BITMIME\r\n250 SMTPUTF8\r\n")
+                .await?;
+        } else if cmd.starts_with("HELO") || cmd.starts_with("NOOP") {
+            write.write_all(b"250 ok\r\n").await?;
+        } else if cmd.starts_with("MAIL FROM") {
+            recipients.clear();
+            write.write_all(b"250 ok\r\n").await?;
+        } else if cmd.starts_with("RCPT TO") {
+            recipients.push(line.trim_end()[8..].trim().to_string());
+            write.write_all(b"250 ok\r\n").await?;
+        } else if cmd == "DATA" {
+            write.write_all(b"354 end with <CRLF>.<CRLF>\r\n").await?;
+            let mut raw = String::new();
+            loop {
+                line.clear();
+                if lines.read_line(&mut line).await? == 0 {
+                    return Ok(());
+                }
+                if line == ".\r\n" || line == ".\n" {
+                    break;
+                }
+                let l = line.strip_prefix('.').unwrap_or(&line);
+                raw.push_str(l);
+            }
+            let (refusal, delay) = {
+                let mut st = state.lock().unwrap();
+                let refusal = if st.refusals.is_empty() {
+                    None
+                } else {
+                    Some(st.refusals.remove(0))
+                };
+                (refusal, st.delay)
+            };
+            if let Some(reply) = refusal {
+                write.write_all(format!("{reply}\r\n").as_bytes()).await?;
+                continue;
+            }
+            tokio::time::sleep(delay).await;
+            // Accepted once the reply is out, as a real server would be.
+            write.write_all(b"250 2.0.0 queued\r\n").await?;
+            write.flush().await?;
+            state.lock().unwrap().accepted.push(Mail {
+                recipients: recipients.clone(),
+                raw: raw.replace("\r\n", "\n").replace('\n', "\r\n"),
+            });
+        } else if cmd.starts_with("RSET") {
+            recipients.clear();
+            write.write_all(b"250 ok\r\n").await?;
+        } else if cmd.starts_with("QUIT") {
+            write.write_all(b"221 bye\r\n").await?;
+            return Ok(());
+        } else {
+            write.write_all(b"502 command not implemented\r\n").await?;
+        }
+    }
+}

@@ -1,0 +1,681 @@
+//! The worker's promise (CONTRACT.md §6), against a real SMTP server: one email per status
+//! change, whatever is delivered twice, fails, is slow, is poisoned or is deleted. Each case runs
+//! on SQLite with `lease`, and on PostgreSQL with `lease` and with `transaction`.
+
+use crate::helpers::*;
+use crate::smtp::SmtpServer;
+use jobboard::worker::{Outcome, Worker};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A running app, an SMTP server, and workers wired to both.
+pub struct Harness {
+    pub app: TestApp,
+    pub smtp: SmtpServer,
+    pub mode: &'static str,
+}
+
+impl Harness {
+    pub async fn new(backend: Backend, mode: &'static str) -> Harness {
+        Harness {
+            app: TestApp::spawn(backend, CacheKind::Memory).await,
+            smtp: SmtpServer::start().await,
+            mode,
+        }
+    }
+
+    pub fn worker_with(&self, extra: &[(&str, &str)]) -> Worker {
+        let url = self.smtp.url();
+        let mut vars: Vec<(&str, &str)> = vec![
+            ("EMAIL_BACKEND", "smtp"),
+            ("SMTP_URL", &url),
+            ("CLAIM_MODE", self.mode),
+            ("VISIBILITY_TIMEOUT_SECS", "4"),
+            ("EMAIL_SEND_TIMEOUT_SECS", "2"),
+            ("MAX_ATTEMPTS", "3"),
+            ("EMAIL_FROM", "jobs@jobboard.example"),
+        ];
+        vars.extend_from_slice(extra);
+        let config = self.app.config(&vars);
+        jobboard::run::build_worker(&config, self.app.state.store.clone()).expect("worker")
+    }
+
+    pub fn worker(&self) -> Worker {
+        self.worker_with(&[])
+    }
+
+    /// A candidate's application moved once by the employer; returns it and the event id.
+    pub async fn status_change(&self) -> (Scenario, String) {
+        let s = self.app.scenario().await;
+        self.app
+            .patch(
+                &format!("/api/applications/{}", s.application_id),
+                Some(&s.employer.token),
+                json!({"status": "reviewing"}),
+            )
+            .await
+            .expect(200);
+        let event_id = self.last_event_id(s.application_id).await;
+        (s, event_id)
+    }
+
+    pub async fn last_event_id(&self, application_id: i64) -> String {
+        self.app
+            .scalar_text(&format!(
+                "SELECT event_id FROM application_history WHERE application_id = {application_id} AND event_id IS NOT NULL ORDER BY id DESC LIMIT 1"
+            ))
+            .await
+            .expect("an event id")
+    }
+
+    pub async fn processed_status(&self, event_id: &str) -> Option<String> {
+        self.app
+            .scalar_text(&format!(
+                "SELECT status FROM processed_events WHERE event_id = '{event_id}'"
+            ))
+            .await
+    }
+
+    pub async fn attempts(&self, event_id: &str) -> i64 {
+        self.app.scalar_i64(&format!("SELECT COALESCE(MAX(attempts), 0) FROM processed_events WHERE event_id = '{event_id}'")).await
+    }
+
+    pub async fn queued(&self) -> i64 {
+        self.app.scalar_i64("SELECT COUNT(*) FROM outbox").await
+    }
+
+    /// Puts a copy of the message for `event_id` on the queue again (a duplicate delivery).
+    pub async fn duplicate(&self, event_id: &str, application_id: i64) {
+        let body = json!({"type": "application.status_changed", "event_id": event_id, "application_id": application_id,
+            "old_status": "submitted", "new_status": "reviewing", "occurred_at": "2026-12-02T10:00:00Z"});
+        self.app
+            .state
+            .store
+            .queue_enqueue(Some(event_id), Some(application_id), &body.to_string())
+            .await
+            .unwrap();
+    }
+}
+
+macro_rules! each_worker_mode {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            use super::Harness;
+            use crate::helpers::Backend;
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite_lease() {
+                super::$name(Harness::new(Backend::Sqlite, "lease").await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres_lease() {
+                super::$name(Harness::new(Backend::Postgres, "lease").await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres_transaction() {
+                super::$name(Harness::new(Backend::Postgres, "transaction").await).await
+            }
+        }
+    )*};
+}
+
+each_worker_mode!(
+    first_delivery_sends_one_email,
+    duplicate_deliveries_send_one_email,
+    concurrent_duplicates_send_one_email,
+    deleted_application_sends_nothing,
+    failed_send_is_released_and_retried,
+    max_attempts_dead_letter_then_redrive,
+    permanent_failure_dead_letters_at_once,
+    poison_messages_are_dead_lettered,
+    withdraw_emails_a_confirmation,
+    rolled_back_change_emits_nothing,
+);
+
+async fn first_delivery_sends_one_email(h: Harness) {
+    let (s, event_id) = h.status_change().await;
+    assert_eq!(h.queued().await, 1);
+    let outcomes = h.worker().run_until_empty().await.unwrap();
+    assert_eq!(outcomes, vec![Outcome::Sent]);
+    let mails = h.smtp.mails();
+    assert_eq!(mails.len(), 1);
+    let m = &mails[0];
+    assert_eq!(m.event_id(), event_id);
+    assert_eq!(
+        m.header("Message-ID").unwrap(),
+        format!("<{event_id}@jobboard.example>")
+    );
+    assert_eq!(
+        m.header("Subject").unwrap(),
+        "Update on your application for Backend Engineer at Acme"
+    );
+    assert!(
+        m.recipients[0].contains(&s.candidate.email),
+        "{:?}",
+        m.recipients
+    );
+    assert!(
+        m.text().contains("from submitted to reviewing"),
+        "{}",
+        m.raw
+    );
+    assert_eq!(h.processed_status(&event_id).await.as_deref(), Some("done"));
+    assert_eq!(h.queued().await, 0, "the message was deleted");
+}
+
+async fn duplicate_deliveries_send_one_email(h: Harness) {
+    let (s, event_id) = h.status_change().await;
+    h.duplicate(&event_id, s.application_id).await;
+    let worker = h.worker();
+    // Both copies arrive in one batch and are handled at once: one sends, the other finds the
+    // event done or defers to the live lease.
+    let mut outcomes = worker.run_until_empty().await.unwrap();
+    h.app.time_passes().await;
+    outcomes.extend(worker.run_until_empty().await.unwrap());
+    h.duplicate(&event_id, s.application_id).await;
+    outcomes.extend(worker.run_until_empty().await.unwrap());
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == Outcome::Sent).count(),
+        1,
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        outcomes.last(),
+        Some(&Outcome::Duplicate),
+        "a later copy is a duplicate: {outcomes:?}"
+    );
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+    assert_eq!(h.queued().await, 0);
+}
+
+async fn concurrent_duplicates_send_one_email(h: Harness) {
+    let (s, event_id) = h.status_change().await;
+    h.duplicate(&event_id, s.application_id).await;
+    h.smtp.set_delay(Duration::from_millis(500));
+    let (a, b) = (h.worker(), h.worker());
+    let first = a.queue().receive(1, Duration::ZERO).await.unwrap();
+    let second = b.queue().receive(1, Duration::ZERO).await.unwrap();
+    assert_eq!(
+        (first.len(), second.len()),
+        (1, 1),
+        "two workers hold the two copies"
+    );
+    let (x, y) = tokio::join!(a.handle(&first[0]), b.handle(&second[0]));
+    let mut outcomes = vec![x.unwrap(), y.unwrap()];
+    outcomes.sort_by_key(|o| o.as_str());
+    // The loser either found the event done or deferred to the live lease.
+    assert!(outcomes.contains(&Outcome::Sent), "{outcomes:?}");
+    assert!(
+        outcomes.contains(&Outcome::Duplicate) || outcomes.contains(&Outcome::Deferred),
+        "{outcomes:?}"
+    );
+    h.app.time_passes().await;
+    h.worker().run_until_empty().await.unwrap();
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+    assert_eq!(h.queued().await, 0);
+}
+
+async fn deleted_application_sends_nothing(h: Harness) {
+    let (s, event_id) = h.status_change().await;
+    h.app
+        .delete(
+            &format!("/api/applications/{}", s.application_id),
+            Some(&s.candidate.token),
+        )
+        .await
+        .expect(204);
+    let outcomes = h.worker().run_until_empty().await.unwrap();
+    assert_eq!(outcomes, vec![Outcome::Missing]);
+    assert!(h.smtp.mails().is_empty());
+    assert_eq!(
+        h.processed_status(&event_id).await.as_deref(),
+        Some("missing"),
+        "the claim is kept"
+    );
+    assert_eq!(h.queued().await, 0, "the message is gone");
+    // A later copy skips fast.
+    h.duplicate(&event_id, s.application_id).await;
+    assert_eq!(
+        h.worker().run_until_empty().await.unwrap(),
+        vec![Outcome::Duplicate]
+    );
+    assert!(h.smtp.mails().is_empty());
+}
+
+async fn failed_send_is_released_and_retried(h: Harness) {
+    let (_, event_id) = h.status_change().await;
+    h.smtp.fail_next(1);
+    let worker = h.worker();
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::Failed]
+    );
+    assert!(h.smtp.mails().is_empty());
+    // The claim is released (not held, not done) and the attempt counted.
+    assert_eq!(
+        h.processed_status(&event_id).await.as_deref(),
+        Some("pending")
+    );
+    assert_eq!(h.attempts(&event_id).await, 1);
+    // The retry waits the backoff: VISIBILITY_TIMEOUT_SECS · 2^0 = 4 s ± 10 %.
+    let delay_ms = h
+        .app
+        .scalar_i64(&format!(
+            "SELECT MIN(visible_at) - {} FROM outbox",
+            now_ms_sql(h.app.backend)
+        ))
+        .await;
+    assert!((3000..=4500).contains(&delay_ms), "retry in {delay_ms} ms");
+    assert!(
+        worker.run_until_empty().await.unwrap().is_empty(),
+        "not visible before the delay"
+    );
+    h.app.time_passes().await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+    assert_eq!(h.processed_status(&event_id).await.as_deref(), Some("done"));
+}
+
+pub fn now_ms_sql(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+        Backend::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+    }
+}
+
+async fn max_attempts_dead_letter_then_redrive(h: Harness) {
+    let (_, event_id) = h.status_change().await;
+    h.smtp.fail_next(3);
+    let worker = h.worker();
+    let mut outcomes = Vec::new();
+    for _ in 0..3 {
+        outcomes.extend(worker.run_until_empty().await.unwrap());
+        h.app.time_passes().await;
+    }
+    assert_eq!(
+        outcomes,
+        vec![Outcome::Failed, Outcome::Failed, Outcome::DeadLettered]
+    );
+    assert!(h.smtp.mails().is_empty());
+    assert_eq!(h.queued().await, 0);
+    let dead = worker.queue().dead_letters().await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].event_id.as_deref(), Some(event_id.as_str()));
+    assert_eq!(dead[0].attempts, 3);
+    assert!(
+        dead[0].reason.contains("3 failed sends"),
+        "{}",
+        dead[0].reason
+    );
+    assert!(dead[0].first_failed_at <= dead[0].last_failed_at);
+    // Redrive: once, with attempts reset, and it is sent.
+    let r = worker
+        .queue()
+        .redrive(
+            jobboard::queue::Selection::Ids(vec![dead[0].id.clone(), "999".into()]),
+            false,
+        )
+        .await
+        .unwrap();
+    assert_eq!((r.redriven, r.not_found), (1, 1));
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+    assert!(worker.queue().dead_letters().await.unwrap().is_empty());
+}
+
+async fn permanent_failure_dead_letters_at_once(h: Harness) {
+    let (_, event_id) = h.status_change().await;
+    h.smtp.reject_next();
+    let worker = h.worker();
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::DeadLettered]
+    );
+    let dead = worker.queue().dead_letters().await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].attempts, 1);
+    assert!(dead[0].reason.contains("554"), "{}", dead[0].reason);
+    assert_eq!(h.processed_status(&event_id).await.as_deref(), Some("dead"));
+    // A late copy of a dead-lettered event sends nothing.
+    h.app.time_passes().await;
+    assert!(worker.run_until_empty().await.unwrap().is_empty());
+    assert!(h.smtp.mails().is_empty());
+}
+
+async fn poison_messages_are_dead_lettered(h: Harness) {
+    let store = h.app.state.store.clone();
+    let valid_event = json!({"type": "application.status_changed", "event_id": "test-poison", "application_id": 1,
+        "old_status": "submitted", "new_status": "reviewing", "occurred_at": "2026-12-02T10:00:00Z"});
+    let mut unknown_type = valid_event.clone();
+    unknown_type["type"] = json!("application.deleted");
+    let mut missing_field = valid_event.clone();
+    missing_field
+        .as_object_mut()
+        .unwrap()
+        .remove("application_id");
+    let mut bad_id = valid_event.clone();
+    bad_id["event_id"] = json!("bad id\r\nBcc: someone@example.com");
+    let mut wrong_type = valid_event.clone();
+    wrong_type["application_id"] = json!("one");
+    let poison = [
+        ("not json at all".to_string(), "not JSON"),
+        (missing_field.to_string(), "application_id"),
+        (bad_id.to_string(), "event_id must match"),
+        (unknown_type.to_string(), "unknown type"),
+        (wrong_type.to_string(), "invalid field"),
+    ];
+    for (body, _) in &poison {
+        store.queue_enqueue(None, None, body).await.unwrap();
+    }
+    let (_, event_id) = h.status_change().await;
+    let mut outcomes = h.worker().run_until_empty().await.unwrap();
+    outcomes.sort_by_key(|o| o.as_str());
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == Outcome::Invalid).count(),
+        5,
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        h.smtp.count_for(&event_id),
+        1,
+        "the good event after the poison is still sent"
+    );
+    let dead = h.worker().queue().dead_letters().await.unwrap();
+    assert_eq!(dead.len(), 5);
+    for (body, reason) in &poison {
+        let d = dead
+            .iter()
+            .find(|d| &d.body == body)
+            .expect("dead-lettered with its raw body");
+        assert!(
+            d.reason.contains(reason),
+            "{} should mention {reason}",
+            d.reason
+        );
+        assert_eq!(d.attempts, 0);
+    }
+    // The unknown type and the bad fields still had a usable event id; the others none.
+    let with_id = dead
+        .iter()
+        .filter(|d| d.event_id.as_deref() == Some("test-poison"))
+        .count();
+    assert_eq!(with_id, 3);
+}
+
+async fn withdraw_emails_a_confirmation(h: Harness) {
+    let s = h.app.scenario().await;
+    h.app
+        .post(
+            &format!("/api/applications/{}/withdraw", s.application_id),
+            Some(&s.candidate.token),
+            json!({}),
+        )
+        .await
+        .expect(200);
+    h.worker().run_until_empty().await.unwrap();
+    let mails = h.smtp.mails();
+    assert_eq!(mails.len(), 1);
+    assert!(mails[0].text().contains("withdrew"), "{}", mails[0].raw);
+    assert!(mails[0].recipients[0].contains(&s.candidate.email));
+}
+
+/// A status change whose transaction fails writes no event; the committed ones each write one.
+async fn rolled_back_change_emits_nothing(h: Harness) {
+    let s = h.app.scenario().await;
+    let trigger = match h.app.backend {
+        Backend::Sqlite => "CREATE TRIGGER refuse_interview BEFORE INSERT ON application_history \
+             WHEN NEW.new_status = 'interview' BEGIN SELECT RAISE(ABORT, 'refused'); END;"
+            .to_string(),
+        Backend::Postgres => "CREATE FUNCTION refuse_interview() RETURNS trigger AS $$ BEGIN \
+             IF NEW.new_status = 'interview' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql; \
+             CREATE TRIGGER refuse_interview BEFORE INSERT ON application_history \
+             FOR EACH ROW EXECUTE FUNCTION refuse_interview();"
+            .to_string(),
+    };
+    h.app.exec(&trigger).await;
+    let path = format!("/api/applications/{}", s.application_id);
+    h.app
+        .patch(
+            &path,
+            Some(&s.employer.token),
+            json!({"status": "reviewing"}),
+        )
+        .await
+        .expect(200);
+    let r = h
+        .app
+        .patch(
+            &path,
+            Some(&s.employer.token),
+            json!({"status": "interview"}),
+        )
+        .await;
+    assert_eq!(r.status, 500, "{}", r.text);
+    assert_eq!(
+        h.app.get(&path, Some(&s.candidate.token)).await.body["status"],
+        "reviewing",
+        "the change rolled back"
+    );
+    assert_eq!(
+        h.queued().await,
+        1,
+        "only the committed change has its event"
+    );
+    h.worker().run_until_empty().await.unwrap();
+    assert_eq!(h.smtp.mails().len(), 1);
+}
+
+/// A send slower than a heartbeat interval keeps its lease alive; a copy arriving meanwhile
+/// defers; one email.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeat_keeps_the_lease_during_a_slow_send() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let h = Harness::new(backend, "lease").await;
+        let (s, event_id) = h.status_change().await;
+        h.duplicate(&event_id, s.application_id).await;
+        h.smtp.set_delay(Duration::from_millis(1900));
+        let a = Arc::new(h.worker());
+        let b = h.worker();
+        let first = a.queue().receive(1, Duration::ZERO).await.unwrap();
+        let sending = {
+            let a = a.clone();
+            let m = first[0].clone();
+            tokio::spawn(async move { a.handle(&m).await })
+        };
+        // Wait for the claim, note its lease, then wait past one heartbeat (4 s / 3).
+        let mut claimed_until = 0;
+        for _ in 0..100 {
+            claimed_until = h.app.scalar_i64(&format!("SELECT COALESCE(MAX(locked_until), 0) FROM processed_events WHERE event_id = '{event_id}'")).await;
+            if claimed_until > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(claimed_until > 0, "claimed");
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let extended = h.app.scalar_i64(&format!("SELECT COALESCE(MAX(locked_until), 0) FROM processed_events WHERE event_id = '{event_id}'")).await;
+        assert!(
+            extended > claimed_until,
+            "the heartbeat extended the lease ({claimed_until} -> {extended})"
+        );
+        let copy = b.queue().receive(1, Duration::ZERO).await.unwrap();
+        assert_eq!(b.handle(&copy[0]).await.unwrap(), Outcome::Deferred);
+        assert_eq!(sending.await.unwrap().unwrap(), Outcome::Sent);
+        h.app.time_passes().await;
+        assert_eq!(b.run_until_empty().await.unwrap(), vec![Outcome::Duplicate]);
+        assert_eq!(h.smtp.count_for(&event_id), 1);
+    }
+}
+
+/// A lease whose holder died is reclaimed once it expires: logged, counted, and sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_lease_is_reclaimed() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let h = Harness::new(backend, "lease").await;
+        let (_, event_id) = h.status_change().await;
+        // Another worker claimed it and died: its lease ran out a second ago.
+        h.app.exec(&format!(
+            "INSERT INTO processed_events (event_id, status, lease_id, locked_until, attempts, updated_at) \
+             VALUES ('{event_id}', 'in_progress', 'dead-worker', {now} - 1000, 0, {now})",
+            now = now_ms_sql(backend)
+        )).await;
+        let before = reclaimed_total(&h.app).await;
+        assert_eq!(
+            h.worker().run_until_empty().await.unwrap(),
+            vec![Outcome::Sent]
+        );
+        assert_eq!(h.smtp.count_for(&event_id), 1);
+        assert!(
+            reclaimed_total(&h.app).await > before,
+            "events_reclaimed_total counted it"
+        );
+        // A live lease held elsewhere defers instead.
+        let (_, second) = h.status_change().await;
+        h.app.exec(&format!(
+            "INSERT INTO processed_events (event_id, status, lease_id, locked_until, attempts, updated_at) \
+             VALUES ('{second}', 'in_progress', 'other-worker', {now} + 60000, 0, {now})",
+            now = now_ms_sql(backend)
+        )).await;
+        assert_eq!(
+            h.worker().run_until_empty().await.unwrap(),
+            vec![Outcome::Deferred]
+        );
+        let delay_ms = h
+            .app
+            .scalar_i64(&format!(
+                "SELECT MIN(visible_at) - {} FROM outbox",
+                now_ms_sql(backend)
+            ))
+            .await;
+        assert!(
+            (55_000..=61_000).contains(&delay_ms),
+            "deferred for the lease's remaining time: {delay_ms}"
+        );
+        assert_eq!(h.attempts(&second).await, 0, "a deferral is not an attempt");
+    }
+}
+
+async fn reclaimed_total(app: &TestApp) -> f64 {
+    let text = app.get("/metrics", None).await.text;
+    text.lines()
+        .find(|l| l.starts_with("events_reclaimed_total"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// The database behind a proxy goes away: the worker stops receiving, burns no attempts,
+/// reports not ready, and resumes when it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn database_outage_burns_no_attempts() {
+    let h = Harness::new(Backend::Postgres, "lease").await;
+    let url = url::Url::parse(&h.app.database_url).unwrap();
+    let proxy = crate::proxy::TcpProxy::start(&format!(
+        "{}:{}",
+        url.host_str().unwrap(),
+        url.port().unwrap_or(5432)
+    ))
+    .await;
+    let mut proxied = url.clone();
+    proxied.set_port(Some(proxy.port)).unwrap();
+    let proxied = proxied.to_string();
+    let config = h.app.config(&[
+        ("DATABASE_URL", &proxied),
+        ("EMAIL_BACKEND", "smtp"),
+        ("SMTP_URL", &h.smtp.url()),
+        ("VISIBILITY_TIMEOUT_SECS", "4"),
+        ("EMAIL_SEND_TIMEOUT_SECS", "2"),
+    ]);
+    let store = jobboard::store::connect(&config.database_url)
+        .await
+        .unwrap();
+    let worker = Arc::new(jobboard::run::build_worker(&config, store.clone()).unwrap());
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let ready = jobboard::http::ops::worker_router(jobboard::http::ops::WorkerState {
+        store,
+        queue: worker.queue().clone(),
+        metrics: jobboard::telemetry::metrics_handle(),
+        shutdown: shutdown.clone(),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ready_url = format!("http://{}/readyz", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, ready).await });
+    let running = tokio::spawn(worker.clone().run(shutdown.clone()));
+
+    let (_, first) = h.status_change().await;
+    wait_until("first event sent", || async {
+        h.smtp.count_for(&first) == 1
+    })
+    .await;
+    assert_eq!(reqwest::get(&ready_url).await.unwrap().status(), 200);
+
+    proxy.cut();
+    let (_, during) = h.status_change().await;
+    wait_until("worker notices the outage", || async {
+        !worker.healthy.load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
+    assert_eq!(reqwest::get(&ready_url).await.unwrap().status(), 503);
+    assert_eq!(h.smtp.count_for(&during), 0);
+
+    proxy.restore();
+    wait_until("event sent after the outage", || async {
+        h.smtp.count_for(&during) == 1
+    })
+    .await;
+    assert_eq!(h.attempts(&during).await, 0, "the outage burned no attempt");
+    assert_eq!(reqwest::get(&ready_url).await.unwrap().status(), 200);
+    shutdown.cancel();
+    assert!(running.await.unwrap(), "clean stop");
+    assert_eq!(h.smtp.count_for(&first), 1);
+}
+
+/// Polls `check` until it holds, for at most 40 s.
+pub async fn wait_until<F, Fut>(what: &str, check: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..800 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("not reached within 40 s: {what}");
+}
+
+/// Retention: `delete_expired` removes finished records older than the retention and keeps the
+/// rest (the `cleanup` command runs the same code; see `crash.rs` for the binary).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_deletes_old_records_only() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let h = Harness::new(backend, "lease").await;
+        let now = now_ms_sql(backend);
+        let day = 86_400_000i64;
+        for (id, status, age_days) in [
+            ("old-done", "done", 20),
+            ("old-missing", "missing", 15),
+            ("recent", "done", 3),
+            ("old-pending", "pending", 30),
+        ] {
+            h.app.exec(&format!(
+                "INSERT INTO processed_events (event_id, status, attempts, updated_at) VALUES ('{id}', '{status}', 0, {now} - {})",
+                age_days * day
+            )).await;
+        }
+        let deleted = h.worker().delete_expired().await.unwrap();
+        assert_eq!(deleted, 2);
+        assert_eq!(
+            h.app
+                .scalar_i64("SELECT COUNT(*) FROM processed_events")
+                .await,
+            2
+        );
+        assert!(h.processed_status("recent").await.is_some());
+        assert!(
+            h.processed_status("old-pending").await.is_some(),
+            "an event still being retried is kept"
+        );
+    }
+}
