@@ -314,8 +314,16 @@ impl Worker {
         let event = e.clone();
         let sent_to: Arc<std::sync::Mutex<Option<EmailData>>> = Arc::default();
         let record = sent_to.clone();
-        let send: SendFn<'_> = Box::new(move |data: EmailData| {
+        let deliveries = m.receive_count;
+        let send: SendFn<'_> = Box::new(move |data: EmailData, attempts: i64| {
             Box::pin(async move {
+                // Each failed send accounts for one delivery. A delivery beyond those found no
+                // recorded outcome: an earlier holder died (or lost the database) mid-send, and
+                // its claim ended with its transaction.
+                if deliveries > attempts + 1 {
+                    tracing::warn!("reclaiming expired claim");
+                    metrics::counter!(t::EVENTS_RECLAIMED_TOTAL).increment(1);
+                }
                 let message = email::status_email(
                     &sender,
                     &data,
@@ -518,15 +526,31 @@ impl Worker {
         Ok(total)
     }
 
+    /// Deletes idempotency keys older than 24 h, in bounded batches.
+    pub async fn delete_expired_keys(&self) -> anyhow::Result<u64> {
+        let cutoff = self.store.now_ms().await? - crate::store::KEY_TTL_MS;
+        let mut total = 0;
+        loop {
+            let n = self
+                .store
+                .delete_idempotency_keys(cutoff, RETENTION_BATCH)
+                .await?;
+            total += n;
+            if n < RETENTION_BATCH as u64 {
+                return Ok(total);
+            }
+        }
+    }
+
     /// Hourly retention and queue gauges every 15 s, until `shutdown`.
     pub async fn maintain(self: Arc<Self>, shutdown: CancellationToken) {
         let mut hourly = tokio::time::interval(Duration::from_secs(3600));
         let mut gauges = tokio::time::interval(Duration::from_secs(15));
         loop {
             tokio::select! {
-                _ = hourly.tick() => match self.delete_expired().await {
-                    Ok(n) => tracing::info!(deleted = n, "deleted {n} expired processed-event records"),
-                    Err(e) => tracing::warn!(error = format!("{e:#}"), "retention cleanup failed; will try again"),
+                _ = hourly.tick() => match (self.delete_expired().await, self.delete_expired_keys().await) {
+                    (Ok(n), Ok(k)) => tracing::info!(deleted = n, keys = k, "deleted {n} expired processed-event records, {k} idempotency keys"),
+                    (Err(e), _) | (_, Err(e)) => tracing::warn!(error = format!("{e:#}"), "retention cleanup failed; will try again"),
                 },
                 _ = gauges.tick() => {
                     if let Ok((pending, oldest, dead)) = self.queue.stats().await {

@@ -85,9 +85,10 @@ impl std::fmt::Display for SendError {
     }
 }
 
-/// The send that `process_in_transaction` runs between its claim and its commit.
+/// The send that `process_in_transaction` runs between its claim and its commit; it is given
+/// the email's data and the failed sends counted so far.
 pub type SendFn<'a> =
-    Box<dyn FnOnce(EmailData) -> BoxFuture<'a, Result<(), SendError>> + Send + 'a>;
+    Box<dyn FnOnce(EmailData, i64) -> BoxFuture<'a, Result<(), SendError>> + Send + 'a>;
 
 /// How a transaction-mode attempt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

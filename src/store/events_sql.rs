@@ -264,9 +264,9 @@ macro_rules! impl_event_store {
                     .bind(event_id)
                     .fetch_optional(&mut *tx)
                     .await?;
-                    if claimed.is_none() {
+                    let Some(attempts) = claimed else {
                         return Ok(TxOutcome::Duplicate);
-                    }
+                    };
                     let data = sqlx::query_as::<_, EmailData>(EMAIL_DATA_SQL)
                         .bind(application_id)
                         .bind(event_id)
@@ -280,7 +280,7 @@ macro_rules! impl_event_store {
                         tx.commit().await?;
                         return Ok(TxOutcome::Missing);
                     };
-                    match send(data).await {
+                    match send(data, attempts).await {
                         Ok(()) => {
                             tx.commit().await?;
                             Ok(TxOutcome::Sent)
@@ -406,6 +406,115 @@ macro_rules! impl_event_store {
 
                 async fn now_ms(&self) -> StoreResult<i64> {
                     Ok(sqlx::query_scalar(&format!("SELECT {NOW}")).fetch_one(&self.pool).await?)
+                }
+            }
+
+            #[async_trait::async_trait]
+            impl $crate::store::IdempotencyStore for $store {
+                async fn idem_begin(
+                    &self,
+                    user_id: i64,
+                    method: &str,
+                    route: &str,
+                    key: &str,
+                    request_hash: &str,
+                    lock_ms: i64,
+                    ttl_ms: i64,
+                ) -> StoreResult<$crate::store::IdemBegin> {
+                    use $crate::store::IdemBegin;
+                    let mut tx = self.begin_write().await?;
+                    sqlx::query(&format!(
+                        "DELETE FROM idempotency_keys WHERE user_id = $1 AND method = $2 AND route = $3 \
+                         AND key = $4 AND created_at < {NOW} - $5"
+                    ))
+                    .bind(user_id)
+                    .bind(method)
+                    .bind(route)
+                    .bind(key)
+                    .bind(ttl_ms)
+                    .execute(&mut *tx)
+                    .await?;
+                    let inserted: Option<i64> = sqlx::query_scalar(&format!(
+                        "INSERT INTO idempotency_keys (user_id, method, route, key, request_hash, state, locked_until, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, 'in_flight', {NOW} + $6, {NOW}) ON CONFLICT DO NOTHING RETURNING id"
+                    ))
+                    .bind(user_id)
+                    .bind(method)
+                    .bind(route)
+                    .bind(key)
+                    .bind(request_hash)
+                    .bind(lock_ms)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    if let Some(record_id) = inserted {
+                        tx.commit().await?;
+                        return Ok(IdemBegin::Started { record_id });
+                    }
+                    let (id, hash, state, locked_until, status, body, now): (i64, String, String, Option<i64>, Option<i64>, Option<String>, i64) =
+                        sqlx::query_as(&format!(
+                            "SELECT id, request_hash, state, locked_until, response_status, response_body, {NOW} \
+                             FROM idempotency_keys WHERE user_id = $1 AND method = $2 AND route = $3 AND key = $4{}",
+                            <$dialect>::FOR_UPDATE
+                        ))
+                        .bind(user_id)
+                        .bind(method)
+                        .bind(route)
+                        .bind(key)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    if hash != request_hash {
+                        return Ok(IdemBegin::Mismatch);
+                    }
+                    if state == "done" {
+                        return Ok(IdemBegin::Replay {
+                            status: status.unwrap_or(200) as u16,
+                            body: body.unwrap_or_default(),
+                        });
+                    }
+                    if locked_until.unwrap_or(0) > now {
+                        return Ok(IdemBegin::InFlight);
+                    }
+                    // The request that held it died before finishing: nothing was written.
+                    sqlx::query(&format!("UPDATE idempotency_keys SET locked_until = {NOW} + $2 WHERE id = $1"))
+                        .bind(id)
+                        .bind(lock_ms)
+                        .execute(&mut *tx)
+                        .await?;
+                    tx.commit().await?;
+                    Ok(IdemBegin::Started { record_id: id })
+                }
+
+                async fn idem_complete(&self, record_id: i64, status: u16, body: &str) -> StoreResult<()> {
+                    sqlx::query(
+                        "UPDATE idempotency_keys SET state = 'done', locked_until = NULL, response_status = $2, \
+                         response_body = $3 WHERE id = $1 AND state = 'in_flight'",
+                    )
+                    .bind(record_id)
+                    .bind(status as i64)
+                    .bind(body)
+                    .execute(&self.pool)
+                    .await?;
+                    Ok(())
+                }
+
+                async fn idem_release(&self, record_id: i64) -> StoreResult<()> {
+                    sqlx::query("DELETE FROM idempotency_keys WHERE id = $1 AND state = 'in_flight'")
+                        .bind(record_id)
+                        .execute(&self.pool)
+                        .await?;
+                    Ok(())
+                }
+
+                async fn delete_idempotency_keys(&self, older_than_ms: i64, batch: i64) -> StoreResult<u64> {
+                    let done = sqlx::query(
+                        "DELETE FROM idempotency_keys WHERE id IN (SELECT id FROM idempotency_keys \
+                         WHERE created_at < $1 LIMIT $2)",
+                    )
+                    .bind(older_than_ms)
+                    .bind(batch)
+                    .execute(&self.pool)
+                    .await?;
+                    Ok(done.rows_affected())
                 }
             }
 
