@@ -122,6 +122,7 @@ async fn seed(store: &dyn Store, applications: usize) -> anyhow::Result<usize> {
                 website: None,
                 description: None,
             },
+            None,
         )
         .await?;
     let job = store
@@ -137,12 +138,13 @@ async fn seed(store: &dyn Store, applications: usize) -> anyhow::Result<usize> {
                 employment_type: EmploymentType::FullTime,
                 status: JobStatus::Open,
             },
+            None,
         )
         .await?;
     let mut events = 0;
     for i in 1..=applications {
         let candidate = store.create_user(user(i, Role::Candidate)).await?;
-        let app = store.apply(job.id, candidate.id, None).await?;
+        let app = store.apply(job.id, candidate.id, None, None).await?;
         for to in [
             ApplicationStatus::Reviewing,
             ApplicationStatus::Interview,
@@ -150,7 +152,7 @@ async fn seed(store: &dyn Store, applications: usize) -> anyhow::Result<usize> {
             ApplicationStatus::Hired,
         ] {
             store
-                .change_status(app.id, to, Actor::Employer, employer.id)
+                .change_status(app.id, to, Actor::Employer, employer.id, None)
                 .await?;
             events += 1;
         }

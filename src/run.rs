@@ -25,7 +25,7 @@ pub async fn run(command: Option<Command>, config: Config) -> anyhow::Result<u8>
             let store = open_store(&config).await?;
             let worker = build_worker(&config, store.clone())?;
             let events = worker.delete_expired().await?;
-            let keys = 0;
+            let keys = worker.delete_expired_keys().await?;
             println!("deleted {events} processed-event records, {keys} idempotency keys");
             Ok(0)
         }

@@ -2,12 +2,14 @@
 
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, JsonBody, client_addr};
+use super::idempotency::{self, IdemCtx, IdemKey, completion};
 use crate::app::AppState;
 use crate::auth;
 use crate::domain::{Role, validate};
 use crate::store::{FailureKind, NewUser, StoreError, UserRow};
 use axum::extract::{ConnectInfo, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
@@ -247,13 +249,27 @@ async fn me(user: AuthUser) -> Json<UserOut> {
 }
 
 /// Change the caller's password; every earlier token stops working.
-#[utoipa::path(post, path = "/api/me/password", tag = "accounts", security(("bearer" = [])), request_body = PasswordIn,
+#[utoipa::path(post, path = "/api/me/password", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "accounts", security(("bearer" = [])), request_body = PasswordIn,
     responses((status = 204), (status = 401, body = super::openapi::Problem), (status = 422, body = super::openapi::Problem)))]
 async fn change_password(
     State(st): State<AppState>,
     user: AuthUser,
+    key: IdemKey,
     body: Body,
-) -> ApiResult<StatusCode> {
+) -> Response {
+    let (st, user, body) = (&st, &user, &body);
+    idempotency::run(st, user, key, &body.bytes, |idem| async move {
+        change_password_inner(st, user, body, idem).await
+    })
+    .await
+}
+
+async fn change_password_inner(
+    st: &AppState,
+    user: &AuthUser,
+    body: &Body,
+    idem: Option<IdemCtx>,
+) -> ApiResult<Response> {
     let input: PasswordIn = body.json(false)?;
     let mut errors = FieldErrors::default();
     errors.check("new_password", validate::new_password(&input.new_password));
@@ -265,24 +281,32 @@ async fn change_password(
     errors.into_result()?;
     let new = input.new_password;
     let new_hash = blocking(move || auth::hash_password(&new)).await??;
-    st.store.change_password(user.id(), &new_hash).await?;
+    let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new());
+    st.store
+        .change_password(user.id(), &new_hash, done.as_ref())
+        .await?;
     tracing::info!(
         user_id = user.id(),
         "user {} changed their password",
         user.id()
     );
-    Ok(StatusCode::NO_CONTENT)
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// Delete the caller's account with their applications.
-#[utoipa::path(delete, path = "/api/me", tag = "accounts", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/api/me", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "accounts", security(("bearer" = [])),
     responses((status = 204), (status = 401, body = super::openapi::Problem)))]
-async fn delete_me(State(st): State<AppState>, user: AuthUser) -> ApiResult<StatusCode> {
-    st.store.delete_user(user.id()).await?;
-    tracing::info!(
-        user_id = user.id(),
-        "user {} deleted their account",
-        user.id()
-    );
-    Ok(StatusCode::NO_CONTENT)
+async fn delete_me(State(st): State<AppState>, user: AuthUser, key: IdemKey) -> Response {
+    let (st, user) = (&st, &user);
+    // The account's idempotency records go with it, this request's included.
+    idempotency::run(st, user, key, b"", |_| async move {
+        st.store.delete_user(user.id()).await?;
+        tracing::info!(
+            user_id = user.id(),
+            "user {} deleted their account",
+            user.id()
+        );
+        Ok(StatusCode::NO_CONTENT.into_response())
+    })
+    .await
 }

@@ -3,12 +3,14 @@
 
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, Ids, JsonBody, QueryParams};
+use super::idempotency::{self, IdemCtx, IdemKey, completion, json_body};
 use super::openapi::Problem;
 use crate::app::AppState;
 use crate::domain::{Actor, ApplicationStatus, Role, validate};
 use crate::store::{ApplicationRow, ApplicationViewer, HistoryRow};
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
@@ -149,15 +151,30 @@ async fn visible(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<Applicati
 /// Apply to an open job (candidates). Once per job: a second application is 409, even when
 /// concurrent, until the first is deleted.
 #[utoipa::path(post, path = "/api/jobs/{id}/applications", tag = "applications", security(("bearer" = [])),
-    params(("id" = i64, Path)), request_body = ApplyIn,
+    params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)), request_body = ApplyIn,
     responses((status = 201, body = ApplicationOut), (status = 403, body = Problem), (status = 404, body = Problem),
               (status = 409, description = "already-applied or job-closed", body = Problem), (status = 422, body = Problem)))]
 async fn apply(
     State(st): State<AppState>,
     user: AuthUser,
     ids: Ids,
+    key: IdemKey,
     body: Body,
-) -> ApiResult<(StatusCode, Json<ApplicationOut>)> {
+) -> Response {
+    let (st, user, body) = (&st, &user, &body);
+    idempotency::run(st, user, key, &body.bytes, |idem| async move {
+        apply_inner(st, user, ids, body, idem).await
+    })
+    .await
+}
+
+async fn apply_inner(
+    st: &AppState,
+    user: &AuthUser,
+    ids: Ids,
+    body: &Body,
+    idem: Option<IdemCtx>,
+) -> ApiResult<Response> {
     user.require(Role::Candidate, "apply to jobs")?;
     let job = st.store.job(ids.one()).await?;
     let input: ApplyIn = body.json(true)?;
@@ -168,14 +185,19 @@ async fn apply(
         ),
         None => None,
     };
-    let app = st.store.apply(job.id, user.id(), cover_letter).await?;
+    let render = |a: &ApplicationRow| json_body(&ApplicationOut::from(a.clone()));
+    let done = completion(&idem, StatusCode::CREATED, &render);
+    let app = st
+        .store
+        .apply(job.id, user.id(), cover_letter, done.as_ref())
+        .await?;
     tracing::info!(
         application_id = app.id,
         "user {} applied to job {}",
         user.id(),
         job.id
     );
-    Ok((StatusCode::CREATED, Json(app.into())))
+    Ok((StatusCode::CREATED, Json(ApplicationOut::from(app))).into_response())
 }
 
 /// A candidate's own applications, or an employer's: those to their companies' jobs.
@@ -227,7 +249,7 @@ async fn show(
 
 /// Move an application through the workflow (company members). Each move emits one
 /// `application.status_changed` event; setting the current status again changes nothing.
-#[utoipa::path(patch, path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("id" = i64, Path)),
+#[utoipa::path(patch, path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     request_body = StatusIn,
     responses((status = 200, body = ApplicationOut), (status = 403, body = Problem), (status = 404, body = Problem),
               (status = 409, description = "invalid-transition; the detail names the allowed moves", body = Problem),
@@ -236,10 +258,25 @@ async fn change_status(
     State(st): State<AppState>,
     user: AuthUser,
     ids: Ids,
+    key: IdemKey,
     body: Body,
-) -> ApiResult<Json<ApplicationOut>> {
+) -> Response {
+    let (st, user, body) = (&st, &user, &body);
+    idempotency::run(st, user, key, &body.bytes, |idem| async move {
+        change_status_inner(st, user, ids, body, idem).await
+    })
+    .await
+}
+
+async fn change_status_inner(
+    st: &AppState,
+    user: &AuthUser,
+    ids: Ids,
+    body: &Body,
+    idem: Option<IdemCtx>,
+) -> ApiResult<Response> {
     user.require(Role::Employer, "change an application's status")?;
-    let app = visible(&st, &user, ids.one()).await?;
+    let app = visible(st, user, ids.one()).await?;
     let input: StatusIn = body.json(false)?;
     let to = ApplicationStatus::parse(&input.status).ok_or_else(|| {
         ApiError::field(
@@ -247,48 +284,56 @@ async fn change_status(
             "must be one of reviewing, interview, offered, hired, rejected",
         )
     })?;
+    let render = |a: &ApplicationRow| json_body(&ApplicationOut::from(a.clone()));
+    let done = completion(&idem, StatusCode::OK, &render);
     let change = st
         .store
-        .change_status(app.id, to, Actor::Employer, user.id())
+        .change_status(app.id, to, Actor::Employer, user.id(), done.as_ref())
         .await?;
     if let Some(event_id) = &change.event_id {
         metrics::counter!(crate::telemetry::EVENTS_PUBLISHED_TOTAL).increment(1);
         tracing::info!(application_id = app.id, event_id = %event_id, "user {} moved application {} from {} to {}", user.id(), app.id, app.status, to);
     }
-    Ok(Json(change.application.into()))
+    Ok(Json(ApplicationOut::from(change.application)).into_response())
 }
 
 /// Withdraw one's own application (candidates); the candidate is emailed a confirmation.
-#[utoipa::path(post, path = "/api/applications/{id}/withdraw", tag = "applications", security(("bearer" = [])), params(("id" = i64, Path)),
+#[utoipa::path(post, path = "/api/applications/{id}/withdraw", tag = "applications", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     responses((status = 200, body = ApplicationOut), (status = 403, body = Problem), (status = 404, body = Problem),
               (status = 409, description = "the application is final", body = Problem)))]
-async fn withdraw(
-    State(st): State<AppState>,
-    user: AuthUser,
-    ids: Ids,
-) -> ApiResult<Json<ApplicationOut>> {
-    user.require(Role::Candidate, "withdraw applications")?;
-    let app = visible(&st, &user, ids.one()).await?;
-    let change = st
-        .store
-        .change_status(
-            app.id,
-            ApplicationStatus::Withdrawn,
-            Actor::Candidate,
-            user.id(),
-        )
-        .await?;
-    Ok(Json(change.application.into()))
+async fn withdraw(State(st): State<AppState>, user: AuthUser, ids: Ids, key: IdemKey) -> Response {
+    let (st, user) = (&st, &user);
+    idempotency::run(st, user, key, b"", |idem| async move {
+        user.require(Role::Candidate, "withdraw applications")?;
+        let app = visible(st, user, ids.one()).await?;
+        let render = |a: &ApplicationRow| json_body(&ApplicationOut::from(a.clone()));
+        let done = completion(&idem, StatusCode::OK, &render);
+        let change = st
+            .store
+            .change_status(app.id, ApplicationStatus::Withdrawn, Actor::Candidate, user.id(), done.as_ref())
+            .await?;
+        if let Some(event_id) = &change.event_id {
+            metrics::counter!(crate::telemetry::EVENTS_PUBLISHED_TOTAL).increment(1);
+            tracing::info!(application_id = app.id, event_id = %event_id, "user {} withdrew application {}", user.id(), app.id);
+        }
+        Ok(Json(ApplicationOut::from(change.application)).into_response())
+    })
+    .await
 }
 
 /// Delete one's own application and its history (candidates); one may then apply again.
-#[utoipa::path(delete, path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("id" = i64, Path)),
+#[utoipa::path(delete, path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     responses((status = 204), (status = 403, body = Problem), (status = 404, body = Problem)))]
-async fn remove(State(st): State<AppState>, user: AuthUser, ids: Ids) -> ApiResult<StatusCode> {
-    user.require(Role::Candidate, "delete applications")?;
-    let app = visible(&st, &user, ids.one()).await?;
-    st.store.delete_application(app.id).await?;
-    Ok(StatusCode::NO_CONTENT)
+async fn remove(State(st): State<AppState>, user: AuthUser, ids: Ids, key: IdemKey) -> Response {
+    let (st, user) = (&st, &user);
+    idempotency::run(st, user, key, b"", |idem| async move {
+        user.require(Role::Candidate, "delete applications")?;
+        let app = visible(st, user, ids.one()).await?;
+        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new());
+        st.store.delete_application(app.id, done.as_ref()).await?;
+        Ok(StatusCode::NO_CONTENT.into_response())
+    })
+    .await
 }
 
 /// The application's status history, oldest first.

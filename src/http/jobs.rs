@@ -3,6 +3,7 @@
 use super::companies::member_company;
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser, QueryParams, double_option};
+use super::idempotency::{self, IdemCtx, IdemKey, completion, json_body};
 use super::openapi::Problem;
 use crate::app::AppState;
 use crate::cache::Lookup;
@@ -209,19 +210,28 @@ fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
 }
 
 /// Publish a job for one of the caller's companies.
-#[utoipa::path(post, path = "/api/jobs", tag = "jobs", security(("bearer" = [])), request_body = JobIn,
+#[utoipa::path(post, path = "/api/jobs", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "jobs", security(("bearer" = [])), request_body = JobIn,
     responses((status = 201, body = JobOut), (status = 403, body = Problem),
               (status = 404, description = "no such company among the caller's", body = Problem), (status = 422, body = Problem)))]
-async fn create(
-    State(st): State<AppState>,
-    user: AuthUser,
-    body: Body,
-) -> ApiResult<(StatusCode, Json<JobOut>)> {
+async fn create(State(st): State<AppState>, user: AuthUser, key: IdemKey, body: Body) -> Response {
+    let (st, user, body) = (&st, &user, &body);
+    idempotency::run(st, user, key, &body.bytes, |idem| async move {
+        create_inner(st, user, body, idem).await
+    })
+    .await
+}
+
+async fn create_inner(
+    st: &AppState,
+    user: &AuthUser,
+    body: &Body,
+    idem: Option<IdemCtx>,
+) -> ApiResult<Response> {
     user.require(Role::Employer, "publish jobs")?;
     // The company decides visibility (404) before the rest of the body is judged (422).
     let loose = body.json_value(false)?;
     if let Some(company_id) = loose.get("company_id").and_then(|v| v.as_i64()) {
-        member_company(&st, &user, company_id).await?;
+        member_company(st, user, company_id).await?;
     }
     let input: JobIn = body.json(false)?;
     let fields = validate_job(
@@ -237,9 +247,14 @@ async fn create(
         },
         FieldErrors::default(),
     )?;
-    let job = st.store.create_job(input.company_id, fields).await?;
+    let render = |j: &JobRow| json_body(&JobOut::from(j.clone()));
+    let done = completion(&idem, StatusCode::CREATED, &render);
+    let job = st
+        .store
+        .create_job(input.company_id, fields, done.as_ref())
+        .await?;
     st.cache.bump().await;
-    Ok((StatusCode::CREATED, Json(job.into())))
+    Ok((StatusCode::CREATED, Json(JobOut::from(job))).into_response())
 }
 
 /// One job (public; closed jobs included).
@@ -257,7 +272,7 @@ async fn member_job(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<JobRow
 }
 
 /// Update a job (members of its company) as a JSON Merge Patch; `status` may go open ↔ closed.
-#[utoipa::path(patch, path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("id" = i64, Path)),
+#[utoipa::path(patch, path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     request_body(content = JobPatch, content_type = "application/merge-patch+json"),
     responses((status = 200, body = JobOut), (status = 404, body = Problem),
               (status = 422, description = "invalid, unknown or read-only field", body = Problem)))]
@@ -265,16 +280,37 @@ async fn update(
     State(st): State<AppState>,
     user: AuthUser,
     ids: Ids,
+    key: IdemKey,
     body: Body,
-) -> ApiResult<Json<JobOut>> {
-    let mut job = member_job(&st, &user, ids.one()).await?;
+) -> Response {
+    let (st, user, body) = (&st, &user, &body);
+    idempotency::run(st, user, key, &body.bytes, |idem| async move {
+        update_inner(st, user, ids, body, idem).await
+    })
+    .await
+}
+
+async fn update_inner(
+    st: &AppState,
+    user: &AuthUser,
+    ids: Ids,
+    body: &Body,
+    idem: Option<IdemCtx>,
+) -> ApiResult<Response> {
+    let mut job = member_job(st, user, ids.one()).await?;
     let patch: JobPatch = body.json(false)?;
+    let render = |j: &JobRow| json_body(&JobOut::from(j.clone()));
+    let done = completion(&idem, StatusCode::OK, &render);
     // Merge and write conditionally on updated_at; a concurrent write makes us merge again.
     for _ in 0..5 {
         let fields = merge(&job, &patch)?;
-        if let Some(updated) = st.store.update_job(job.id, fields, job.updated_at).await? {
+        if let Some(updated) = st
+            .store
+            .update_job(job.id, fields, job.updated_at, done.as_ref())
+            .await?
+        {
             st.cache.bump().await;
-            return Ok(Json(updated.into()));
+            return Ok(Json(JobOut::from(updated)).into_response());
         }
         job = st.store.job(job.id).await?;
     }
@@ -326,13 +362,18 @@ fn merge(job: &JobRow, p: &JobPatch) -> ApiResult<JobFields> {
 }
 
 /// Delete a job with its applications and their history; no email is sent.
-#[utoipa::path(delete, path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("id" = i64, Path)),
+#[utoipa::path(delete, path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     responses((status = 204), (status = 404, body = Problem)))]
-async fn remove(State(st): State<AppState>, user: AuthUser, ids: Ids) -> ApiResult<StatusCode> {
-    let job = member_job(&st, &user, ids.one()).await?;
-    st.store.delete_job(job.id).await?;
-    st.cache.bump().await;
-    Ok(StatusCode::NO_CONTENT)
+async fn remove(State(st): State<AppState>, user: AuthUser, ids: Ids, key: IdemKey) -> Response {
+    let (st, user) = (&st, &user);
+    idempotency::run(st, user, key, b"", |idem| async move {
+        let job = member_job(st, user, ids.one()).await?;
+        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new());
+        st.store.delete_job(job.id, done.as_ref()).await?;
+        st.cache.bump().await;
+        Ok(StatusCode::NO_CONTENT.into_response())
+    })
+    .await
 }
 
 /// Search open jobs, newest first. Every word of `q` must match a whole word of the title,

@@ -6,6 +6,7 @@ pub mod applications;
 pub mod companies;
 pub mod error;
 pub mod extract;
+pub mod idempotency;
 pub mod jobs;
 pub mod openapi;
 pub mod ops;

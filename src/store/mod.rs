@@ -4,11 +4,13 @@
 
 pub mod events;
 mod events_sql;
+pub mod idempotency;
 mod postgres;
 mod sql;
 mod sqlite;
 
 pub use events::*;
+pub use idempotency::*;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -217,6 +219,18 @@ pub struct StatusChange {
     pub event_id: Option<String>,
 }
 
+/// Stores an idempotent request's first response in the same transaction as its write.
+pub struct Completion<'a, T> {
+    /// The idempotency record the request holds.
+    pub record_id: i64,
+    pub status: u16,
+    /// Renders the response body from what the write produced, inside its transaction.
+    pub render: &'a (dyn Fn(&T) -> String + Send + Sync),
+}
+
+/// An optional completion, passed to every write a client may retry with an `Idempotency-Key`.
+pub type Idem<'a, T> = Option<&'a Completion<'a, T>>;
+
 /// Which counter of failed logins a failure is charged to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureKind {
@@ -235,7 +249,7 @@ impl FailureKind {
 
 /// Every use case the application needs from its database.
 #[async_trait]
-pub trait Store: EventStore + Send + Sync + 'static {
+pub trait Store: EventStore + IdempotencyStore + Send + Sync + 'static {
     /// `postgres` or `sqlite`.
     fn backend(&self) -> &'static str;
     /// Applies pending migrations.
@@ -248,7 +262,12 @@ pub trait Store: EventStore + Send + Sync + 'static {
     async fn user_by_id(&self, id: i64) -> StoreResult<UserRow>;
     async fn user_by_email_key(&self, email_key: &str) -> StoreResult<UserRow>;
     /// Stores a new hash and invalidates every earlier token.
-    async fn change_password(&self, user_id: i64, password_hash: &str) -> StoreResult<()>;
+    async fn change_password(
+        &self,
+        user_id: i64,
+        password_hash: &str,
+        idem: Idem<'_, ()>,
+    ) -> StoreResult<()>;
     /// Deletes the user with their applications and memberships.
     async fn delete_user(&self, user_id: i64) -> StoreResult<()>;
     async fn record_auth_failure(
@@ -269,7 +288,12 @@ pub trait Store: EventStore + Send + Sync + 'static {
 
     // Companies
     /// Creates the company with `owner` as its first member.
-    async fn create_company(&self, owner: i64, fields: CompanyFields) -> StoreResult<CompanyRow>;
+    async fn create_company(
+        &self,
+        owner: i64,
+        fields: CompanyFields,
+        idem: Idem<'_, CompanyRow>,
+    ) -> StoreResult<CompanyRow>;
     async fn company(&self, id: i64) -> StoreResult<CompanyRow>;
     /// All companies, or those `member` belongs to.
     async fn list_companies(
@@ -279,17 +303,37 @@ pub trait Store: EventStore + Send + Sync + 'static {
     ) -> StoreResult<(Vec<CompanyRow>, i64)>;
     async fn is_member(&self, company_id: i64, user_id: i64) -> StoreResult<bool>;
     /// Updates the company (and the search terms of its jobs when the name changes).
-    async fn update_company(&self, id: i64, fields: CompanyFields) -> StoreResult<CompanyRow>;
+    async fn update_company(
+        &self,
+        id: i64,
+        fields: CompanyFields,
+        idem: Idem<'_, CompanyRow>,
+    ) -> StoreResult<CompanyRow>;
     /// `Conflict(CompanyHasJobs)` while it has jobs.
-    async fn delete_company(&self, id: i64) -> StoreResult<()>;
+    async fn delete_company(&self, id: i64, idem: Idem<'_, ()>) -> StoreResult<()>;
     async fn members(&self, company_id: i64) -> StoreResult<Vec<MemberRow>>;
     /// Adds an existing employer; `NotFound` for an unknown email or a non-employer.
-    async fn add_member(&self, company_id: i64, email_key: &str) -> StoreResult<()>;
+    async fn add_member(
+        &self,
+        company_id: i64,
+        email_key: &str,
+        idem: Idem<'_, ()>,
+    ) -> StoreResult<()>;
     /// `NotFound` if not a member, `Conflict(LastMember)` for the last one.
-    async fn remove_member(&self, company_id: i64, user_id: i64) -> StoreResult<()>;
+    async fn remove_member(
+        &self,
+        company_id: i64,
+        user_id: i64,
+        idem: Idem<'_, ()>,
+    ) -> StoreResult<()>;
 
     // Jobs
-    async fn create_job(&self, company_id: i64, fields: JobFields) -> StoreResult<JobRow>;
+    async fn create_job(
+        &self,
+        company_id: i64,
+        fields: JobFields,
+        idem: Idem<'_, JobRow>,
+    ) -> StoreResult<JobRow>;
     async fn job(&self, id: i64) -> StoreResult<JobRow>;
     /// Replaces the fields if the job still has `expected_updated_at`; `Ok(None)` if it changed
     /// meanwhile (the caller merges again).
@@ -298,9 +342,10 @@ pub trait Store: EventStore + Send + Sync + 'static {
         id: i64,
         fields: JobFields,
         expected_updated_at: DateTime<Utc>,
+        idem: Idem<'_, JobRow>,
     ) -> StoreResult<Option<JobRow>>;
     /// Deletes the job with its applications and their history.
-    async fn delete_job(&self, id: i64) -> StoreResult<()>;
+    async fn delete_job(&self, id: i64, idem: Idem<'_, ()>) -> StoreResult<()>;
     /// Open jobs matching every filter, newest first, and the total count.
     async fn search_jobs(&self, search: &JobSearch) -> StoreResult<(Vec<JobRow>, i64)>;
 
@@ -311,6 +356,7 @@ pub trait Store: EventStore + Send + Sync + 'static {
         job_id: i64,
         candidate_id: i64,
         cover_letter: Option<String>,
+        idem: Idem<'_, ApplicationRow>,
     ) -> StoreResult<ApplicationRow>;
     async fn application(&self, id: i64) -> StoreResult<ApplicationRow>;
     async fn list_applications(
@@ -327,8 +373,9 @@ pub trait Store: EventStore + Send + Sync + 'static {
         to: ApplicationStatus,
         actor: crate::domain::Actor,
         changed_by: i64,
+        idem: Idem<'_, ApplicationRow>,
     ) -> StoreResult<StatusChange>;
-    async fn delete_application(&self, id: i64) -> StoreResult<()>;
+    async fn delete_application(&self, id: i64, idem: Idem<'_, ()>) -> StoreResult<()>;
     async fn history(&self, application_id: i64) -> StoreResult<Vec<HistoryRow>>;
 }
 

@@ -116,6 +116,26 @@ macro_rules! impl_store {
         }
 
         impl $store {
+            /// Stores the idempotent request's response in the write's own transaction.
+            async fn complete_in<T>(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                idem: Idem<'_, T>,
+                value: &T,
+            ) -> StoreResult<()> {
+                if let Some(c) = idem {
+                    sqlx::query(
+                        "UPDATE idempotency_keys SET state = 'done', locked_until = NULL, \
+                         response_status = $2, response_body = $3 WHERE id = $1",
+                    )
+                    .bind(c.record_id)
+                    .bind(c.status as i64)
+                    .bind((c.render)(value))
+                    .execute(&mut **tx)
+                    .await?;
+                }
+                Ok(())
+            }
+
             async fn job_in<'c, E>(e: E, id: i64) -> StoreResult<JobRow>
             where
                 E: sqlx::Executor<'c, Database = $db>,
@@ -189,18 +209,21 @@ macro_rules! impl_store {
                     .ok_or(StoreError::NotFound)
             }
 
-            async fn change_password(&self, user_id: i64, hash: &str) -> StoreResult<()> {
+            async fn change_password(&self, user_id: i64, hash: &str, idem: Idem<'_, ()>) -> StoreResult<()> {
+                let mut tx = self.begin_write().await?;
                 let done = sqlx::query(
                     "UPDATE users SET password_hash = $1, token_generation = token_generation + 1 \
                      WHERE id = $2",
                 )
                 .bind(hash)
                 .bind(user_id)
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await?;
                 if done.rows_affected() == 0 {
                     return Err(StoreError::NotFound);
                 }
+                Self::complete_in(&mut tx, idem, &()).await?;
+                tx.commit().await?;
                 Ok(())
             }
 
@@ -258,7 +281,7 @@ macro_rules! impl_store {
                 Ok(())
             }
 
-            async fn create_company(&self, owner: i64, f: CompanyFields) -> StoreResult<CompanyRow> {
+            async fn create_company(&self, owner: i64, f: CompanyFields, idem: Idem<'_, CompanyRow>) -> StoreResult<CompanyRow> {
                 let mut tx = self.begin_write().await?;
                 let row = sqlx::query_as::<_, CompanyRow>(
                     "INSERT INTO companies (name, website, description, created_at) \
@@ -275,6 +298,7 @@ macro_rules! impl_store {
                     .bind(owner)
                     .execute(&mut *tx)
                     .await?;
+                Self::complete_in(&mut tx, idem, &row).await?;
                 tx.commit().await?;
                 Ok(row)
             }
@@ -329,7 +353,7 @@ macro_rules! impl_store {
                 Ok(found.is_some())
             }
 
-            async fn update_company(&self, id: i64, f: CompanyFields) -> StoreResult<CompanyRow> {
+            async fn update_company(&self, id: i64, f: CompanyFields, idem: Idem<'_, CompanyRow>) -> StoreResult<CompanyRow> {
                 let mut tx = self.begin_write().await?;
                 let old_name: String = sqlx::query_scalar(&format!(
                     "SELECT name FROM companies WHERE id = $1{}",
@@ -365,11 +389,12 @@ macro_rules! impl_store {
                             .await?;
                     }
                 }
+                Self::complete_in(&mut tx, idem, &row).await?;
                 tx.commit().await?;
                 Ok(row)
             }
 
-            async fn delete_company(&self, id: i64) -> StoreResult<()> {
+            async fn delete_company(&self, id: i64, idem: Idem<'_, ()>) -> StoreResult<()> {
                 let mut tx = self.begin_write().await?;
                 sqlx::query_scalar::<_, i64>(&format!(
                     "SELECT id FROM companies WHERE id = $1{}",
@@ -391,6 +416,7 @@ macro_rules! impl_store {
                     .execute(&mut *tx)
                     .await
                     .map_err(|e| constraint(e, Conflict::CompanyHasJobs))?;
+                Self::complete_in(&mut tx, idem, &()).await?;
                 tx.commit().await?;
                 Ok(())
             }
@@ -405,12 +431,13 @@ macro_rules! impl_store {
                 .await?)
             }
 
-            async fn add_member(&self, company_id: i64, email_key: &str) -> StoreResult<()> {
+            async fn add_member(&self, company_id: i64, email_key: &str, idem: Idem<'_, ()>) -> StoreResult<()> {
+                let mut tx = self.begin_write().await?;
                 let user: Option<i64> = sqlx::query_scalar(
                     "SELECT id FROM users WHERE email_key = $1 AND role = 'employer'",
                 )
                 .bind(email_key)
-                .fetch_optional(&self.pool)
+                .fetch_optional(&mut *tx)
                 .await?;
                 let user = user.ok_or(StoreError::NotFound)?;
                 sqlx::query(
@@ -419,7 +446,7 @@ macro_rules! impl_store {
                 )
                 .bind(company_id)
                 .bind(user)
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await
                 .map_err(|e| constraint(e, Conflict::LastMember))
                 .map_err(|e| match e {
@@ -427,10 +454,12 @@ macro_rules! impl_store {
                     StoreError::Conflict(_) => StoreError::NotFound,
                     other => other,
                 })?;
+                Self::complete_in(&mut tx, idem, &()).await?;
+                tx.commit().await?;
                 Ok(())
             }
 
-            async fn remove_member(&self, company_id: i64, user_id: i64) -> StoreResult<()> {
+            async fn remove_member(&self, company_id: i64, user_id: i64, idem: Idem<'_, ()>) -> StoreResult<()> {
                 let mut tx = self.begin_write().await?;
                 // Lock the company so that two removals cannot both see two members.
                 sqlx::query_scalar::<_, i64>(&format!(
@@ -457,11 +486,12 @@ macro_rules! impl_store {
                     .bind(user_id)
                     .execute(&mut *tx)
                     .await?;
+                Self::complete_in(&mut tx, idem, &()).await?;
                 tx.commit().await?;
                 Ok(())
             }
 
-            async fn create_job(&self, company_id: i64, f: JobFields) -> StoreResult<JobRow> {
+            async fn create_job(&self, company_id: i64, f: JobFields, idem: Idem<'_, JobRow>) -> StoreResult<JobRow> {
                 let mut tx = self.begin_write().await?;
                 let company: String = sqlx::query_scalar(&format!(
                     "SELECT name FROM companies WHERE id = $1{}",
@@ -492,6 +522,7 @@ macro_rules! impl_store {
                 .fetch_one(&mut *tx)
                 .await?;
                 let row = Self::job_in(&mut *tx, id).await?;
+                Self::complete_in(&mut tx, idem, &row).await?;
                 tx.commit().await?;
                 Ok(row)
             }
@@ -505,6 +536,7 @@ macro_rules! impl_store {
                 id: i64,
                 f: JobFields,
                 expected: DateTime<Utc>,
+                idem: Idem<'_, JobRow>,
             ) -> StoreResult<Option<JobRow>> {
                 let mut tx = self.begin_write().await?;
                 let company: String = sqlx::query_scalar(
@@ -543,18 +575,22 @@ macro_rules! impl_store {
                     return Ok(None);
                 }
                 let row = Self::job_in(&mut *tx, id).await?;
+                Self::complete_in(&mut tx, idem, &row).await?;
                 tx.commit().await?;
                 Ok(Some(row))
             }
 
-            async fn delete_job(&self, id: i64) -> StoreResult<()> {
+            async fn delete_job(&self, id: i64, idem: Idem<'_, ()>) -> StoreResult<()> {
+                let mut tx = self.begin_write().await?;
                 let done = sqlx::query("DELETE FROM jobs WHERE id = $1")
                     .bind(id)
-                    .execute(&self.pool)
+                    .execute(&mut *tx)
                     .await?;
                 if done.rows_affected() == 0 {
                     return Err(StoreError::NotFound);
                 }
+                Self::complete_in(&mut tx, idem, &()).await?;
+                tx.commit().await?;
                 Ok(())
             }
 
@@ -583,6 +619,7 @@ macro_rules! impl_store {
                 job_id: i64,
                 candidate_id: i64,
                 cover_letter: Option<String>,
+                idem: Idem<'_, ApplicationRow>,
             ) -> StoreResult<ApplicationRow> {
                 let mut tx = self.begin_write().await?;
                 let status: String = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1")
@@ -616,6 +653,7 @@ macro_rules! impl_store {
                 .execute(&mut *tx)
                 .await?;
                 let row = Self::application_in(&mut *tx, id).await?;
+                Self::complete_in(&mut tx, idem, &row).await?;
                 tx.commit().await?;
                 Ok(row)
             }
@@ -654,6 +692,7 @@ macro_rules! impl_store {
                 to: ApplicationStatus,
                 actor: Actor,
                 changed_by: i64,
+                idem: Idem<'_, ApplicationRow>,
             ) -> StoreResult<StatusChange> {
                 let mut tx = self.begin_write().await?;
                 let current: String = sqlx::query_scalar(&format!(
@@ -706,6 +745,7 @@ macro_rules! impl_store {
                     event_id = Some(event.event_id);
                 }
                 let application = Self::application_in(&mut *tx, id).await?;
+                Self::complete_in(&mut tx, idem, &application).await?;
                 tx.commit().await?;
                 Ok(StatusChange {
                     application,
@@ -713,14 +753,17 @@ macro_rules! impl_store {
                 })
             }
 
-            async fn delete_application(&self, id: i64) -> StoreResult<()> {
+            async fn delete_application(&self, id: i64, idem: Idem<'_, ()>) -> StoreResult<()> {
+                let mut tx = self.begin_write().await?;
                 let done = sqlx::query("DELETE FROM applications WHERE id = $1")
                     .bind(id)
-                    .execute(&self.pool)
+                    .execute(&mut *tx)
                     .await?;
                 if done.rows_affected() == 0 {
                     return Err(StoreError::NotFound);
                 }
+                Self::complete_in(&mut tx, idem, &()).await?;
+                tx.commit().await?;
                 Ok(())
             }
 

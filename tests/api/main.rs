@@ -10,6 +10,7 @@ mod companies;
 mod crash;
 mod docs;
 mod errors;
+mod idempotency;
 mod jobs;
 mod ops;
 mod proxy;
