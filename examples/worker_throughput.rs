@@ -5,7 +5,10 @@
 //! cargo run --release --example worker_throughput -- \
 //!     --database-url postgres://postgres@127.0.0.1:5432/postgres --events 2000 --mode lease
 //! ```
-//! With a `postgres://` URL the run uses a fresh database that it creates and drops.
+//! With a `postgres://` URL the run uses a fresh database that it creates and drops. With
+//! `--sqs` the events go through SQS (the queue named by the usual AWS environment, e.g.
+//! `AWS_ENDPOINT_URL` for a local SQS-compatible server): the run creates a fresh queue, lets the
+//! outbox relay publish everything, and then times the worker alone.
 
 use clap::Parser;
 use jobboard::config::Config;
@@ -28,6 +31,9 @@ struct Args {
     mode: String,
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
+    /// Use SQS (QUEUE=sqs) instead of the database queue.
+    #[arg(long)]
+    sqs: bool,
 }
 
 #[tokio::main]
@@ -47,7 +53,19 @@ async fn main() -> anyhow::Result<()> {
     } else {
         (args.database_url.clone(), None)
     };
-    let vars: HashMap<String, String> = [
+    let mut extra = Vec::new();
+    if args.sqs {
+        let shared = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let client = aws_sdk_sqs::Client::new(&shared);
+        let name = format!("jbbench-{}", uuid::Uuid::new_v4().simple());
+        let out = client.create_queue().queue_name(&name).send().await?;
+        extra.push(("QUEUE", "sqs".to_string()));
+        extra.push((
+            "SQS_QUEUE_URL",
+            out.queue_url().unwrap_or_default().to_string(),
+        ));
+    }
+    let mut vars: HashMap<String, String> = [
         ("DATABASE_URL", url.as_str()),
         ("EMAIL_BACKEND", "file"),
         (
@@ -60,17 +78,27 @@ async fn main() -> anyhow::Result<()> {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
+    for (k, v) in extra {
+        vars.insert(k.to_string(), v);
+    }
     let config = Config::from_map(&vars, false)?;
     let store = jobboard::store::connect(&config.database_url).await?;
     store.migrate().await?;
 
     let seeded = seed(store.as_ref(), args.events / 4).await?;
-    let worker = Arc::new(jobboard::run::build_worker(&config, store.clone())?);
+    if args.sqs {
+        let sqs = jobboard::run::sqs_queue(&config, store.clone()).await?;
+        let published = jobboard::relay::Relay::new(store.clone(), sqs)
+            .drain()
+            .await?;
+        anyhow::ensure!(published == seeded, "published {published} of {seeded}");
+    }
+    let worker = Arc::new(jobboard::run::build_worker(&config, store.clone()).await?);
     let shutdown = tokio_util::sync::CancellationToken::new();
     let start = Instant::now();
     let running = tokio::spawn(worker.clone().run(shutdown.clone()));
-    while store.queue_stats().await?.pending > 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
+    while worker.queue().stats().await?.0 > 0 {
+        tokio::time::sleep(Duration::from_millis(if args.sqs { 100 } else { 5 })).await;
     }
     let elapsed = start.elapsed();
     shutdown.cancel();
@@ -82,8 +110,9 @@ async fn main() -> anyhow::Result<()> {
         })
         .count();
     println!(
-        "{} {} mode, concurrency {}: {} events in {:.2} s = {:.0} events/s; emails written: {} (duplicates {}, losses {})",
+        "{} {} {} mode, concurrency {}: {} events in {:.2} s = {:.0} events/s; emails written: {} (duplicates {}, losses {})",
         store.backend(),
+        worker.queue().kind(),
         args.mode,
         args.concurrency,
         seeded,

@@ -25,6 +25,19 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// A hash that unknown emails are checked against, so a login takes as long either way.
     pub dummy_hash: Arc<str>,
+    /// With `QUEUE=sqs`, the relay that publishes the outbox.
+    pub relay: Option<Arc<crate::relay::Relay>>,
+}
+
+impl AppState {
+    /// Called after a status change committed its event to the outbox.
+    pub fn event_committed(&self) {
+        match &self.relay {
+            Some(relay) => relay.poke(),
+            // With QUEUE=db the outbox is the queue: committed is published.
+            None => metrics::counter!(crate::telemetry::EVENTS_PUBLISHED_TOTAL).increment(1),
+        }
+    }
 }
 
 /// Connects to the database (migrating it unless `migrate` is false) and the cache.
@@ -66,6 +79,15 @@ pub async fn build(
             }
         });
     }
+    let relay = match config.queue {
+        crate::config::QueueKind::Sqs => {
+            let sqs = crate::run::sqs_queue(&config, store.clone()).await?;
+            let relay = Arc::new(crate::relay::Relay::new(store.clone(), sqs));
+            tokio::spawn(relay.clone().run(shutdown.clone()));
+            Some(relay)
+        }
+        crate::config::QueueKind::Db => None,
+    };
     let tokens = Arc::new(Tokens::from_config(&config));
     let dummy_hash: Arc<str> =
         tokio::task::spawn_blocking(|| auth::hash_password(&uuid::Uuid::new_v4().to_string()))
@@ -79,6 +101,7 @@ pub async fn build(
         metrics: crate::telemetry::metrics_handle(),
         shutdown,
         dummy_hash,
+        relay,
     })
 }
 

@@ -19,6 +19,7 @@ pub mod domain;
 pub mod email;
 pub mod http;
 pub mod queue;
+pub mod relay;
 pub mod run;
 pub mod shutdown;
 pub mod store;

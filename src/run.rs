@@ -3,7 +3,7 @@
 use crate::app;
 use crate::cli::{Command, DlqCommand, Which};
 use crate::config::{Config, QueueKind};
-use crate::queue::{Queue, Selection, db::DbQueue};
+use crate::queue::{Queue, Selection, db::DbQueue, sqs::SqsQueue};
 use crate::store::{self, Store};
 use crate::worker::Worker;
 use anyhow::Context;
@@ -23,7 +23,7 @@ pub async fn run(command: Option<Command>, config: Config) -> anyhow::Result<u8>
         }
         Some(Command::Cleanup) => {
             let store = open_store(&config).await?;
-            let worker = build_worker(&config, store.clone())?;
+            let worker = build_worker(&config, store.clone()).await?;
             let events = worker.delete_expired().await?;
             let keys = worker.delete_expired_keys().await?;
             println!("deleted {events} processed-event records, {keys} idempotency keys");
@@ -47,19 +47,36 @@ async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
     Ok(store)
 }
 
+/// The SQS queue of `SQS_QUEUE_URL`.
+pub async fn sqs_queue(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Arc<SqsQueue>> {
+    let url = config
+        .sqs_queue_url
+        .clone()
+        .context("SQS_QUEUE_URL is required with QUEUE=sqs")?;
+    Ok(Arc::new(
+        SqsQueue::connect(
+            &url,
+            config.sqs_dlq_url.clone(),
+            Duration::from_secs(config.visibility_timeout_secs),
+            store,
+        )
+        .await?,
+    ))
+}
+
 /// The queue `QUEUE` names.
-pub fn build_queue(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Arc<dyn Queue>> {
+pub async fn build_queue(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Arc<dyn Queue>> {
     match config.queue {
         QueueKind::Db => Ok(Arc::new(DbQueue::new(
             store,
             Duration::from_secs(config.visibility_timeout_secs),
         ))),
-        QueueKind::Sqs => anyhow::bail!("QUEUE=sqs is not available in this build; use QUEUE=db"),
+        QueueKind::Sqs => Ok(sqs_queue(config, store).await?),
     }
 }
 
-pub fn build_worker(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Worker> {
-    let queue = build_queue(config, store.clone())?;
+pub async fn build_worker(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Worker> {
+    let queue = build_queue(config, store.clone()).await?;
     let mailer = crate::email::from_config(config)?;
     Ok(Worker::new(config, store, queue, mailer))
 }
@@ -73,7 +90,9 @@ async fn serve(config: Config, migrate: bool, with_worker: bool) -> anyhow::Resu
     };
     let state = app::build(config, shutdown.clone(), migrate).await?;
     let worker = if with_worker {
-        Some(Arc::new(build_worker(&state.config, state.store.clone())?))
+        Some(Arc::new(
+            build_worker(&state.config, state.store.clone()).await?,
+        ))
     } else {
         None
     };
@@ -105,7 +124,7 @@ async fn worker(config: Config) -> anyhow::Result<u8> {
     let shutdown = crate::shutdown::on_signal();
     let listener = app::bind(config.worker_http_addr, "WORKER_HTTP_ADDR").await?;
     let store = open_store(&config).await?;
-    let worker = Arc::new(build_worker(&config, store.clone())?);
+    let worker = Arc::new(build_worker(&config, store.clone()).await?);
     let http_state = crate::http::ops::WorkerState {
         store,
         queue: worker.queue().clone(),
@@ -137,7 +156,7 @@ fn selection(which: Which) -> Selection {
 
 async fn dlq(config: Config, cmd: DlqCommand) -> anyhow::Result<u8> {
     let store = open_store(&config).await?;
-    let queue = build_queue(&config, store)?;
+    let queue = build_queue(&config, store).await?;
     match cmd {
         DlqCommand::List { json } => {
             for d in queue.dead_letters().await? {

@@ -151,6 +151,11 @@ impl Worker {
                 tracing::info!("already processed; skipping duplicate");
                 return Ok(Outcome::Duplicate);
             }
+            Claim::Dead => {
+                self.queue.settle_dead_copy(m).await?;
+                tracing::info!("already dead-lettered; skipping duplicate");
+                return Ok(Outcome::Duplicate);
+            }
             Claim::Deferred { remaining_ms } => {
                 let delay = Duration::from_millis(remaining_ms.max(0) as u64 + 100);
                 self.queue.retry_later(m, delay).await?;

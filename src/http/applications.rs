@@ -291,7 +291,7 @@ async fn change_status_inner(
         .change_status(app.id, to, Actor::Employer, user.id(), done.as_ref())
         .await?;
     if let Some(event_id) = &change.event_id {
-        metrics::counter!(crate::telemetry::EVENTS_PUBLISHED_TOTAL).increment(1);
+        st.event_committed();
         tracing::info!(application_id = app.id, event_id = %event_id, "user {} moved application {} from {} to {}", user.id(), app.id, app.status, to);
     }
     Ok(Json(ApplicationOut::from(change.application)).into_response())
@@ -313,7 +313,7 @@ async fn withdraw(State(st): State<AppState>, user: AuthUser, ids: Ids, key: Ide
             .change_status(app.id, ApplicationStatus::Withdrawn, Actor::Candidate, user.id(), done.as_ref())
             .await?;
         if let Some(event_id) = &change.event_id {
-            metrics::counter!(crate::telemetry::EVENTS_PUBLISHED_TOTAL).increment(1);
+            st.event_committed();
             tracing::info!(application_id = app.id, event_id = %event_id, "user {} withdrew application {}", user.id(), app.id);
         }
         Ok(Json(ApplicationOut::from(change.application)).into_response())

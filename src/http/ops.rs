@@ -54,7 +54,15 @@ where
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses((status = 200, description = "ready, with each check"), (status = 503, description = "not ready")))]
 pub(super) async fn readyz(State(st): State<AppState>) -> Response {
-    let (database, cache) = tokio::join!(check(st.store.ping()), check(st.cache.ping()));
+    let queue_check = async {
+        match &st.relay {
+            Some(relay) => check(relay.ping()).await,
+            // With QUEUE=db the queue is the database.
+            None => "ok",
+        }
+    };
+    let (database, cache, queue) =
+        tokio::join!(check(st.store.ping()), check(st.cache.ping()), queue_check);
     let shutting_down = st.shutdown.is_cancelled();
     let ready = database == "ok" && !shutting_down;
     let status = if shutting_down {
@@ -66,7 +74,8 @@ pub(super) async fn readyz(State(st): State<AppState>) -> Response {
     };
     let body = json!({
         "status": status,
-        "checks": {"database": database, "cache": cache, "cache_backend": st.cache.kind()},
+        "checks": {"database": database, "cache": cache, "cache_backend": st.cache.kind(),
+            "queue": queue, "queue_backend": if st.relay.is_some() { "sqs" } else { "db" }},
     });
     let code = if ready {
         StatusCode::OK

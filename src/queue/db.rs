@@ -98,6 +98,23 @@ impl Queue for DbQueue {
         Ok(())
     }
 
+    async fn settle_dead_copy(&self, m: &Message) -> anyhow::Result<()> {
+        // The dead letter is already in the dead_letters table.
+        self.ack(m).await
+    }
+
+    async fn enqueue(&self, body: &str) -> anyhow::Result<()> {
+        let event = crate::domain::event::parse_message(body).ok();
+        self.store
+            .queue_enqueue(
+                event.as_ref().map(|e| e.event_id.as_str()),
+                event.as_ref().map(|e| e.application_id),
+                body,
+            )
+            .await?;
+        Ok(())
+    }
+
     async fn ping(&self) -> anyhow::Result<()> {
         self.store.ping().await
     }

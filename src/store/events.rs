@@ -27,8 +27,10 @@ pub enum Claim {
         reclaimed: bool,
         attempts: i64,
     },
-    /// The event was already handled (sent, missing or dead-lettered).
+    /// The event was already handled (sent, or its application was missing).
     Duplicate,
+    /// The event was dead-lettered.
+    Dead,
     /// Another worker holds a live lease for this long.
     Deferred { remaining_ms: i64 },
 }
@@ -89,6 +91,10 @@ impl std::fmt::Display for SendError {
 /// the email's data and the failed sends counted so far.
 pub type SendFn<'a> =
     Box<dyn FnOnce(EmailData, i64) -> BoxFuture<'a, Result<(), SendError>> + Send + 'a>;
+
+/// Publishes outbox bodies; returns the indexes the queue accepted.
+pub type PublishFn<'a> =
+    Box<dyn FnOnce(Vec<String>) -> BoxFuture<'a, anyhow::Result<Vec<usize>>> + Send + 'a>;
 
 /// How a transaction-mode attempt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,6 +220,14 @@ pub trait EventStore: Send + Sync {
         include_invalid: bool,
     ) -> StoreResult<RedriveResult>;
     async fn purge_dead_letters(&self, ids: Option<&[i64]>) -> StoreResult<u64>;
+    /// Forgets a dead-lettered event's failures, so that a redriven copy starts from zero.
+    async fn reset_dead_event(&self, event_id: &str) -> StoreResult<()>;
+    /// Publishes up to `limit` outbox rows with `publish`, which returns the indexes the queue
+    /// accepted; those rows are deleted, in one transaction (concurrent relays skip each other's
+    /// rows). Returns how many were published.
+    async fn relay_outbox(&self, limit: i64, publish: PublishFn<'_>) -> StoreResult<usize>;
+    /// Rows waiting in the outbox.
+    async fn outbox_pending(&self) -> StoreResult<i64>;
 
     /// Deletes up to `batch` finished processed-event records older than `older_than_ms`.
     async fn delete_processed_events(&self, older_than_ms: i64, batch: i64) -> StoreResult<u64>;

@@ -194,6 +194,7 @@ macro_rules! impl_event_store {
                             reclaimed: status == "in_progress",
                             attempts,
                         },
+                        "dead" => return Ok(Claim::Dead),
                         _ => return Ok(Claim::Duplicate),
                     };
                     sqlx::query(&format!(
@@ -390,6 +391,41 @@ macro_rules! impl_event_store {
                     }
                     tx.commit().await?;
                     Ok(n)
+                }
+
+                async fn reset_dead_event(&self, event_id: &str) -> StoreResult<()> {
+                    sqlx::query("DELETE FROM processed_events WHERE event_id = $1 AND status IN ('dead', 'pending')")
+                        .bind(event_id)
+                        .execute(&self.pool)
+                        .await?;
+                    Ok(())
+                }
+
+                async fn relay_outbox(&self, limit: i64, publish: PublishFn<'_>) -> StoreResult<usize> {
+                    let mut tx = self.begin_write().await?;
+                    let rows: Vec<(i64, String)> = sqlx::query_as(&format!(
+                        "SELECT id, body FROM outbox ORDER BY id LIMIT $1{}",
+                        <$dialect>::SKIP_LOCKED
+                    ))
+                    .bind(limit)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                    if rows.is_empty() {
+                        return Ok(0);
+                    }
+                    let accepted = publish(rows.iter().map(|(_, b)| b.clone()).collect()).await?;
+                    // Only what the queue accepted leaves the outbox; the rest waits for the next try.
+                    for i in &accepted {
+                        if let Some((id, _)) = rows.get(*i) {
+                            sqlx::query("DELETE FROM outbox WHERE id = $1").bind(id).execute(&mut *tx).await?;
+                        }
+                    }
+                    tx.commit().await?;
+                    Ok(accepted.len())
+                }
+
+                async fn outbox_pending(&self) -> StoreResult<i64> {
+                    Ok(sqlx::query_scalar("SELECT COUNT(*) FROM outbox").fetch_one(&self.pool).await?)
                 }
 
                 async fn delete_processed_events(&self, older_than_ms: i64, batch: i64) -> StoreResult<u64> {

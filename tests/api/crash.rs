@@ -26,6 +26,21 @@ fn command(h: &Harness, args: &[&str], extra: &[(&str, &str)]) -> tokio::process
         .env("WORKER_CONCURRENCY", "4")
         .env("SHUTDOWN_GRACE_SECS", "10")
         .kill_on_drop(true);
+    if let Some(q) = &h.sqs {
+        cmd.env("QUEUE", "sqs")
+            .env("SQS_QUEUE_URL", &q.url)
+            .env("SQS_DLQ_URL", &q.dlq);
+        for var in [
+            "AWS_ENDPOINT_URL",
+            "AWS_REGION",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+        ] {
+            if let Ok(v) = std::env::var(var) {
+                cmd.env(var, v);
+            }
+        }
+    }
     for (k, v) in extra {
         cmd.env(k, v);
     }
@@ -44,7 +59,7 @@ fn spawn_worker(h: &Harness, log: &std::path::Path) -> tokio::process::Child {
 /// Twenty status changes; a worker process is killed (SIGKILL) while sends are in flight and a
 /// new one finishes the job. Every event is emailed exactly once, except for repeats in the one
 /// window the contract admits, each of which must show as a logged reclaim.
-async fn kill_and_restart(h: Harness) {
+pub async fn kill_and_restart(h: Harness) {
     let mut events = Vec::new();
     let s = h.app.scenario().await;
     let mut apps = vec![s.application_id];
@@ -169,7 +184,7 @@ async fn dlq_commands() {
     store.queue_enqueue(None, None, "garbage").await.unwrap();
     let (_, event_id) = h.status_change().await;
     h.smtp.reject_next();
-    h.worker().run_until_empty().await.unwrap();
+    h.worker().await.run_until_empty().await.unwrap();
 
     let (code, out, _) = run(&h, &["dlq", "list"]).await;
     assert_eq!(code, 0);
@@ -202,7 +217,7 @@ async fn dlq_commands() {
     let (code, out, err) = run(&h, &["dlq", "redrive", "--all"]).await;
     assert_eq!((code, out.trim()), (0, "redriven 0, not found 0"));
     assert!(err.contains("--include-invalid"), "{err}");
-    h.worker().run_until_empty().await.unwrap();
+    h.worker().await.run_until_empty().await.unwrap();
     assert_eq!(
         h.smtp.count_for(&event_id),
         1,
@@ -210,7 +225,7 @@ async fn dlq_commands() {
     );
     let (code, out, _) = run(&h, &["dlq", "redrive", "--include-invalid", invalid[0]]).await;
     assert_eq!((code, out.trim()), (0, "redriven 1, not found 0"));
-    h.worker().run_until_empty().await.unwrap();
+    h.worker().await.run_until_empty().await.unwrap();
     let (code, out, _) = run(&h, &["dlq", "purge", "--all"]).await;
     assert_eq!((code, out.trim()), (0, "purged 1"));
     let (_, out, _) = run(&h, &["dlq", "list"]).await;

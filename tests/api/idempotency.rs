@@ -409,7 +409,9 @@ async fn keys_expire_and_are_cleaned_up(app: TestApp) {
     ))
     .await;
     let config = app.config(&[]);
-    let worker = jobboard::run::build_worker(&config, app.state.store.clone()).unwrap();
+    let worker = jobboard::run::build_worker(&config, app.state.store.clone())
+        .await
+        .unwrap();
     assert_eq!(worker.delete_expired_keys().await.unwrap(), 1);
     assert_eq!(
         app.scalar_i64("SELECT COUNT(*) FROM idempotency_keys")
@@ -505,7 +507,9 @@ async fn status_change_retried_emits_one_event(app: TestApp) {
     let smtp = crate::smtp::SmtpServer::start().await;
     let url = smtp.url();
     let config = app.config(&[("EMAIL_BACKEND", "smtp"), ("SMTP_URL", &url)]);
-    let worker = jobboard::run::build_worker(&config, app.state.store.clone()).unwrap();
+    let worker = jobboard::run::build_worker(&config, app.state.store.clone())
+        .await
+        .unwrap();
     worker.run_until_empty().await.unwrap();
     let mails = smtp.mails();
     assert_eq!(mails.len(), 2);

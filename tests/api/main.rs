@@ -17,4 +17,5 @@ mod proxy;
 mod readme;
 mod search;
 mod smtp;
+mod sqs;
 mod worker;

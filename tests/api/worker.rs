@@ -14,6 +14,8 @@ pub struct Harness {
     pub app: TestApp,
     pub smtp: SmtpServer,
     pub mode: &'static str,
+    /// With `QUEUE=sqs`: the queue and DLQ made for this test.
+    pub sqs: Option<crate::sqs::SqsQueues>,
 }
 
 impl Harness {
@@ -22,27 +24,79 @@ impl Harness {
             app: TestApp::spawn(backend, CacheKind::Memory).await,
             smtp: SmtpServer::start().await,
             mode,
+            sqs: None,
         }
     }
 
-    pub fn worker_with(&self, extra: &[(&str, &str)]) -> Worker {
+    /// The app with `QUEUE=sqs` on fresh queues of the SQS-compatible test server.
+    pub async fn new_sqs(backend: Backend, mode: &'static str) -> Harness {
+        let queues = crate::sqs::SqsQueues::create().await;
+        let app = TestApp::spawn_with(
+            backend,
+            CacheKind::Memory,
+            &[
+                ("QUEUE", "sqs"),
+                ("SQS_QUEUE_URL", &queues.url),
+                ("SQS_DLQ_URL", &queues.dlq),
+                ("VISIBILITY_TIMEOUT_SECS", "2"),
+                ("EMAIL_SEND_TIMEOUT_SECS", "1"),
+            ],
+        )
+        .await;
+        Harness {
+            app,
+            smtp: SmtpServer::start().await,
+            mode,
+            sqs: Some(queues),
+        }
+    }
+
+    /// Publishes what waits in the outbox (with SQS; the database queue needs nothing).
+    pub async fn publish(&self) {
+        if let Some(relay) = &self.app.state.relay {
+            relay.drain().await.expect("relay");
+            // The background relay may hold rows this drain skipped; wait for it to finish.
+            wait_until("the outbox is published", || async {
+                self.app.scalar_i64("SELECT COUNT(*) FROM outbox").await == 0
+            })
+            .await;
+        }
+    }
+
+    /// Waits until a retry's delay has passed (moves the clock with the database queue).
+    pub async fn later(&self) {
+        match &self.sqs {
+            None => self.app.time_passes().await,
+            Some(_) => tokio::time::sleep(Duration::from_millis(2600)).await,
+        }
+    }
+
+    pub async fn worker_with(&self, extra: &[(&str, &str)]) -> Worker {
         let url = self.smtp.url();
         let mut vars: Vec<(&str, &str)> = vec![
             ("EMAIL_BACKEND", "smtp"),
             ("SMTP_URL", &url),
             ("CLAIM_MODE", self.mode),
-            ("VISIBILITY_TIMEOUT_SECS", "4"),
-            ("EMAIL_SEND_TIMEOUT_SECS", "2"),
+            (
+                "VISIBILITY_TIMEOUT_SECS",
+                if self.sqs.is_some() { "2" } else { "4" },
+            ),
+            (
+                "EMAIL_SEND_TIMEOUT_SECS",
+                if self.sqs.is_some() { "1" } else { "2" },
+            ),
             ("MAX_ATTEMPTS", "3"),
             ("EMAIL_FROM", "jobs@jobboard.example"),
         ];
         vars.extend_from_slice(extra);
         let config = self.app.config(&vars);
-        jobboard::run::build_worker(&config, self.app.state.store.clone()).expect("worker")
+        jobboard::run::build_worker(&config, self.app.state.store.clone())
+            .await
+            .expect("worker")
     }
 
-    pub fn worker(&self) -> Worker {
-        self.worker_with(&[])
+    pub async fn worker(&self) -> Worker {
+        self.worker_with(&[]).await
     }
 
     /// A candidate's application moved once by the employer; returns it and the event id.
@@ -57,6 +111,7 @@ impl Harness {
             .await
             .expect(200);
         let event_id = self.last_event_id(s.application_id).await;
+        self.publish().await;
         (s, event_id)
     }
 
@@ -81,20 +136,30 @@ impl Harness {
         self.app.scalar_i64(&format!("SELECT COALESCE(MAX(attempts), 0) FROM processed_events WHERE event_id = '{event_id}'")).await
     }
 
+    /// Messages not yet handled: in the outbox, and with SQS on the queue.
     pub async fn queued(&self) -> i64 {
-        self.app.scalar_i64("SELECT COUNT(*) FROM outbox").await
+        let outbox = self.app.scalar_i64("SELECT COUNT(*) FROM outbox").await;
+        match &self.sqs {
+            None => outbox,
+            Some(q) => outbox + q.count(&q.url).await,
+        }
     }
 
-    /// Puts a copy of the message for `event_id` on the queue again (a duplicate delivery).
+    /// Puts a copy of the message for `event_id` on the queue again (a duplicate delivery, as a
+    /// separate message with its own message id).
     pub async fn duplicate(&self, event_id: &str, application_id: i64) {
         let body = json!({"type": "application.status_changed", "event_id": event_id, "application_id": application_id,
             "old_status": "submitted", "new_status": "reviewing", "occurred_at": "2026-12-02T10:00:00Z"});
-        self.app
-            .state
-            .store
-            .queue_enqueue(Some(event_id), Some(application_id), &body.to_string())
+        self.enqueue(&body.to_string()).await;
+    }
+
+    /// Puts any body on the queue, as an operator could.
+    pub async fn enqueue(&self, body: &str) {
+        let config = self.app.config(&[]);
+        let queue = jobboard::run::build_queue(&config, self.app.state.store.clone())
             .await
             .unwrap();
+        queue.enqueue(body).await.unwrap();
     }
 }
 
@@ -135,7 +200,7 @@ each_worker_mode!(
 async fn first_delivery_sends_one_email(h: Harness) {
     let (s, event_id) = h.status_change().await;
     assert_eq!(h.queued().await, 1);
-    let outcomes = h.worker().run_until_empty().await.unwrap();
+    let outcomes = h.worker().await.run_until_empty().await.unwrap();
     assert_eq!(outcomes, vec![Outcome::Sent]);
     let mails = h.smtp.mails();
     assert_eq!(mails.len(), 1);
@@ -166,7 +231,7 @@ async fn first_delivery_sends_one_email(h: Harness) {
 async fn duplicate_deliveries_send_one_email(h: Harness) {
     let (s, event_id) = h.status_change().await;
     h.duplicate(&event_id, s.application_id).await;
-    let worker = h.worker();
+    let worker = h.worker().await;
     // Both copies arrive in one batch and are handled at once: one sends, the other finds the
     // event done or defers to the live lease.
     let mut outcomes = worker.run_until_empty().await.unwrap();
@@ -192,7 +257,7 @@ async fn concurrent_duplicates_send_one_email(h: Harness) {
     let (s, event_id) = h.status_change().await;
     h.duplicate(&event_id, s.application_id).await;
     h.smtp.set_delay(Duration::from_millis(500));
-    let (a, b) = (h.worker(), h.worker());
+    let (a, b) = (h.worker().await, h.worker().await);
     let first = a.queue().receive(1, Duration::ZERO).await.unwrap();
     let second = b.queue().receive(1, Duration::ZERO).await.unwrap();
     assert_eq!(
@@ -210,7 +275,7 @@ async fn concurrent_duplicates_send_one_email(h: Harness) {
         "{outcomes:?}"
     );
     h.app.time_passes().await;
-    h.worker().run_until_empty().await.unwrap();
+    h.worker().await.run_until_empty().await.unwrap();
     assert_eq!(h.smtp.count_for(&event_id), 1);
     assert_eq!(h.queued().await, 0);
 }
@@ -224,7 +289,7 @@ async fn deleted_application_sends_nothing(h: Harness) {
         )
         .await
         .expect(204);
-    let outcomes = h.worker().run_until_empty().await.unwrap();
+    let outcomes = h.worker().await.run_until_empty().await.unwrap();
     assert_eq!(outcomes, vec![Outcome::Missing]);
     assert!(h.smtp.mails().is_empty());
     assert_eq!(
@@ -236,7 +301,7 @@ async fn deleted_application_sends_nothing(h: Harness) {
     // A later copy skips fast.
     h.duplicate(&event_id, s.application_id).await;
     assert_eq!(
-        h.worker().run_until_empty().await.unwrap(),
+        h.worker().await.run_until_empty().await.unwrap(),
         vec![Outcome::Duplicate]
     );
     assert!(h.smtp.mails().is_empty());
@@ -245,7 +310,7 @@ async fn deleted_application_sends_nothing(h: Harness) {
 async fn failed_send_is_released_and_retried(h: Harness) {
     let (_, event_id) = h.status_change().await;
     h.smtp.fail_next(1);
-    let worker = h.worker();
+    let worker = h.worker().await;
     assert_eq!(
         worker.run_until_empty().await.unwrap(),
         vec![Outcome::Failed]
@@ -286,7 +351,7 @@ pub fn now_ms_sql(backend: Backend) -> &'static str {
 async fn max_attempts_dead_letter_then_redrive(h: Harness) {
     let (_, event_id) = h.status_change().await;
     h.smtp.fail_next(3);
-    let worker = h.worker();
+    let worker = h.worker().await;
     let mut outcomes = Vec::new();
     for _ in 0..3 {
         outcomes.extend(worker.run_until_empty().await.unwrap());
@@ -326,7 +391,7 @@ async fn max_attempts_dead_letter_then_redrive(h: Harness) {
 async fn permanent_failure_dead_letters_at_once(h: Harness) {
     let (_, event_id) = h.status_change().await;
     h.smtp.reject_next();
-    let worker = h.worker();
+    let worker = h.worker().await;
     assert_eq!(
         worker.run_until_empty().await.unwrap(),
         vec![Outcome::DeadLettered]
@@ -368,7 +433,7 @@ async fn poison_messages_are_dead_lettered(h: Harness) {
         store.queue_enqueue(None, None, body).await.unwrap();
     }
     let (_, event_id) = h.status_change().await;
-    let mut outcomes = h.worker().run_until_empty().await.unwrap();
+    let mut outcomes = h.worker().await.run_until_empty().await.unwrap();
     outcomes.sort_by_key(|o| o.as_str());
     assert_eq!(
         outcomes.iter().filter(|o| **o == Outcome::Invalid).count(),
@@ -380,7 +445,7 @@ async fn poison_messages_are_dead_lettered(h: Harness) {
         1,
         "the good event after the poison is still sent"
     );
-    let dead = h.worker().queue().dead_letters().await.unwrap();
+    let dead = h.worker().await.queue().dead_letters().await.unwrap();
     assert_eq!(dead.len(), 5);
     for (body, reason) in &poison {
         let d = dead
@@ -412,7 +477,7 @@ async fn withdraw_emails_a_confirmation(h: Harness) {
         )
         .await
         .expect(200);
-    h.worker().run_until_empty().await.unwrap();
+    h.worker().await.run_until_empty().await.unwrap();
     let mails = h.smtp.mails();
     assert_eq!(mails.len(), 1);
     assert!(mails[0].text().contains("withdrew"), "{}", mails[0].raw);
@@ -461,7 +526,7 @@ async fn rolled_back_change_emits_nothing(h: Harness) {
         1,
         "only the committed change has its event"
     );
-    h.worker().run_until_empty().await.unwrap();
+    h.worker().await.run_until_empty().await.unwrap();
     assert_eq!(h.smtp.mails().len(), 1);
 }
 
@@ -474,8 +539,8 @@ async fn heartbeat_keeps_the_lease_during_a_slow_send() {
         let (s, event_id) = h.status_change().await;
         h.duplicate(&event_id, s.application_id).await;
         h.smtp.set_delay(Duration::from_millis(1900));
-        let a = Arc::new(h.worker());
-        let b = h.worker();
+        let a = Arc::new(h.worker().await);
+        let b = h.worker().await;
         let first = a.queue().receive(1, Duration::ZERO).await.unwrap();
         let sending = {
             let a = a.clone();
@@ -521,7 +586,7 @@ async fn expired_lease_is_reclaimed() {
         )).await;
         let before = reclaimed_total(&h.app).await;
         assert_eq!(
-            h.worker().run_until_empty().await.unwrap(),
+            h.worker().await.run_until_empty().await.unwrap(),
             vec![Outcome::Sent]
         );
         assert_eq!(h.smtp.count_for(&event_id), 1);
@@ -537,7 +602,7 @@ async fn expired_lease_is_reclaimed() {
             now = now_ms_sql(backend)
         )).await;
         assert_eq!(
-            h.worker().run_until_empty().await.unwrap(),
+            h.worker().await.run_until_empty().await.unwrap(),
             vec![Outcome::Deferred]
         );
         let delay_ms = h
@@ -589,7 +654,11 @@ async fn database_outage_burns_no_attempts() {
     let store = jobboard::store::connect(&config.database_url)
         .await
         .unwrap();
-    let worker = Arc::new(jobboard::run::build_worker(&config, store.clone()).unwrap());
+    let worker = Arc::new(
+        jobboard::run::build_worker(&config, store.clone())
+            .await
+            .unwrap(),
+    );
     let shutdown = tokio_util::sync::CancellationToken::new();
     let ready = jobboard::http::ops::worker_router(jobboard::http::ops::WorkerState {
         store,
@@ -664,7 +733,7 @@ async fn retention_deletes_old_records_only() {
                 age_days * day
             )).await;
         }
-        let deleted = h.worker().delete_expired().await.unwrap();
+        let deleted = h.worker().await.delete_expired().await.unwrap();
         assert_eq!(deleted, 2);
         assert_eq!(
             h.app

@@ -1,0 +1,526 @@
+//! `QUEUE=sqs`: Amazon SQS (standard queues) through the official SDK. Long polling, batches of
+//! up to 10, deletes gathered into `DeleteMessageBatch`, visibility changes for deferrals, retries
+//! and slow sends, and dead letters sent to `SQS_DLQ_URL` with their reason as message
+//! attributes (with no DLQ configured, a dead message is left for the queue's own redrive policy,
+//! never dropped). Attempts are counted in the database, not by SQS's receive count.
+
+use super::{DeadLetter, DeadLetterReason, Message, Queue, Redriven, Selection};
+use crate::store::Store;
+use anyhow::Context;
+use async_trait::async_trait;
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::types::{
+    DeleteMessageBatchRequestEntry, MessageAttributeValue, MessageSystemAttributeName,
+    QueueAttributeName, SendMessageBatchRequestEntry,
+};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
+
+/// SQS's limit on a batch.
+const BATCH: usize = 10;
+/// How long a delete waits for others to share its batch.
+const BATCH_WINDOW: Duration = Duration::from_millis(5);
+
+type DeleteRequest = (String, oneshot::Sender<anyhow::Result<()>>);
+
+pub struct SqsQueue {
+    client: Client,
+    url: String,
+    dlq_url: Option<String>,
+    visibility: Duration,
+    store: Arc<dyn Store>,
+    deletes: mpsc::UnboundedSender<DeleteRequest>,
+    /// Sent times of messages received in the last minute, for `queue_oldest_age_seconds`.
+    recent: Mutex<VecDeque<(Instant, i64)>>,
+}
+
+fn attr(value: impl Into<String>) -> anyhow::Result<MessageAttributeValue> {
+    Ok(MessageAttributeValue::builder()
+        .data_type("String")
+        .string_value(value)
+        .build()?)
+}
+
+fn secs(d: Duration) -> i32 {
+    d.as_secs().min(43_200) as i32
+}
+
+impl SqsQueue {
+    /// A client from the usual AWS environment (`AWS_REGION`, `AWS_ENDPOINT_URL`, credentials).
+    pub async fn connect(
+        url: &str,
+        dlq_url: Option<String>,
+        visibility: Duration,
+        store: Arc<dyn Store>,
+    ) -> anyhow::Result<SqsQueue> {
+        let shared = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let client = Client::new(&shared);
+        let (deletes, rx) = mpsc::unbounded_channel();
+        tokio::spawn(delete_batches(client.clone(), url.to_string(), rx));
+        Ok(SqsQueue {
+            client,
+            url: url.to_string(),
+            dlq_url,
+            visibility,
+            store,
+            deletes,
+            recent: Mutex::new(VecDeque::new()),
+        })
+    }
+
+    /// Publishes bodies (the outbox relay); returns the indexes SQS accepted.
+    pub async fn publish(&self, bodies: &[String]) -> anyhow::Result<Vec<usize>> {
+        let mut accepted = Vec::new();
+        for (chunk_no, chunk) in bodies.chunks(BATCH).enumerate() {
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, body)| {
+                    SendMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .message_body(body)
+                        .build()
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let out = self
+                .client
+                .send_message_batch()
+                .queue_url(&self.url)
+                .set_entries(Some(entries))
+                .send()
+                .await?;
+            for ok in out.successful() {
+                if let Ok(i) = ok.id().parse::<usize>() {
+                    accepted.push(chunk_no * BATCH + i);
+                }
+            }
+            for failed in out.failed() {
+                tracing::warn!(
+                    code = failed.code(),
+                    "SQS refused to publish one event; it stays in the outbox"
+                );
+            }
+        }
+        Ok(accepted)
+    }
+
+    async fn send_to(
+        &self,
+        url: &str,
+        body: &str,
+        attributes: HashMap<String, MessageAttributeValue>,
+    ) -> anyhow::Result<()> {
+        self.client
+            .send_message()
+            .queue_url(url)
+            .message_body(body)
+            .set_message_attributes(if attributes.is_empty() {
+                None
+            } else {
+                Some(attributes)
+            })
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    /// Every message now in the DLQ, each received with a short visibility so a listing leaves
+    /// them in place.
+    async fn dlq_messages(
+        &self,
+        hide: Duration,
+    ) -> anyhow::Result<Vec<aws_sdk_sqs::types::Message>> {
+        let dlq = self.dlq_url.as_deref().context(
+            "SQS_DLQ_URL is not set: the dead letters are in the DLQ of the queue's redrive policy",
+        )?;
+        let mut seen = HashMap::new();
+        let mut empty_rounds = 0;
+        while empty_rounds < 2 {
+            let out = self
+                .client
+                .receive_message()
+                .queue_url(dlq)
+                .max_number_of_messages(BATCH as i32)
+                .visibility_timeout(secs(hide).max(1))
+                .wait_time_seconds(0)
+                .message_attribute_names("All")
+                .send()
+                .await?;
+            let mut new = 0;
+            for m in out.messages() {
+                if let Some(id) = m.message_id()
+                    && !seen.contains_key(id)
+                {
+                    new += 1;
+                    seen.insert(id.to_string(), m.clone());
+                }
+            }
+            if new == 0 {
+                empty_rounds += 1;
+            }
+        }
+        let mut all: Vec<_> = seen.into_values().collect();
+        all.sort_by_key(|m| m.message_id().unwrap_or_default().to_string());
+        Ok(all)
+    }
+
+    async fn release_all(&self, dlq: &str, messages: &[aws_sdk_sqs::types::Message]) {
+        for m in messages {
+            if let Some(r) = m.receipt_handle() {
+                let _ = self
+                    .client
+                    .change_message_visibility()
+                    .queue_url(dlq)
+                    .receipt_handle(r)
+                    .visibility_timeout(0)
+                    .send()
+                    .await;
+            }
+        }
+    }
+
+    fn selected<'a>(
+        which: &Selection,
+        all: &'a [aws_sdk_sqs::types::Message],
+    ) -> (Vec<&'a aws_sdk_sqs::types::Message>, u64) {
+        match which {
+            Selection::All => (all.iter().collect(), 0),
+            Selection::Ids(ids) => {
+                let found: Vec<_> = all
+                    .iter()
+                    .filter(|m| ids.iter().any(|id| Some(id.as_str()) == m.message_id()))
+                    .collect();
+                let missing = ids
+                    .iter()
+                    .filter(|id| !all.iter().any(|m| m.message_id() == Some(id.as_str())))
+                    .count();
+                (found, missing as u64)
+            }
+        }
+    }
+}
+
+/// Gathers deletes into `DeleteMessageBatch` calls of up to ten.
+async fn delete_batches(
+    client: Client,
+    url: String,
+    mut rx: mpsc::UnboundedReceiver<DeleteRequest>,
+) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        let deadline = tokio::time::Instant::now() + BATCH_WINDOW;
+        while batch.len() < BATCH {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(req)) => batch.push(req),
+                _ => break,
+            }
+        }
+        let entries: Vec<DeleteMessageBatchRequestEntry> = batch
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (receipt, _))| {
+                DeleteMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .receipt_handle(receipt)
+                    .build()
+                    .ok()
+            })
+            .collect();
+        let result = client
+            .delete_message_batch()
+            .queue_url(&url)
+            .set_entries(Some(entries))
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                let failed: HashMap<String, String> = out
+                    .failed()
+                    .iter()
+                    .map(|f| {
+                        (
+                            f.id().to_string(),
+                            f.message().unwrap_or(f.code()).to_string(),
+                        )
+                    })
+                    .collect();
+                for (i, (_, reply)) in batch.into_iter().enumerate() {
+                    let r = match failed.get(&i.to_string()) {
+                        Some(why) => Err(anyhow::anyhow!("SQS did not delete the message: {why}")),
+                        None => Ok(()),
+                    };
+                    let _ = reply.send(r);
+                }
+            }
+            Err(e) => {
+                let why = format!("{e}");
+                for (_, reply) in batch {
+                    let _ = reply.send(Err(anyhow::anyhow!("DeleteMessageBatch failed: {why}")));
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Queue for SqsQueue {
+    fn kind(&self) -> &'static str {
+        "sqs"
+    }
+
+    async fn receive(&self, max: usize, wait: Duration) -> anyhow::Result<Vec<Message>> {
+        let out = self
+            .client
+            .receive_message()
+            .queue_url(&self.url)
+            .max_number_of_messages(max.clamp(1, BATCH) as i32)
+            .wait_time_seconds(wait.as_secs().min(20) as i32)
+            .visibility_timeout(secs(self.visibility))
+            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+            .message_system_attribute_names(MessageSystemAttributeName::SentTimestamp)
+            .send()
+            .await?;
+        let now = Instant::now();
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        let messages = out
+            .messages()
+            .iter()
+            .map(|m| {
+                let attrs = m.attributes();
+                let get = |k: MessageSystemAttributeName| {
+                    attrs
+                        .and_then(|a| a.get(&k))
+                        .and_then(|v| v.parse::<i64>().ok())
+                };
+                if let Some(sent) = get(MessageSystemAttributeName::SentTimestamp) {
+                    recent.push_back((now, sent));
+                }
+                Message {
+                    id: m.message_id().unwrap_or_default().to_string(),
+                    receipt: m.receipt_handle().unwrap_or_default().to_string(),
+                    body: m.body().unwrap_or_default().to_string(),
+                    receive_count: get(MessageSystemAttributeName::ApproximateReceiveCount)
+                        .unwrap_or(1),
+                }
+            })
+            .collect();
+        while recent
+            .front()
+            .is_some_and(|(at, _)| now.duration_since(*at) > Duration::from_secs(60))
+        {
+            recent.pop_front();
+        }
+        Ok(messages)
+    }
+
+    async fn ack(&self, m: &Message) -> anyhow::Result<()> {
+        let (tx, rx) = oneshot::channel();
+        self.deletes
+            .send((m.receipt.clone(), tx))
+            .map_err(|_| anyhow::anyhow!("the delete batcher stopped"))?;
+        rx.await
+            .map_err(|_| anyhow::anyhow!("the delete batcher stopped"))?
+    }
+
+    async fn retry_later(&self, m: &Message, delay: Duration) -> anyhow::Result<()> {
+        self.client
+            .change_message_visibility()
+            .queue_url(&self.url)
+            .receipt_handle(&m.receipt)
+            .visibility_timeout(secs(delay))
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    async fn extend(&self, m: &Message, by: Duration) -> anyhow::Result<()> {
+        self.retry_later(m, by).await
+    }
+
+    async fn dead_letter(&self, m: &Message, r: DeadLetterReason) -> anyhow::Result<()> {
+        let Some(dlq) = &self.dlq_url else {
+            // Left for the queue's redrive policy (maxReceiveCount) to move to its DLQ.
+            tracing::error!(reason = %r.reason, "no SQS_DLQ_URL: leaving the message to the queue's redrive policy");
+            return self.retry_later(m, self.visibility).await;
+        };
+        let now = chrono::Utc::now().timestamp_millis();
+        let mut attributes = HashMap::new();
+        attributes.insert(
+            "reason".to_string(),
+            attr(r.reason.chars().take(1000).collect::<String>())?,
+        );
+        attributes.insert("attempts".to_string(), attr(r.attempts.to_string())?);
+        attributes.insert(
+            "first_failed_at".to_string(),
+            attr(r.first_failed_at.unwrap_or(now).to_string())?,
+        );
+        attributes.insert("last_failed_at".to_string(), attr(now.to_string())?);
+        if let Some(e) = &r.event_id {
+            attributes.insert("event_id".to_string(), attr(e.clone())?);
+        }
+        self.send_to(dlq, &m.body, attributes).await?;
+        self.ack(m).await
+    }
+
+    async fn settle_dead_copy(&self, m: &Message) -> anyhow::Result<()> {
+        if self.dlq_url.is_some() {
+            self.ack(m).await
+        } else {
+            self.retry_later(m, self.visibility).await
+        }
+    }
+
+    async fn enqueue(&self, body: &str) -> anyhow::Result<()> {
+        self.send_to(&self.url, body, HashMap::new()).await
+    }
+
+    async fn ping(&self) -> anyhow::Result<()> {
+        self.client
+            .get_queue_attributes()
+            .queue_url(&self.url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    async fn stats(&self) -> anyhow::Result<(i64, Option<Duration>, i64)> {
+        let count = |url: String| async move {
+            let out = self
+                .client
+                .get_queue_attributes()
+                .queue_url(url)
+                .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+                .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+                .send()
+                .await?;
+            let attrs = out.attributes();
+            let get = |k: QueueAttributeName| {
+                attrs
+                    .and_then(|a| a.get(&k))
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .unwrap_or(0)
+            };
+            anyhow::Ok(
+                get(QueueAttributeName::ApproximateNumberOfMessages)
+                    + get(QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
+            )
+        };
+        let pending = count(self.url.clone()).await?;
+        let dead = match &self.dlq_url {
+            Some(d) => count(d.clone()).await?,
+            None => 0,
+        };
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        let oldest = self
+            .recent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(_, sent)| now_ms - sent)
+            .max()
+            .map(|ms| Duration::from_millis(ms.max(0) as u64));
+        Ok((pending, oldest, dead))
+    }
+
+    async fn dead_letters(&self) -> anyhow::Result<Vec<DeadLetter>> {
+        let messages = self.dlq_messages(Duration::from_secs(1)).await?;
+        let dlq = self.dlq_url.clone().unwrap_or_default();
+        self.release_all(&dlq, &messages).await;
+        let get = |m: &aws_sdk_sqs::types::Message, k: &str| {
+            m.message_attributes()
+                .and_then(|a| a.get(k))
+                .and_then(|v| v.string_value())
+                .map(str::to_string)
+        };
+        let time = |ms: Option<String>| {
+            chrono::DateTime::from_timestamp_millis(ms.and_then(|s| s.parse().ok()).unwrap_or(0))
+                .unwrap_or_default()
+        };
+        Ok(messages
+            .iter()
+            .map(|m| DeadLetter {
+                id: m.message_id().unwrap_or_default().to_string(),
+                event_id: get(m, "event_id"),
+                reason: get(m, "reason")
+                    .unwrap_or_else(|| "moved by the queue's redrive policy".to_string()),
+                attempts: get(m, "attempts").and_then(|a| a.parse().ok()).unwrap_or(0),
+                first_failed_at: time(get(m, "first_failed_at")),
+                last_failed_at: time(get(m, "last_failed_at")),
+                body: m.body().unwrap_or_default().to_string(),
+            })
+            .collect())
+    }
+
+    async fn redrive(&self, which: Selection, include_invalid: bool) -> anyhow::Result<Redriven> {
+        let messages = self.dlq_messages(Duration::from_secs(30)).await?;
+        let dlq = self.dlq_url.clone().unwrap_or_default();
+        let (chosen, not_found) = Self::selected(&which, &messages);
+        let mut result = Redriven {
+            not_found,
+            ..Redriven::default()
+        };
+        let mut keep = Vec::new();
+        for m in &messages {
+            let event_id = m
+                .message_attributes()
+                .and_then(|a| a.get("event_id"))
+                .and_then(|v| v.string_value())
+                .map(str::to_string)
+                .or_else(|| {
+                    crate::domain::event::parse_message(m.body().unwrap_or_default())
+                        .ok()
+                        .map(|e| e.event_id)
+                });
+            let is_chosen = chosen.iter().any(|c| c.message_id() == m.message_id());
+            if !is_chosen {
+                keep.push(m.clone());
+                continue;
+            }
+            if event_id.is_none() && !include_invalid {
+                result.skipped_invalid += 1;
+                keep.push(m.clone());
+                continue;
+            }
+            self.send_to(&self.url, m.body().unwrap_or_default(), HashMap::new())
+                .await?;
+            if let Some(e) = &event_id {
+                self.store.reset_dead_event(e).await?;
+            }
+            self.client
+                .delete_message()
+                .queue_url(&dlq)
+                .receipt_handle(m.receipt_handle().unwrap_or_default())
+                .send()
+                .await?;
+            result.redriven += 1;
+        }
+        self.release_all(&dlq, &keep).await;
+        Ok(result)
+    }
+
+    async fn purge(&self, which: Selection) -> anyhow::Result<u64> {
+        let messages = self.dlq_messages(Duration::from_secs(30)).await?;
+        let dlq = self.dlq_url.clone().unwrap_or_default();
+        let (chosen, _) = Self::selected(&which, &messages);
+        let mut n = 0;
+        for m in &chosen {
+            self.client
+                .delete_message()
+                .queue_url(&dlq)
+                .receipt_handle(m.receipt_handle().unwrap_or_default())
+                .send()
+                .await?;
+            n += 1;
+        }
+        let keep: Vec<_> = messages
+            .iter()
+            .filter(|m| !chosen.iter().any(|c| c.message_id() == m.message_id()))
+            .cloned()
+            .collect();
+        self.release_all(&dlq, &keep).await;
+        Ok(n)
+    }
+}

@@ -1,0 +1,429 @@
+//! `QUEUE=sqs` against an SQS-compatible server speaking the real protocol (moto in the test
+//! command): the outbox relay, the SQS consumer behind the worker, and dead letters in the DLQ.
+
+use crate::helpers::*;
+use crate::worker::{Harness, wait_until};
+use aws_sdk_sqs::types::QueueAttributeName;
+use jobboard::queue::Selection;
+use jobboard::worker::Outcome;
+use serde_json::json;
+use std::time::Duration;
+
+/// A queue and its DLQ (with a redrive policy as the backstop), made for one test.
+pub struct SqsQueues {
+    pub url: String,
+    pub dlq: String,
+    client: aws_sdk_sqs::Client,
+}
+
+impl SqsQueues {
+    pub async fn create() -> SqsQueues {
+        assert!(
+            std::env::var("AWS_ENDPOINT_URL").is_ok(),
+            "the QUEUE=sqs tests need an SQS-compatible server in AWS_ENDPOINT_URL; scripts/test starts one"
+        );
+        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let client = aws_sdk_sqs::Client::new(&config);
+        let name = unique("jbt-");
+        let dlq = client
+            .create_queue()
+            .queue_name(format!("{name}-dlq"))
+            .send()
+            .await
+            .expect("create DLQ");
+        let dlq = dlq.queue_url().unwrap().to_string();
+        let arn = client
+            .get_queue_attributes()
+            .queue_url(&dlq)
+            .attribute_names(QueueAttributeName::QueueArn)
+            .send()
+            .await
+            .unwrap()
+            .attributes()
+            .unwrap()[&QueueAttributeName::QueueArn]
+            .clone();
+        let policy = json!({"deadLetterTargetArn": arn, "maxReceiveCount": "20"}).to_string();
+        let url = client
+            .create_queue()
+            .queue_name(name)
+            .attributes(QueueAttributeName::RedrivePolicy, policy)
+            .send()
+            .await
+            .expect("create queue")
+            .queue_url()
+            .unwrap()
+            .to_string();
+        SqsQueues { url, dlq, client }
+    }
+
+    /// Messages on `url`, visible or in flight.
+    pub async fn count(&self, url: &str) -> i64 {
+        let out = self
+            .client
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await
+            .unwrap();
+        let a = out.attributes().unwrap();
+        let get = |k| {
+            a.get(&k)
+                .and_then(|v: &String| v.parse::<i64>().ok())
+                .unwrap_or(0)
+        };
+        get(QueueAttributeName::ApproximateNumberOfMessages)
+            + get(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+    }
+}
+
+macro_rules! each_sqs_backend {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            use crate::worker::Harness;
+            use crate::helpers::Backend;
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name(Harness::new_sqs(Backend::Sqlite, "lease").await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$name(Harness::new_sqs(Backend::Postgres, "lease").await).await
+            }
+        }
+    )*};
+}
+
+each_sqs_backend!(
+    relay_publishes_and_worker_sends_once,
+    duplicate_messages_send_one_email,
+    failed_send_retried_through_visibility,
+    permanent_failure_goes_to_the_dlq_and_redrives,
+    poison_messages_go_to_the_dlq,
+    deleted_application_sends_nothing,
+);
+
+async fn relay_publishes_and_worker_sends_once(h: Harness) {
+    let (s, event_id) = h.status_change().await;
+    let q = h.sqs.as_ref().unwrap();
+    assert_eq!(
+        h.app.scalar_i64("SELECT COUNT(*) FROM outbox").await,
+        0,
+        "published rows leave the outbox"
+    );
+    assert_eq!(q.count(&q.url).await, 1);
+    let outcomes = h.worker().await.run_until_empty().await.unwrap();
+    assert_eq!(outcomes, vec![Outcome::Sent]);
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+    assert!(h.smtp.mails()[0].recipients[0].contains(&s.candidate.email));
+    wait_until("the message is deleted", || async {
+        q.count(&q.url).await == 0
+    })
+    .await;
+}
+
+async fn duplicate_messages_send_one_email(h: Harness) {
+    let (s, event_id) = h.status_change().await;
+    h.duplicate(&event_id, s.application_id).await;
+    h.duplicate(&event_id, s.application_id).await;
+    let worker = h.worker().await;
+    let mut outcomes = worker.run_until_empty().await.unwrap();
+    h.later().await;
+    outcomes.extend(worker.run_until_empty().await.unwrap());
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == Outcome::Sent).count(),
+        1,
+        "{outcomes:?}"
+    );
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+    let q = h.sqs.as_ref().unwrap();
+    wait_until("every copy is deleted", || async {
+        q.count(&q.url).await == 0
+    })
+    .await;
+}
+
+async fn failed_send_retried_through_visibility(h: Harness) {
+    let (_, event_id) = h.status_change().await;
+    h.smtp.fail_next(1);
+    let worker = h.worker().await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::Failed]
+    );
+    assert_eq!(
+        h.attempts(&event_id).await,
+        1,
+        "attempts are counted in the database"
+    );
+    assert!(
+        worker.run_until_empty().await.unwrap().is_empty(),
+        "hidden for the backoff"
+    );
+    h.later().await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+}
+
+async fn permanent_failure_goes_to_the_dlq_and_redrives(h: Harness) {
+    let (_, event_id) = h.status_change().await;
+    h.smtp.reject_next();
+    let worker = h.worker().await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::DeadLettered]
+    );
+    let q = h.sqs.as_ref().unwrap();
+    wait_until("the message moved to the DLQ", || async {
+        q.count(&q.url).await == 0 && q.count(&q.dlq).await == 1
+    })
+    .await;
+    let dead = worker.queue().dead_letters().await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].event_id.as_deref(), Some(event_id.as_str()));
+    assert!(dead[0].reason.contains("554"), "{}", dead[0].reason);
+    assert_eq!(dead[0].attempts, 1);
+    // Listing leaves it there; redrive re-queues it once and it is sent.
+    assert_eq!(worker.queue().dead_letters().await.unwrap().len(), 1);
+    let r = worker
+        .queue()
+        .redrive(
+            Selection::Ids(vec![dead[0].id.clone(), "no-such-id".into()]),
+            false,
+        )
+        .await
+        .unwrap();
+    assert_eq!((r.redriven, r.not_found), (1, 1));
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+    assert!(worker.queue().dead_letters().await.unwrap().is_empty());
+}
+
+async fn poison_messages_go_to_the_dlq(h: Harness) {
+    h.enqueue("not json").await;
+    h.enqueue(&json!({"type": "application.status_changed", "event_id": "bad id!"}).to_string())
+        .await;
+    let (_, event_id) = h.status_change().await;
+    let worker = h.worker().await;
+    let mut outcomes = worker.run_until_empty().await.unwrap();
+    outcomes.sort_by_key(|o| o.as_str());
+    assert_eq!(
+        outcomes,
+        vec![Outcome::Invalid, Outcome::Invalid, Outcome::Sent]
+    );
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+    let dead = worker.queue().dead_letters().await.unwrap();
+    assert_eq!(dead.len(), 2);
+    assert!(
+        dead.iter()
+            .any(|d| d.reason.contains("not JSON") && d.body == "not json")
+    );
+    assert!(dead.iter().all(|d| d.event_id.is_none()));
+    // Without --include-invalid a redrive leaves them; with it, they come back (and die again).
+    let r = worker.queue().redrive(Selection::All, false).await.unwrap();
+    assert_eq!((r.redriven, r.skipped_invalid), (0, 2));
+    assert_eq!(worker.queue().purge(Selection::All).await.unwrap(), 2);
+    assert!(worker.queue().dead_letters().await.unwrap().is_empty());
+}
+
+async fn deleted_application_sends_nothing(h: Harness) {
+    let (s, _) = h.status_change().await;
+    h.app
+        .delete(
+            &format!("/api/applications/{}", s.application_id),
+            Some(&s.candidate.token),
+        )
+        .await
+        .expect(204);
+    assert_eq!(
+        h.worker().await.run_until_empty().await.unwrap(),
+        vec![Outcome::Missing]
+    );
+    assert!(h.smtp.mails().is_empty());
+}
+
+/// A worker process killed with SIGKILL mid-flight on SQS: every event ends with its email.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_flight_sqs() {
+    crate::crash::kill_and_restart(Harness::new_sqs(Backend::Postgres, "lease").await).await;
+}
+
+/// The API process dies after committing a status change but before publishing it: a restarted
+/// API's relay publishes it, and the worker sends one email.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relay_publishes_after_an_api_crash() {
+    let h = Harness::new_sqs(Backend::Postgres, "lease").await;
+    let s = h.app.scenario().await;
+    let q = h.sqs.as_ref().unwrap();
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let spawn_api = |endpoint: String| {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_jobboard"))
+            .args(["serve"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("DATABASE_URL", &h.app.database_url)
+            .env("BIND_ADDR", format!("127.0.0.1:{port}"))
+            .env("JWT_SECRET", "test-secret-test-secret-test-secret")
+            .env("QUEUE", "sqs")
+            .env("SQS_QUEUE_URL", &q.url)
+            .env("SQS_DLQ_URL", &q.dlq)
+            .env("AWS_ENDPOINT_URL", endpoint)
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("LOG_FORMAT", "json")
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap()
+    };
+    // First life: SQS cannot be reached, so the committed event stays in the outbox.
+    let mut api = spawn_api(format!("http://127.0.0.1:{}", free_port()));
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    wait_until("the API answers", || async {
+        client.get(format!("{base}/healthz")).send().await.is_ok()
+    })
+    .await;
+    let r = client
+        .patch(format!("{base}/api/applications/{}", s.application_id))
+        .bearer_auth(&s.employer.token)
+        .header("content-type", "application/json")
+        .body(json!({"status": "reviewing"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        h.app.scalar_i64("SELECT COUNT(*) FROM outbox").await,
+        1,
+        "committed, not published"
+    );
+    api.kill().await.unwrap();
+    // Second life: the sweep publishes what the crash left behind.
+    let _api = spawn_api(std::env::var("AWS_ENDPOINT_URL").unwrap());
+    wait_until("the outbox is published", || async {
+        h.app.scalar_i64("SELECT COUNT(*) FROM outbox").await == 0
+    })
+    .await;
+    let event_id = h.last_event_id(s.application_id).await;
+    h.worker().await.run_until_empty().await.unwrap();
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Two relays publish the same outbox at once: each event is published at least once, and the
+/// worker still sends one email per event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_relays_at_once() {
+    let h = Harness::new_sqs(Backend::Postgres, "lease").await;
+    let other = TestApp::spawn_with(
+        Backend::Postgres,
+        CacheKind::Memory,
+        &[
+            ("DATABASE_URL", &h.app.database_url),
+            ("QUEUE", "sqs"),
+            ("SQS_QUEUE_URL", &h.sqs.as_ref().unwrap().url),
+            ("SQS_DLQ_URL", &h.sqs.as_ref().unwrap().dlq),
+        ],
+    )
+    .await;
+    let s = h.app.scenario().await;
+    let mut events = Vec::new();
+    let mut apps = vec![s.application_id];
+    for _ in 0..4 {
+        let c = h.app.user("candidate").await;
+        apps.push(h.app.apply(&c, s.job_id).await["id"].as_i64().unwrap());
+    }
+    for app_id in &apps {
+        for status in ["reviewing", "interview"] {
+            h.app
+                .patch(
+                    &format!("/api/applications/{app_id}"),
+                    Some(&s.employer.token),
+                    json!({"status": status}),
+                )
+                .await
+                .expect(200);
+            events.push(h.last_event_id(*app_id).await);
+        }
+    }
+    let (a, b) = tokio::join!(
+        h.app.state.relay.as_ref().unwrap().drain(),
+        other.state.relay.as_ref().unwrap().drain()
+    );
+    a.unwrap();
+    b.unwrap();
+    // The relays' own background runs may still hold rows the drains skipped.
+    wait_until("the outbox is published", || async {
+        h.app.scalar_i64("SELECT COUNT(*) FROM outbox").await == 0
+    })
+    .await;
+    let worker = h.worker().await;
+    let q = h.sqs.as_ref().unwrap();
+    for _ in 0..5 {
+        worker.run_until_empty().await.unwrap();
+        if q.count(&q.url).await == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    for e in &events {
+        assert_eq!(h.smtp.count_for(e), 1, "{e}");
+    }
+}
+
+/// The API reports SQS without depending on it; the worker is not ready without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_reports_the_queue() {
+    let h = Harness::new_sqs(Backend::Sqlite, "lease").await;
+    let r = h.app.get("/readyz", None).await;
+    assert_eq!(r.expect(200)["checks"]["queue"], "ok");
+    assert_eq!(r.body["checks"]["queue_backend"], "sqs");
+    assert_eq!(worker_ready(&h, None).await, 200);
+
+    let missing = format!("{}-missing", h.sqs.as_ref().unwrap().url);
+    let broken = TestApp::spawn_with(
+        Backend::Sqlite,
+        CacheKind::Memory,
+        &[("QUEUE", "sqs"), ("SQS_QUEUE_URL", &missing)],
+    )
+    .await;
+    let r = broken.get("/readyz", None).await;
+    assert_eq!(
+        r.expect(200)["checks"]["queue"],
+        "error",
+        "reported, not required"
+    );
+    assert_eq!(worker_ready(&h, Some(&missing)).await, 503);
+}
+
+/// The status of a worker's `/readyz` for the harness's queue (or `queue_url`).
+async fn worker_ready(h: &Harness, queue_url: Option<&str>) -> u16 {
+    let mut extra = vec![];
+    if let Some(u) = queue_url {
+        extra.push(("SQS_QUEUE_URL", u));
+    }
+    let worker = h.worker_with(&extra).await;
+    let router = jobboard::http::ops::worker_router(jobboard::http::ops::WorkerState {
+        store: h.app.state.store.clone(),
+        queue: worker.queue().clone(),
+        metrics: jobboard::telemetry::metrics_handle(),
+        shutdown: tokio_util::sync::CancellationToken::new(),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/readyz", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    reqwest::get(url).await.unwrap().status().as_u16()
+}
