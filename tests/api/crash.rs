@@ -231,3 +231,156 @@ async fn dlq_commands() {
     let (_, out, _) = run(&h, &["dlq", "list"]).await;
     assert!(out.trim().is_empty());
 }
+
+/// `jobboard` with no command is the whole system: a status change made through the API becomes
+/// one `.eml` file written by the in-process worker, and SIGTERM stops it all with exit 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_in_one_process_emails_a_status_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mail = dir.path().join("mail");
+    let mut child = tokio::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("BIND_ADDR", format!("127.0.0.1:{port}"))
+        .env("EMAIL_BACKEND", "file")
+        .env("EMAIL_FILE_DIR", &mail)
+        .env("LOG_FORMAT", "json")
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    wait_until("the API answers", || async {
+        client.get(format!("{base}/healthz")).send().await.is_ok()
+    })
+    .await;
+    let post = |path: &str, token: Option<&str>, body: serde_json::Value| {
+        let mut r = client
+            .post(format!("{base}{path}"))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        r.send()
+    };
+    let pass = "a long enough passphrase";
+    for (email, role) in [
+        ("erin@acme.example", "employer"),
+        ("cody@mail.example", "candidate"),
+    ] {
+        let r = post(
+            "/api/auth/register",
+            None,
+            json!({"email": email, "password": pass, "name": role, "role": role}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 201);
+    }
+    let token = |email: &'static str| {
+        let post = &post;
+        async move {
+            let r = post(
+                "/api/auth/token",
+                None,
+                json!({"email": email, "password": pass}),
+            )
+            .await
+            .unwrap();
+            r.json::<serde_json::Value>().await.unwrap()["access_token"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+    };
+    let (employer, candidate) = (
+        token("erin@acme.example").await,
+        token("cody@mail.example").await,
+    );
+    let company: serde_json::Value =
+        post("/api/companies", Some(&employer), json!({"name": "Acme"}))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    let job: serde_json::Value = post(
+        "/api/jobs",
+        Some(&employer),
+        json!({"company_id": company["id"], "title": "Engineer", "description": "", "location": "", "remote": true, "employment_type": "full_time"}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let application: serde_json::Value = post(
+        &format!("/api/jobs/{}/applications", job["id"]),
+        Some(&candidate),
+        json!({}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let r = client
+        .patch(format!("{base}/api/applications/{}", application["id"]))
+        .bearer_auth(&employer)
+        .header("content-type", "application/json")
+        .body(json!({"status": "reviewing"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let emails = || {
+        std::fs::read_dir(&mail)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "eml"))
+                    .map(|e| e.path())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    wait_until("the email file is written", || async {
+        emails().len() == 1
+    })
+    .await;
+    let text = std::fs::read_to_string(&emails()[0]).unwrap();
+    assert!(text.contains("To: candidate <cody@mail.example>"), "{text}");
+    assert!(text.contains("X-Jobboard-Event-Id: "), "{text}");
+    let metrics = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(
+            "events_handled_total{type=\"application.status_changed\",outcome=\"sent\"} 1"
+        ),
+        "{metrics}"
+    );
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().unwrap().to_string()])
+        .status()
+        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+        .await
+        .expect("stops")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(emails().len(), 1, "exactly one email");
+}
