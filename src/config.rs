@@ -91,11 +91,29 @@ impl fmt::Debug for DatabaseUrl {
 /// A URL with its password replaced by `***`, for logs.
 pub fn redact_url(raw: &str) -> String {
     match url::Url::parse(raw) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
+        Ok(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(Some("***"));
+            }
+            // libpq-style URLs may carry the password as a query parameter too.
+            if u.query_pairs()
+                .any(|(k, _)| k.eq_ignore_ascii_case("password"))
+            {
+                let pairs: Vec<(String, String)> = u
+                    .query_pairs()
+                    .map(|(k, v)| {
+                        let v = if k.eq_ignore_ascii_case("password") {
+                            "***".to_string()
+                        } else {
+                            v.into_owned()
+                        };
+                        (k.into_owned(), v)
+                    })
+                    .collect();
+                u.query_pairs_mut().clear().extend_pairs(pairs);
+            }
             u.to_string()
         }
-        Ok(u) => u.to_string(),
         Err(_) => "<unparsable url>".to_string(),
     }
 }
@@ -318,6 +336,14 @@ impl Config {
             {
                 return Err(err(var, "is not a valid URL"));
             }
+            if v.as_deref()
+                .is_some_and(|u| u.trim_end_matches('/').ends_with(".fifo"))
+            {
+                return Err(err(
+                    var,
+                    "FIFO queues are not supported; use a standard queue",
+                ));
+            }
         }
 
         let visibility_timeout_secs = env.number("VISIBILITY_TIMEOUT_SECS", 30, 1, 43_200)?;
@@ -407,6 +433,14 @@ impl Config {
         }
         let jwt_ttl_secs = env.number("JWT_TTL_SECS", 3600, 60, 30 * 86_400)?;
         let shutdown_grace_secs = env.number("SHUTDOWN_GRACE_SECS", 20, 0, 3_600)?;
+        if let Some(filter) = env.get("RUST_LOG")
+            && tracing_subscriber::EnvFilter::try_new(filter).is_err()
+        {
+            return Err(err(
+                "RUST_LOG",
+                format!("is not a valid log filter (got {filter:?})"),
+            ));
+        }
         let log_format = env.word(
             "LOG_FORMAT",
             if terminal {
@@ -556,6 +590,14 @@ mod tests {
             ),
             (vec![("CLAIM_MODE", "transaction")], "CLAIM_MODE"),
             (
+                vec![
+                    ("QUEUE", "sqs"),
+                    ("SQS_QUEUE_URL", "https://sqs.x/1/q.fifo"),
+                ],
+                "SQS_QUEUE_URL",
+            ),
+            (vec![("RUST_LOG", "info,=[")], "RUST_LOG"),
+            (
                 vec![("CORS_ALLOWED_ORIGINS", "not an origin")],
                 "CORS_ALLOWED_ORIGINS",
             ),
@@ -634,5 +676,6 @@ mod tests {
             redact_url("postgres://app:hunter2@db/app"),
             "postgres://app:***@db/app"
         );
+        assert!(!redact_url("postgres://db/app?user=a&password=hunter2").contains("hunter2"));
     }
 }

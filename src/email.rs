@@ -220,10 +220,10 @@ impl SmtpMailer {
 }
 
 fn percent_decode(s: &str) -> String {
-    url::form_urlencoded::parse(format!("x={s}").as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
+    // Userinfo is percent-encoded; unlike a form body, `+` is a plus sign.
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 #[async_trait]
@@ -294,6 +294,12 @@ mod tests {
         );
         let body = text.replace("=\r\n", "");
         assert!(body.contains("from reviewing to interview"), "{text}");
+    }
+
+    #[test]
+    fn credentials_are_percent_decoded() {
+        assert_eq!(percent_decode("me+jobs%40x.com"), "me+jobs@x.com");
+        assert_eq!(percent_decode("p%2Fa+ss"), "p/a+ss");
     }
 
     #[test]

@@ -68,6 +68,8 @@ pub struct Worker {
     grace: Duration,
     /// False while the queue (the database, with `QUEUE=db`) cannot be reached.
     pub healthy: Arc<AtomicBool>,
+    /// Set when handling a message failed: the database is checked before receiving more.
+    store_trouble: AtomicBool,
 }
 
 impl Worker {
@@ -90,6 +92,7 @@ impl Worker {
             retention: Duration::from_secs(config.processed_events_retention_days * 86_400),
             grace: Duration::from_secs(config.shutdown_grace_secs),
             healthy: Arc::new(AtomicBool::new(true)),
+            store_trouble: AtomicBool::new(false),
         }
     }
 
@@ -151,11 +154,7 @@ impl Worker {
                 tracing::info!("already processed; skipping duplicate");
                 return Ok(Outcome::Duplicate);
             }
-            Claim::Dead => {
-                self.queue.settle_dead_copy(m).await?;
-                tracing::info!("already dead-lettered; skipping duplicate");
-                return Ok(Outcome::Duplicate);
-            }
+            Claim::Dead => return self.dead_letter_copy(m, e).await,
             Claim::Deferred { remaining_ms } => {
                 let delay = Duration::from_millis(remaining_ms.max(0) as u64 + 100);
                 self.queue.retry_later(m, delay).await?;
@@ -374,6 +373,7 @@ impl Worker {
                 }
                 Ok(Outcome::Sent)
             }
+            TxOutcome::Dead => self.dead_letter_copy(m, e).await,
             TxOutcome::Duplicate => {
                 self.queue.ack(m).await?;
                 tracing::info!("already processed; skipping duplicate");
@@ -400,6 +400,25 @@ impl Worker {
                 .await
             }
         }
+    }
+
+    /// A copy of an event that was dead-lettered: it goes to the dead letters too (where the
+    /// store keeps one per event), so that nothing is lost even if the first dead-lettering
+    /// never completed.
+    async fn dead_letter_copy(&self, m: &Message, e: &StatusChanged) -> anyhow::Result<Outcome> {
+        self.queue
+            .dead_letter(
+                m,
+                DeadLetterReason {
+                    event_id: Some(e.event_id.clone()),
+                    reason: "the event was dead-lettered earlier; this is a later copy".to_string(),
+                    attempts: 0,
+                    first_failed_at: None,
+                },
+            )
+            .await?;
+        tracing::info!("already dead-lettered; this copy joins it");
+        Ok(Outcome::DeadLettered)
     }
 
     fn log_sent(&self, data: &EmailData, e: &StatusChanged) {
@@ -445,14 +464,30 @@ impl Worker {
                 _ = shutdown.cancelled() => break,
             };
             let want = (slots.available_permits() + 1).min(RECEIVE_BATCH);
-            let received = self.queue.receive(want, Duration::from_secs(1)).await;
+            // A message that failed on the database (not the queue) makes us check the database
+            // before receiving more: with SQS the queue answers while the database is away, and
+            // receiving on would only wear out the messages' receive counts.
+            let received = if self.store_trouble.load(Ordering::SeqCst) {
+                match tokio::time::timeout(Duration::from_secs(1), self.store.ping()).await {
+                    Ok(Ok(())) => {
+                        self.store_trouble.store(false, Ordering::SeqCst);
+                        self.queue.receive(want, Duration::from_secs(1)).await
+                    }
+                    Ok(Err(e)) => Err(e.context("database unreachable")),
+                    Err(_) => Err(anyhow::anyhow!(
+                        "database unreachable: no answer within 1 s"
+                    )),
+                }
+            } else {
+                self.queue.receive(want, Duration::from_secs(1)).await
+            };
             let batch = match received {
                 Err(err) => {
                     drop(first);
                     if !down {
                         tracing::error!(
                             error = format!("{err:#}"),
-                            "queue unreachable; stopped receiving, reconnecting with backoff"
+                            "queue or database unreachable; stopped receiving, reconnecting with backoff"
                         );
                         down = true;
                         self.healthy.store(false, Ordering::SeqCst);
@@ -464,7 +499,7 @@ impl Worker {
                 Ok(batch) => batch,
             };
             if down {
-                tracing::info!("queue reachable again; receiving");
+                tracing::info!("queue and database reachable again; receiving");
                 down = false;
                 down_for = Duration::from_secs(1);
                 self.healthy.store(true, Ordering::SeqCst);
@@ -490,6 +525,7 @@ impl Worker {
                 tasks.spawn(async move {
                     let _slot = slot;
                     if let Err(err) = worker.handle(&m).await {
+                        worker.store_trouble.store(true, Ordering::SeqCst);
                         tracing::error!(error = format!("{err:#}"), message_id = %m.id,
                             "could not handle a message; it will be delivered again");
                     }

@@ -98,11 +98,6 @@ impl Queue for DbQueue {
         Ok(())
     }
 
-    async fn settle_dead_copy(&self, m: &Message) -> anyhow::Result<()> {
-        // The dead letter is already in the dead_letters table.
-        self.ack(m).await
-    }
-
     async fn enqueue(&self, body: &str) -> anyhow::Result<()> {
         let event = crate::domain::event::parse_message(body).ok();
         self.store

@@ -73,9 +73,6 @@ pub trait Queue: Send + Sync + 'static {
     async fn extend(&self, m: &Message, by: Duration) -> anyhow::Result<()>;
     /// Moves the message to the dead letters with its reason.
     async fn dead_letter(&self, m: &Message, reason: DeadLetterReason) -> anyhow::Result<()>;
-    /// What to do with a copy of an event that was already dead-lettered: delete it where the
-    /// dead letter is kept elsewhere, or leave it for the queue's own redrive policy.
-    async fn settle_dead_copy(&self, m: &Message) -> anyhow::Result<()>;
     /// Puts a message on the queue (a hand-made one, or a copy to deliver again).
     async fn enqueue(&self, body: &str) -> anyhow::Result<()>;
     async fn ping(&self) -> anyhow::Result<()>;

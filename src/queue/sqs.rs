@@ -43,8 +43,9 @@ fn attr(value: impl Into<String>) -> anyhow::Result<MessageAttributeValue> {
         .build()?)
 }
 
+/// Whole seconds for SQS, rounded up so that a delay never ends early (and never rounds to 0).
 fn secs(d: Duration) -> i32 {
-    d.as_secs().min(43_200) as i32
+    d.as_millis().div_ceil(1000).min(43_200) as i32
 }
 
 impl SqsQueue {
@@ -364,14 +365,6 @@ impl Queue for SqsQueue {
         self.ack(m).await
     }
 
-    async fn settle_dead_copy(&self, m: &Message) -> anyhow::Result<()> {
-        if self.dlq_url.is_some() {
-            self.ack(m).await
-        } else {
-            self.retry_later(m, self.visibility).await
-        }
-    }
-
     async fn enqueue(&self, body: &str) -> anyhow::Result<()> {
         self.send_to(&self.url, body, HashMap::new()).await
     }
@@ -484,11 +477,12 @@ impl Queue for SqsQueue {
                 keep.push(m.clone());
                 continue;
             }
-            self.send_to(&self.url, m.body().unwrap_or_default(), HashMap::new())
-                .await?;
+            // Forget the failures first: a worker may receive the copy the moment it is sent.
             if let Some(e) = &event_id {
                 self.store.reset_dead_event(e).await?;
             }
+            self.send_to(&self.url, m.body().unwrap_or_default(), HashMap::new())
+                .await?;
             self.client
                 .delete_message()
                 .queue_url(&dlq)

@@ -101,6 +101,8 @@ pub type PublishFn<'a> =
 pub enum TxOutcome {
     Sent,
     Duplicate,
+    /// The event was dead-lettered earlier.
+    Dead,
     Missing,
     Failed {
         failure: FailedClaim,

@@ -16,9 +16,11 @@ macro_rules! impl_event_store {
                     tx: &mut sqlx::Transaction<'static, $db>,
                     d: &NewDeadLetter,
                 ) -> StoreResult<()> {
+                    // One dead letter per event: a later copy of a dead-lettered event adds none.
                     sqlx::query(&format!(
                         "INSERT INTO dead_letters (event_id, reason, attempts, body, first_failed_at, last_failed_at) \
-                         VALUES ($1, $2, $3, $4, COALESCE($5, {NOW}), {NOW})"
+                         SELECT $1, $2, $3, $4, COALESCE($5, {NOW}), {NOW} WHERE CAST($1 AS TEXT) IS NULL \
+                         OR NOT EXISTS (SELECT 1 FROM dead_letters WHERE event_id = $1)"
                     ))
                     .bind(&d.event_id)
                     .bind(&d.reason)
@@ -259,14 +261,18 @@ macro_rules! impl_event_store {
                     // concurrent transaction on the same event blocks here until it ends.
                     let claimed: Option<i64> = sqlx::query_scalar(&format!(
                         "INSERT INTO processed_events (event_id, status, attempts, updated_at) VALUES ($1, 'done', 0, {NOW}) \
-                         ON CONFLICT (event_id) DO UPDATE SET status = 'done', updated_at = {NOW} \
-                         WHERE processed_events.status = 'pending' RETURNING attempts"
+                         ON CONFLICT (event_id) DO UPDATE SET status = 'done', lease_id = NULL, locked_until = NULL, \
+                         updated_at = {NOW} WHERE processed_events.status IN ('pending', 'in_progress') RETURNING attempts"
                     ))
                     .bind(event_id)
                     .fetch_optional(&mut *tx)
                     .await?;
                     let Some(attempts) = claimed else {
-                        return Ok(TxOutcome::Duplicate);
+                        let status: Option<String> = sqlx::query_scalar("SELECT status FROM processed_events WHERE event_id = $1")
+                            .bind(event_id)
+                            .fetch_optional(&mut *tx)
+                            .await?;
+                        return Ok(if status.as_deref() == Some("dead") { TxOutcome::Dead } else { TxOutcome::Duplicate });
                     };
                     let data = sqlx::query_as::<_, EmailData>(EMAIL_DATA_SQL)
                         .bind(application_id)

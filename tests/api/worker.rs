@@ -195,7 +195,35 @@ each_worker_mode!(
     poison_messages_are_dead_lettered,
     withdraw_emails_a_confirmation,
     rolled_back_change_emits_nothing,
+    dead_event_without_its_dead_letter_is_not_lost,
 );
+
+/// The worker marked an event dead and died before moving its message to the dead letters: the
+/// message's next delivery puts it there (once), instead of dropping it as a duplicate.
+async fn dead_event_without_its_dead_letter_is_not_lost(h: Harness) {
+    let (s, event_id) = h.status_change().await;
+    h.app
+        .exec(&format!(
+            "INSERT INTO processed_events (event_id, status, attempts, updated_at) VALUES ('{event_id}', 'dead', 3, {})",
+            now_ms_sql(h.app.backend)
+        ))
+        .await;
+    let worker = h.worker().await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::DeadLettered]
+    );
+    h.duplicate(&event_id, s.application_id).await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::DeadLettered]
+    );
+    let dead = worker.queue().dead_letters().await.unwrap();
+    assert_eq!(dead.len(), 1, "one dead letter per event");
+    assert_eq!(dead[0].event_id.as_deref(), Some(event_id.as_str()));
+    assert!(h.smtp.mails().is_empty());
+    assert_eq!(h.queued().await, 0);
+}
 
 async fn first_delivery_sends_one_email(h: Harness) {
     let (s, event_id) = h.status_change().await;
@@ -633,7 +661,17 @@ async fn reclaimed_total(app: &TestApp) -> f64 {
 /// reports not ready, and resumes when it is back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn database_outage_burns_no_attempts() {
-    let h = Harness::new(Backend::Postgres, "lease").await;
+    database_outage(Harness::new(Backend::Postgres, "lease").await).await;
+}
+
+/// With SQS the queue still answers while the database is away: the worker must stop
+/// receiving all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn database_outage_with_sqs_burns_no_attempts() {
+    database_outage(Harness::new_sqs(Backend::Postgres, "lease").await).await;
+}
+
+async fn database_outage(h: Harness) {
     let url = url::Url::parse(&h.app.database_url).unwrap();
     let proxy = crate::proxy::TcpProxy::start(&format!(
         "{}:{}",
