@@ -595,7 +595,10 @@ impl Worker {
                 },
                 _ = gauges.tick() => {
                     if let Ok((pending, oldest, dead)) = self.queue.stats().await {
-                        metrics::gauge!(t::OUTBOX_PENDING).set(pending as f64);
+                        // With SQS the outbox is the relay's to report; here the depth is the queue's.
+                        if self.queue.kind() == "db" {
+                            metrics::gauge!(t::OUTBOX_PENDING).set(pending as f64);
+                        }
                         metrics::gauge!(t::DEAD_LETTERS).set(dead as f64);
                         metrics::gauge!(t::QUEUE_OLDEST_AGE_SECONDS).set(oldest.map(|d| d.as_secs_f64()).unwrap_or(0.0));
                     }

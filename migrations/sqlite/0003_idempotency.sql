@@ -10,6 +10,7 @@ CREATE TABLE idempotency_keys (
     key             TEXT NOT NULL,
     request_hash    TEXT NOT NULL,
     state           TEXT NOT NULL CHECK (state IN ('in_flight', 'done')),
+    lock_token      TEXT,
     locked_until    INTEGER,
     response_status INTEGER,
     response_body   TEXT,

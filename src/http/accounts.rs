@@ -110,7 +110,8 @@ impl Limits {
     }
 
     /// 429 with `Retry-After` while either counter is full.
-    async fn check(&self, st: &AppState) -> ApiResult<()> {
+    /// `own_recorded`: this request's attempt is already among the records.
+    async fn check(&self, st: &AppState, own_recorded: bool) -> ApiResult<()> {
         let now = Utc::now();
         let since = now - chrono::Duration::seconds(FAILURE_WINDOW_SECS);
         for (kind, key, max) in [
@@ -119,7 +120,7 @@ impl Limits {
         ] {
             if let Some(at) = st
                 .store
-                .nth_recent_auth_failure(kind, key, since, max)
+                .nth_recent_auth_failure(kind, key, since, max + i64::from(own_recorded))
                 .await?
             {
                 let free_at = at + chrono::Duration::seconds(FAILURE_WINDOW_SECS);
@@ -130,19 +131,34 @@ impl Limits {
         Ok(())
     }
 
-    async fn record(&self, st: &AppState) -> ApiResult<()> {
+    /// Records a failure against both counters; returns the records' ids.
+    async fn record(&self, st: &AppState) -> ApiResult<Vec<i64>> {
         let now = crate::timefmt::now();
-        st.store
-            .record_auth_failure(FailureKind::Email, &self.email_key, now)
-            .await?;
-        st.store
-            .record_auth_failure(FailureKind::Addr, &self.addr_key, now)
-            .await?;
-        Ok(())
+        Ok(vec![
+            st.store
+                .record_auth_failure(FailureKind::Email, &self.email_key, now)
+                .await?,
+            st.store
+                .record_auth_failure(FailureKind::Addr, &self.addr_key, now)
+                .await?,
+        ])
     }
 }
 
+/// Runs password hashing on the blocking pool, at most two per core at once: each Argon2 call
+/// takes about 19 MiB, and a burst of logins must queue rather than exhaust memory.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> ApiResult<T> {
+    static HASHING: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    let permits = HASHING.get_or_init(|| {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
+        tokio::sync::Semaphore::new(cores * 2)
+    });
+    let _permit = permits
+        .acquire()
+        .await
+        .map_err(|e| ApiError::internal(anyhow::anyhow!("hashing limiter closed: {e}")))?;
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| ApiError::internal(anyhow::anyhow!("blocking task failed: {e}")))
@@ -171,7 +187,7 @@ async fn register(
     };
     errors.into_result()?;
     let limits = Limits::new("register", &email, Some(addr));
-    limits.check(&st).await?;
+    limits.check(&st, false).await?;
     let password = input.password;
     let password_hash = blocking(move || auth::hash_password(&password)).await??;
     let user = NewUser {
@@ -205,7 +221,10 @@ async fn token(
 ) -> ApiResult<Json<TokenOut>> {
     let input: TokenIn = body.json(false)?;
     let limits = Limits::new("login", &input.email, Some(addr));
-    limits.check(&st).await?;
+    // The attempt counts before the password is checked, so that parallel guesses cannot all
+    // pass the limit; a right password takes its records back.
+    let attempt = limits.record(&st).await?;
+    limits.check(&st, true).await?;
     let user = match st
         .store
         .user_by_email_key(&validate::email_key(&input.email))
@@ -224,6 +243,7 @@ async fn token(
     let ok = blocking(move || auth::verify_password(&password, &hash)).await?;
     match user {
         Some(u) if ok => {
+            st.store.delete_auth_failures(&attempt).await?;
             st.store
                 .clear_auth_failures(FailureKind::Email, &limits.email_key)
                 .await?;
@@ -234,10 +254,7 @@ async fn token(
                 expires_in: st.tokens.ttl_secs,
             }))
         }
-        _ => {
-            limits.record(&st).await?;
-            Err(ApiError::unauthorized("invalid email or password"))
-        }
+        _ => Err(ApiError::unauthorized("invalid email or password")),
     }
 }
 

@@ -65,19 +65,21 @@ impl<S: Send + Sync> FromRequestParts<S> for IdemKey {
 #[derive(Clone)]
 pub struct IdemCtx {
     record_id: i64,
+    token: String,
     stored: Arc<AtomicBool>,
 }
 
 impl IdemCtx {
     /// The completion for a store call that answers `status` with `render(value)`.
     pub fn completion<'a, T>(
-        &self,
+        &'a self,
         status: StatusCode,
         render: &'a (dyn Fn(&T) -> String + Send + Sync),
     ) -> Completion<'a, T> {
         self.stored.store(true, Ordering::SeqCst);
         Completion {
             record_id: self.record_id,
+            token: &self.token,
             status: status.as_u16(),
             render,
         }
@@ -86,7 +88,7 @@ impl IdemCtx {
 
 /// The completion for an optional context.
 pub fn completion<'a, T>(
-    ctx: &Option<IdemCtx>,
+    ctx: &'a Option<IdemCtx>,
     status: StatusCode,
     render: &'a (dyn Fn(&T) -> String + Send + Sync),
 ) -> Option<Completion<'a, T>> {
@@ -148,7 +150,7 @@ where
             KEY_TTL_MS,
         )
         .await;
-    let record_id = match begun {
+    let (record_id, token) = match begun {
         Err(e) => return ApiError::from(e).into_response(),
         Ok(IdemBegin::Replay { status, body }) => return replay(status, body),
         Ok(IdemBegin::Mismatch) => {
@@ -169,10 +171,11 @@ where
             )
             .into_response();
         }
-        Ok(IdemBegin::Started { record_id }) => record_id,
+        Ok(IdemBegin::Started { record_id, token }) => (record_id, token),
     };
     let ctx = IdemCtx {
         record_id,
+        token: token.clone(),
         stored: Arc::default(),
     };
     let stored = ctx.stored.clone();
@@ -188,6 +191,7 @@ where
                 .store
                 .idem_complete(
                     record_id,
+                    &token,
                     parts.status.as_u16(),
                     &String::from_utf8_lossy(&bytes),
                 )
@@ -198,20 +202,20 @@ where
             Response::from_parts(parts, axum::body::Body::from(bytes))
         }
         Err(e) if e.status.is_server_error() => {
-            let _ = st.store.idem_release(record_id).await;
+            let _ = st.store.idem_release(record_id, &token).await;
             e.into_response()
         }
         Err(e)
             if e.status == StatusCode::UNAUTHORIZED
                 || e.status == StatusCode::TOO_MANY_REQUESTS =>
         {
-            let _ = st.store.idem_release(record_id).await;
+            let _ = st.store.idem_release(record_id, &token).await;
             e.into_response()
         }
         Err(e) => {
             if let Err(err) = st
                 .store
-                .idem_complete(record_id, e.status.as_u16(), &e.body().to_string())
+                .idem_complete(record_id, &token, e.status.as_u16(), &e.body().to_string())
                 .await
             {
                 tracing::warn!(error = %err, "could not store an idempotent response");

@@ -408,18 +408,26 @@ macro_rules! impl_event_store {
                 }
 
                 async fn relay_outbox(&self, limit: i64, publish: PublishFn<'_>) -> StoreResult<usize> {
-                    let mut tx = self.begin_write().await?;
-                    let rows: Vec<(i64, String)> = sqlx::query_as(&format!(
-                        "SELECT id, body FROM outbox ORDER BY id LIMIT $1{}",
-                        <$dialect>::SKIP_LOCKED
-                    ))
-                    .bind(limit)
-                    .fetch_all(&mut *tx)
-                    .await?;
-                    if rows.is_empty() {
-                        return Ok(0);
-                    }
-                    let accepted = publish(rows.iter().map(|(_, b)| b.clone()).collect()).await?;
+                    let select = format!("SELECT id, body FROM outbox ORDER BY id LIMIT $1{}", <$dialect>::SKIP_LOCKED);
+                    let (mut tx, rows, accepted) = if <$dialect>::LOCK_WHILE_PUBLISHING {
+                        // Row locks keep concurrent relays off each other's rows and block nothing else.
+                        let mut tx = self.begin_write().await?;
+                        let rows: Vec<(i64, String)> = sqlx::query_as(&select).bind(limit).fetch_all(&mut *tx).await?;
+                        if rows.is_empty() {
+                            return Ok(0);
+                        }
+                        let accepted = publish(rows.iter().map(|(_, b)| b.clone()).collect()).await?;
+                        (tx, rows, accepted)
+                    } else {
+                        // SQLite's lock is the whole database: never hold it across a network call.
+                        // Two relays may then publish a row twice, which the worker's claim absorbs.
+                        let rows: Vec<(i64, String)> = sqlx::query_as(&select).bind(limit).fetch_all(&self.pool).await?;
+                        if rows.is_empty() {
+                            return Ok(0);
+                        }
+                        let accepted = publish(rows.iter().map(|(_, b)| b.clone()).collect()).await?;
+                        (self.begin_write().await?, rows, accepted)
+                    };
                     // Only what the queue accepted leaves the outbox; the rest waits for the next try.
                     for i in &accepted {
                         if let Some((id, _)) = rows.get(*i) {
@@ -464,6 +472,7 @@ macro_rules! impl_event_store {
                     ttl_ms: i64,
                 ) -> StoreResult<$crate::store::IdemBegin> {
                     use $crate::store::IdemBegin;
+                    let token = uuid::Uuid::new_v4().to_string();
                     let mut tx = self.begin_write().await?;
                     sqlx::query(&format!(
                         "DELETE FROM idempotency_keys WHERE user_id = $1 AND method = $2 AND route = $3 \
@@ -477,8 +486,8 @@ macro_rules! impl_event_store {
                     .execute(&mut *tx)
                     .await?;
                     let inserted: Option<i64> = sqlx::query_scalar(&format!(
-                        "INSERT INTO idempotency_keys (user_id, method, route, key, request_hash, state, locked_until, created_at) \
-                         VALUES ($1, $2, $3, $4, $5, 'in_flight', {NOW} + $6, {NOW}) ON CONFLICT DO NOTHING RETURNING id"
+                        "INSERT INTO idempotency_keys (user_id, method, route, key, request_hash, state, lock_token, locked_until, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, 'in_flight', $7, {NOW} + $6, {NOW}) ON CONFLICT DO NOTHING RETURNING id"
                     ))
                     .bind(user_id)
                     .bind(method)
@@ -486,11 +495,12 @@ macro_rules! impl_event_store {
                     .bind(key)
                     .bind(request_hash)
                     .bind(lock_ms)
+                    .bind(&token)
                     .fetch_optional(&mut *tx)
                     .await?;
                     if let Some(record_id) = inserted {
                         tx.commit().await?;
-                        return Ok(IdemBegin::Started { record_id });
+                        return Ok(IdemBegin::Started { record_id, token });
                     }
                     let (id, hash, state, locked_until, status, body, now): (i64, String, String, Option<i64>, Option<i64>, Option<String>, i64) =
                         sqlx::query_as(&format!(
@@ -517,31 +527,34 @@ macro_rules! impl_event_store {
                         return Ok(IdemBegin::InFlight);
                     }
                     // The request that held it died before finishing: nothing was written.
-                    sqlx::query(&format!("UPDATE idempotency_keys SET locked_until = {NOW} + $2 WHERE id = $1"))
+                    sqlx::query(&format!("UPDATE idempotency_keys SET locked_until = {NOW} + $2, lock_token = $3 WHERE id = $1"))
                         .bind(id)
                         .bind(lock_ms)
+                        .bind(&token)
                         .execute(&mut *tx)
                         .await?;
                     tx.commit().await?;
-                    Ok(IdemBegin::Started { record_id: id })
+                    Ok(IdemBegin::Started { record_id: id, token })
                 }
 
-                async fn idem_complete(&self, record_id: i64, status: u16, body: &str) -> StoreResult<()> {
+                async fn idem_complete(&self, record_id: i64, token: &str, status: u16, body: &str) -> StoreResult<()> {
                     sqlx::query(
                         "UPDATE idempotency_keys SET state = 'done', locked_until = NULL, response_status = $2, \
-                         response_body = $3 WHERE id = $1 AND state = 'in_flight'",
+                         response_body = $3 WHERE id = $1 AND state = 'in_flight' AND lock_token = $4",
                     )
                     .bind(record_id)
                     .bind(status as i64)
                     .bind(body)
+                    .bind(token)
                     .execute(&self.pool)
                     .await?;
                     Ok(())
                 }
 
-                async fn idem_release(&self, record_id: i64) -> StoreResult<()> {
-                    sqlx::query("DELETE FROM idempotency_keys WHERE id = $1 AND state = 'in_flight'")
+                async fn idem_release(&self, record_id: i64, token: &str) -> StoreResult<()> {
+                    sqlx::query("DELETE FROM idempotency_keys WHERE id = $1 AND state = 'in_flight' AND lock_token = $2")
                         .bind(record_id)
+                        .bind(token)
                         .execute(&self.pool)
                         .await?;
                     Ok(())

@@ -11,7 +11,7 @@ pub const KEY_TTL_MS: i64 = 24 * 3600 * 1000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdemBegin {
     /// The key is this request's: run it, and store its response under `record_id`.
-    Started { record_id: i64 },
+    Started { record_id: i64, token: String },
     /// The first response, to be replayed.
     Replay { status: u16, body: String },
     /// The key was used with a different body.
@@ -37,9 +37,15 @@ pub trait IdempotencyStore: Send + Sync {
         ttl_ms: i64,
     ) -> StoreResult<IdemBegin>;
     /// Stores a response that came with no write (a 4xx).
-    async fn idem_complete(&self, record_id: i64, status: u16, body: &str) -> StoreResult<()>;
-    /// Frees the key (a 5xx stores nothing).
-    async fn idem_release(&self, record_id: i64) -> StoreResult<()>;
+    async fn idem_complete(
+        &self,
+        record_id: i64,
+        token: &str,
+        status: u16,
+        body: &str,
+    ) -> StoreResult<()>;
+    /// Frees the key (a 5xx stores nothing), if this request still holds it.
+    async fn idem_release(&self, record_id: i64, token: &str) -> StoreResult<()>;
     /// Deletes up to `batch` records created before `older_than_ms`.
     async fn delete_idempotency_keys(&self, older_than_ms: i64, batch: i64) -> StoreResult<u64>;
 }

@@ -221,8 +221,9 @@ pub struct StatusChange {
 
 /// Stores an idempotent request's first response in the same transaction as its write.
 pub struct Completion<'a, T> {
-    /// The idempotency record the request holds.
+    /// The idempotency record the request holds, and the token that proves it still does.
     pub record_id: i64,
+    pub token: &'a str,
     pub status: u16,
     /// Renders the response body from what the write produced, inside its transaction.
     pub render: &'a (dyn Fn(&T) -> String + Send + Sync),
@@ -270,12 +271,15 @@ pub trait Store: EventStore + IdempotencyStore + Send + Sync + 'static {
     ) -> StoreResult<()>;
     /// Deletes the user with their applications and memberships.
     async fn delete_user(&self, user_id: i64) -> StoreResult<()>;
+    /// Records a failed attempt; returns its id.
     async fn record_auth_failure(
         &self,
         kind: FailureKind,
         key: &str,
         at: DateTime<Utc>,
-    ) -> StoreResult<()>;
+    ) -> StoreResult<i64>;
+    /// Forgets recorded attempts (a login that turned out right).
+    async fn delete_auth_failures(&self, ids: &[i64]) -> StoreResult<()>;
     /// The time of the `n`-th most recent failure after `since`, if there are that many.
     async fn nth_recent_auth_failure(
         &self,

@@ -46,6 +46,8 @@ impl Dialect for PgDialect {
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const NOW_MS: &'static str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const FOR_SHARE: &'static str = " FOR SHARE";
+    const LOCK_WHILE_PUBLISHING: bool = true;
 
     fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Postgres>, terms: &[String]) {
         // Terms are letters and digits only, so quoting them makes each a literal lexeme.

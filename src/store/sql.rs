@@ -12,6 +12,10 @@ pub(super) trait Dialect {
     /// Appended to a SELECT that must lock the rows it reads for the rest of the transaction
     /// (SQLite needs nothing: its write transactions start with the database write lock).
     const FOR_UPDATE: &'static str;
+    /// Appended to a SELECT whose rows must not change or vanish until the transaction ends.
+    const FOR_SHARE: &'static str;
+    /// Whether the outbox relay may keep its rows locked while it publishes them.
+    const LOCK_WHILE_PUBLISHING: bool;
     /// Appended to the SELECT that picks queue messages: concurrent receivers skip each other's
     /// rows (SQLite's single writer needs nothing).
     const SKIP_LOCKED: &'static str;
@@ -123,15 +127,24 @@ macro_rules! impl_store {
                 value: &T,
             ) -> StoreResult<()> {
                 if let Some(c) = idem {
-                    sqlx::query(
+                    let done = sqlx::query(
                         "UPDATE idempotency_keys SET state = 'done', locked_until = NULL, \
-                         response_status = $2, response_body = $3 WHERE id = $1",
+                         response_status = $2, response_body = $3 \
+                         WHERE id = $1 AND state = 'in_flight' AND lock_token = $4",
                     )
                     .bind(c.record_id)
                     .bind(c.status as i64)
                     .bind((c.render)(value))
+                    .bind(c.token)
                     .execute(&mut **tx)
                     .await?;
+                    if done.rows_affected() == 0 {
+                        // A retry took the key over (this request ran past its lock): the write
+                        // must not happen twice, so this one rolls back.
+                        return Err(StoreError::Other(anyhow::anyhow!(
+                            "the idempotency key was taken over by a retry; not writing twice"
+                        )));
+                    }
                 }
                 Ok(())
             }
@@ -243,13 +256,19 @@ macro_rules! impl_store {
                 kind: FailureKind,
                 key: &str,
                 at: DateTime<Utc>,
-            ) -> StoreResult<()> {
-                sqlx::query("INSERT INTO auth_failures (kind, key, at) VALUES ($1, $2, $3)")
+            ) -> StoreResult<i64> {
+                Ok(sqlx::query_scalar("INSERT INTO auth_failures (kind, key, at) VALUES ($1, $2, $3) RETURNING id")
                     .bind(kind.as_str())
                     .bind(key)
                     .bind(at)
-                    .execute(&self.pool)
-                    .await?;
+                    .fetch_one(&self.pool)
+                    .await?)
+            }
+
+            async fn delete_auth_failures(&self, ids: &[i64]) -> StoreResult<()> {
+                for id in ids {
+                    sqlx::query("DELETE FROM auth_failures WHERE id = $1").bind(id).execute(&self.pool).await?;
+                }
                 Ok(())
             }
 
@@ -622,8 +641,12 @@ macro_rules! impl_store {
                 idem: Idem<'_, ApplicationRow>,
             ) -> StoreResult<ApplicationRow> {
                 let mut tx = self.begin_write().await?;
-                let status: String = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1")
-                    .bind(job_id)
+                // Locked so that a concurrent close or delete waits for this application.
+                let status: String = sqlx::query_scalar(&format!(
+                    "SELECT status FROM jobs WHERE id = $1{}",
+                    <$dialect>::FOR_SHARE
+                ))
+                .bind(job_id)
                     .fetch_optional(&mut *tx)
                     .await?
                     .ok_or(StoreError::NotFound)?;

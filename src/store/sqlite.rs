@@ -65,6 +65,8 @@ impl Dialect for SqliteDialect {
     const SKIP_LOCKED: &'static str = "";
     const NOW_MS: &'static str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
     const FOR_UPDATE: &'static str = "";
+    const FOR_SHARE: &'static str = "";
+    const LOCK_WHILE_PUBLISHING: bool = false;
 
     fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Sqlite>, terms: &[String]) {
         // Each term double-quoted is an FTS5 string, never an operator; adjacent strings AND.

@@ -11,6 +11,7 @@ each_backend!(
     email_taken_case_insensitively,
     login_failures_look_alike,
     login_rate_limited_per_email,
+    parallel_guesses_cannot_pass_the_limit,
     token_rules,
     password_change_revokes_tokens,
     delete_account_takes_applications,
@@ -265,4 +266,23 @@ async fn delete_account_takes_applications(app: TestApp) {
     )
     .await
     .expect(401);
+}
+
+async fn parallel_guesses_cannot_pass_the_limit(app: TestApp) {
+    let u = app.user("candidate").await;
+    let guesses = (0..25).map(|i| {
+        app.post(
+            "/api/auth/token",
+            None,
+            json!({"email": u.email, "password": format!("wrong guess {i}")}),
+        )
+    });
+    let answers = futures::future::join_all(guesses).await;
+    let refused = answers.iter().filter(|r| r.status == 401).count();
+    let limited = answers.iter().filter(|r| r.status == 429).count();
+    assert_eq!(refused + limited, 25);
+    assert!(
+        refused <= 10,
+        "{refused} guesses were checked; the limit is 10"
+    );
 }

@@ -18,6 +18,7 @@ each_backend!(
     records_go_with_their_user,
     auth_endpoints_ignore_the_header,
     status_change_retried_emits_one_event,
+    a_request_that_lost_its_key_writes_nothing,
 );
 
 /// Sends `body` (JSON, or nothing) with an `Idempotency-Key`.
@@ -520,4 +521,76 @@ async fn status_change_retried_emits_one_event(app: TestApp) {
             .count(),
         1
     );
+}
+
+/// A request that outlived its hold on the key (a retry took it over) cannot also write: its
+/// write rolls back, so the work happens once.
+async fn a_request_that_lost_its_key_writes_nothing(app: TestApp) {
+    use jobboard::store::{CompanyFields, Completion, IdemBegin};
+    let e = app.user("employer").await;
+    let store = app.state.store.clone();
+    let begin = || {
+        store.idem_begin(
+            e.id,
+            "POST",
+            "/api/companies",
+            "slow",
+            "hash",
+            60_000,
+            86_400_000,
+        )
+    };
+    let IdemBegin::Started {
+        record_id,
+        token: first,
+    } = begin().await.unwrap()
+    else {
+        panic!("first request starts")
+    };
+    assert_eq!(begin().await.unwrap(), IdemBegin::InFlight);
+    // The first request stalls past its lock; the retry takes the key over.
+    app.exec("UPDATE idempotency_keys SET locked_until = 0")
+        .await;
+    let IdemBegin::Started { token: second, .. } = begin().await.unwrap() else {
+        panic!("retry takes over")
+    };
+    assert_ne!(first, second);
+    let render = |_: &jobboard::store::CompanyRow| "{}".to_string();
+    let fields = || CompanyFields {
+        name: "Acme".into(),
+        website: None,
+        description: None,
+    };
+    let stale = Completion {
+        record_id,
+        token: &first,
+        status: 201,
+        render: &render,
+    };
+    assert!(
+        store
+            .create_company(e.id, fields(), Some(&stale))
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        app.scalar_i64("SELECT COUNT(*) FROM companies").await,
+        0,
+        "the stale write rolled back"
+    );
+    let current = Completion {
+        record_id,
+        token: &second,
+        status: 201,
+        render: &render,
+    };
+    store
+        .create_company(e.id, fields(), Some(&current))
+        .await
+        .unwrap();
+    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM companies").await, 1);
+    assert!(matches!(
+        begin().await.unwrap(),
+        IdemBegin::Replay { status: 201, .. }
+    ));
 }
