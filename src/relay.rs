@@ -18,6 +18,8 @@ pub struct Relay {
     store: Arc<dyn Store>,
     sqs: Arc<SqsQueue>,
     wake: Notify,
+    /// One publish at a time in this process (SQLite has no row locks to keep two apart).
+    busy: tokio::sync::Mutex<()>,
 }
 
 impl Relay {
@@ -26,6 +28,7 @@ impl Relay {
             store,
             sqs,
             wake: Notify::new(),
+            busy: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -42,6 +45,7 @@ impl Relay {
 
     /// Publishes one batch; returns how many rows left the outbox.
     pub async fn publish_once(&self) -> anyhow::Result<usize> {
+        let _turn = self.busy.lock().await;
         let sqs = self.sqs.clone();
         let n = self
             .store

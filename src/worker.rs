@@ -124,6 +124,7 @@ impl Worker {
                             reason: format!("invalid message: {}", invalid.reason),
                             attempts: 0,
                             first_failed_at: None,
+                            copy_of_dead: false,
                         },
                     )
                     .await?;
@@ -259,6 +260,7 @@ impl Worker {
                         reason: reason.clone(),
                         attempts,
                         first_failed_at,
+                        copy_of_dead: false,
                     },
                 )
                 .await?;
@@ -414,6 +416,7 @@ impl Worker {
                     reason: "the event was dead-lettered earlier; this is a later copy".to_string(),
                     attempts: 0,
                     first_failed_at: None,
+                    copy_of_dead: true,
                 },
             )
             .await?;

@@ -43,6 +43,8 @@ pub struct DeadLetterReason {
     pub attempts: i64,
     /// ms since the epoch of the first failure, if known.
     pub first_failed_at: Option<i64>,
+    /// A later copy of an event that was dead-lettered already: the database queue keeps one.
+    pub copy_of_dead: bool,
 }
 
 /// Which dead letters a command is about.

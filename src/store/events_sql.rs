@@ -16,10 +16,10 @@ macro_rules! impl_event_store {
                     tx: &mut sqlx::Transaction<'static, $db>,
                     d: &NewDeadLetter,
                 ) -> StoreResult<()> {
-                    // One dead letter per event: a later copy of a dead-lettered event adds none.
+                    // A later copy of a dead-lettered event adds no second dead letter.
                     sqlx::query(&format!(
                         "INSERT INTO dead_letters (event_id, reason, attempts, body, first_failed_at, last_failed_at) \
-                         SELECT $1, $2, $3, $4, COALESCE($5, {NOW}), {NOW} WHERE CAST($1 AS TEXT) IS NULL \
+                         SELECT $1, $2, $3, $4, COALESCE($5, {NOW}), {NOW} WHERE NOT $6 OR CAST($1 AS TEXT) IS NULL \
                          OR NOT EXISTS (SELECT 1 FROM dead_letters WHERE event_id = $1)"
                     ))
                     .bind(&d.event_id)
@@ -27,6 +27,7 @@ macro_rules! impl_event_store {
                     .bind(d.attempts)
                     .bind(&d.body)
                     .bind(d.first_failed_at)
+                    .bind(d.unless_present)
                     .execute(&mut **tx)
                     .await?;
                     Ok(())

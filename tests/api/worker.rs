@@ -67,7 +67,8 @@ impl Harness {
     pub async fn later(&self) {
         match &self.sqs {
             None => self.app.time_passes().await,
-            Some(_) => tokio::time::sleep(Duration::from_millis(2600)).await,
+            // The backoff (2 s ± 10 %) rounded up to whole seconds for SQS.
+            Some(_) => tokio::time::sleep(Duration::from_millis(3200)).await,
         }
     }
 
