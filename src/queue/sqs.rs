@@ -127,8 +127,9 @@ impl SqsQueue {
         Ok(())
     }
 
-    /// Every message now in the DLQ, each received with a short visibility so a listing leaves
-    /// them in place.
+    /// Every message now in the DLQ: each is hidden for `hide` while the listing goes on (so
+    /// none is counted twice or missed), long-polling until two rounds bring nothing new. The
+    /// caller makes the ones it keeps visible again.
     async fn dlq_messages(
         &self,
         hide: Duration,
@@ -145,7 +146,7 @@ impl SqsQueue {
                 .queue_url(dlq)
                 .max_number_of_messages(BATCH as i32)
                 .visibility_timeout(secs(hide).max(1))
-                .wait_time_seconds(0)
+                .wait_time_seconds(1)
                 .message_attribute_names("All")
                 .send()
                 .await?;
@@ -419,7 +420,7 @@ impl Queue for SqsQueue {
     }
 
     async fn dead_letters(&self) -> anyhow::Result<Vec<DeadLetter>> {
-        let messages = self.dlq_messages(Duration::from_secs(1)).await?;
+        let messages = self.dlq_messages(Duration::from_secs(30)).await?;
         let dlq = self.dlq_url.clone().unwrap_or_default();
         self.release_all(&dlq, &messages).await;
         let get = |m: &aws_sdk_sqs::types::Message, k: &str| {
