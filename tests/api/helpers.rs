@@ -410,6 +410,32 @@ impl TestApp {
         }
     }
 
+    /// Makes the database refuse any history row moving an application to `status`, so that
+    /// the status change's transaction fails (a fault no request can cause).
+    pub async fn refuse_moves_to(&self, status: &str) {
+        let sql = match self.backend {
+            Backend::Sqlite => format!(
+                "CREATE TRIGGER refuse_move BEFORE INSERT ON application_history \
+                 WHEN NEW.new_status = '{status}' BEGIN SELECT RAISE(ABORT, 'refused'); END;"
+            ),
+            Backend::Postgres => format!(
+                "CREATE FUNCTION refuse_move() RETURNS trigger AS $$ BEGIN \
+                 IF NEW.new_status = '{status}' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql; \
+                 CREATE TRIGGER refuse_move BEFORE INSERT ON application_history FOR EACH ROW EXECUTE FUNCTION refuse_move();"
+            ),
+        };
+        self.exec(&sql).await;
+    }
+
+    /// Undoes `refuse_moves_to`.
+    pub async fn allow_moves(&self) {
+        self.exec(match self.backend {
+            Backend::Sqlite => "DROP TRIGGER refuse_move",
+            Backend::Postgres => "DROP TRIGGER refuse_move ON application_history",
+        })
+        .await;
+    }
+
     /// Moves every queued message's visibility to now: the retry delay has passed.
     pub async fn time_passes(&self) {
         self.exec("UPDATE outbox SET visible_at = 0").await;

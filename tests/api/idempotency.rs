@@ -317,18 +317,7 @@ async fn keys_are_scoped_by_user_method_and_route(app: TestApp) {
 
 async fn server_errors_free_the_key(app: TestApp) {
     let s = app.scenario().await;
-    let trigger = match app.backend {
-        Backend::Sqlite => {
-            "CREATE TRIGGER refuse BEFORE INSERT ON application_history \
-             WHEN NEW.new_status = 'reviewing' BEGIN SELECT RAISE(ABORT, 'refused'); END;"
-        }
-        Backend::Postgres => {
-            "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN \
-             IF NEW.new_status = 'reviewing' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql; \
-             CREATE TRIGGER refuse BEFORE INSERT ON application_history FOR EACH ROW EXECUTE FUNCTION refuse();"
-        }
-    };
-    app.exec(trigger).await;
+    app.refuse_moves_to("reviewing").await;
     let path = format!("/api/applications/{}", s.application_id);
     let body = json!({"status": "reviewing"});
     let r = send(
@@ -347,11 +336,7 @@ async fn server_errors_free_the_key(app: TestApp) {
         0,
         "a 5xx stores nothing"
     );
-    app.exec(match app.backend {
-        Backend::Sqlite => "DROP TRIGGER refuse",
-        Backend::Postgres => "DROP TRIGGER refuse ON application_history",
-    })
-    .await;
+    app.allow_moves().await;
     let r = send(
         &app,
         Method::PATCH,

@@ -516,17 +516,7 @@ async fn withdraw_emails_a_confirmation(h: Harness) {
 /// A status change whose transaction fails writes no event; the committed ones each write one.
 async fn rolled_back_change_emits_nothing(h: Harness) {
     let s = h.app.scenario().await;
-    let trigger = match h.app.backend {
-        Backend::Sqlite => "CREATE TRIGGER refuse_interview BEFORE INSERT ON application_history \
-             WHEN NEW.new_status = 'interview' BEGIN SELECT RAISE(ABORT, 'refused'); END;"
-            .to_string(),
-        Backend::Postgres => "CREATE FUNCTION refuse_interview() RETURNS trigger AS $$ BEGIN \
-             IF NEW.new_status = 'interview' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql; \
-             CREATE TRIGGER refuse_interview BEFORE INSERT ON application_history \
-             FOR EACH ROW EXECUTE FUNCTION refuse_interview();"
-            .to_string(),
-    };
-    h.app.exec(&trigger).await;
+    h.app.refuse_moves_to("interview").await;
     let path = format!("/api/applications/{}", s.application_id);
     h.app
         .patch(
