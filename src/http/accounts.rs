@@ -298,7 +298,7 @@ async fn change_password_inner(
     errors.into_result()?;
     let new = input.new_password;
     let new_hash = blocking(move || auth::hash_password(&new)).await??;
-    let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new());
+    let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new())?;
     st.store
         .change_password(user.id(), &new_hash, done.as_ref())
         .await?;
@@ -316,7 +316,10 @@ async fn change_password_inner(
 async fn delete_me(State(st): State<AppState>, user: AuthUser, key: IdemKey) -> Response {
     let (st, user) = (&st, &user);
     // The account's idempotency records go with it, this request's included.
-    idempotency::run(st, user, key, b"", |_| async move {
+    idempotency::run(st, user, key, b"", |idem| async move {
+        if let Some(c) = &idem {
+            c.check()?;
+        }
         st.store.delete_user(user.id()).await?;
         tracing::info!(
             user_id = user.id(),

@@ -186,7 +186,7 @@ async fn apply_inner(
         None => None,
     };
     let render = |a: &ApplicationRow| json_body(&ApplicationOut::from(a.clone()));
-    let done = completion(&idem, StatusCode::CREATED, &render);
+    let done = completion(&idem, StatusCode::CREATED, &render)?;
     let app = st
         .store
         .apply(job.id, user.id(), cover_letter, done.as_ref())
@@ -285,7 +285,7 @@ async fn change_status_inner(
         )
     })?;
     let render = |a: &ApplicationRow| json_body(&ApplicationOut::from(a.clone()));
-    let done = completion(&idem, StatusCode::OK, &render);
+    let done = completion(&idem, StatusCode::OK, &render)?;
     let change = st
         .store
         .change_status(app.id, to, Actor::Employer, user.id(), done.as_ref())
@@ -307,7 +307,7 @@ async fn withdraw(State(st): State<AppState>, user: AuthUser, ids: Ids, key: Ide
         user.require(Role::Candidate, "withdraw applications")?;
         let app = visible(st, user, ids.one()).await?;
         let render = |a: &ApplicationRow| json_body(&ApplicationOut::from(a.clone()));
-        let done = completion(&idem, StatusCode::OK, &render);
+        let done = completion(&idem, StatusCode::OK, &render)?;
         let change = st
             .store
             .change_status(app.id, ApplicationStatus::Withdrawn, Actor::Candidate, user.id(), done.as_ref())
@@ -329,7 +329,7 @@ async fn remove(State(st): State<AppState>, user: AuthUser, ids: Ids, key: IdemK
     idempotency::run(st, user, key, b"", |idem| async move {
         user.require(Role::Candidate, "delete applications")?;
         let app = visible(st, user, ids.one()).await?;
-        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new());
+        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new())?;
         st.store.delete_application(app.id, done.as_ref()).await?;
         Ok(StatusCode::NO_CONTENT.into_response())
     })

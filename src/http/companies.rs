@@ -165,7 +165,7 @@ async fn create(State(st): State<AppState>, user: AuthUser, key: IdemKey, body: 
             input.description.as_deref(),
         )?;
         let render = |c: &CompanyRow| json_body(&CompanyOut::from(c.clone()));
-        let done = completion(&idem, StatusCode::CREATED, &render);
+        let done = completion(&idem, StatusCode::CREATED, &render)?;
         let company = st
             .store
             .create_company(user.id(), fields, done.as_ref())
@@ -245,7 +245,7 @@ async fn update_inner(
     let fields = validate_fields(&name, website.as_deref(), description.as_deref())?;
     let renamed = fields.name != current.name;
     let render = |c: &CompanyRow| json_body(&CompanyOut::from(c.clone()));
-    let done = completion(&idem, StatusCode::OK, &render);
+    let done = completion(&idem, StatusCode::OK, &render)?;
     let company = st
         .store
         .update_company(current.id, fields, done.as_ref())
@@ -264,7 +264,7 @@ async fn remove(State(st): State<AppState>, user: AuthUser, ids: Ids, key: IdemK
     let (st, user) = (&st, &user);
     idempotency::run(st, user, key, b"", |idem| async move {
         let company = member_company(st, user, ids.one()).await?;
-        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new());
+        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new())?;
         st.store.delete_company(company.id, done.as_ref()).await?;
         Ok(StatusCode::NO_CONTENT.into_response())
     })
@@ -313,7 +313,7 @@ async fn add_member_inner(
     let company = member_company(st, user, ids.one()).await?;
     let input: MemberIn = body.json(false)?;
     let email = validate::email(&input.email).map_err(|m| ApiError::field("email", m))?;
-    let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new());
+    let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new())?;
     match st
         .store
         .add_member(company.id, &validate::email_key(&email), done.as_ref())
@@ -342,7 +342,7 @@ async fn remove_member(
     let (st, user) = (&st, &user);
     idempotency::run(st, user, key, b"", |idem| async move {
         let company = member_company(st, user, ids.0[0]).await?;
-        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new());
+        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new())?;
         st.store
             .remove_member(company.id, ids.0[1], done.as_ref())
             .await?;

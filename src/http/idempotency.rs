@@ -22,9 +22,17 @@ const LOCK_MS: i64 = 60_000;
 
 /// The request's `Idempotency-Key`, with the method and route template it is scoped by.
 pub struct IdemKey {
-    key: Option<String>,
+    /// `Err`: the header was malformed; the 400 comes after the role and visibility checks.
+    key: Result<Option<String>, ()>,
     method: Method,
     route: String,
+}
+
+fn malformed_key() -> ApiError {
+    ApiError::bad_request(
+        "invalid-idempotency-key",
+        "Idempotency-Key must be 1 to 255 visible ASCII characters",
+    )
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for IdemKey {
@@ -37,7 +45,7 @@ impl<S: Send + Sync> FromRequestParts<S> for IdemKey {
             .map(|p| p.as_str().to_string())
             .unwrap_or_else(|| parts.uri.path().to_string());
         let key = match parts.headers.get("idempotency-key") {
-            None => None,
+            None => Ok(None),
             Some(v) => {
                 let bytes = v.as_bytes();
                 // 1–255 visible ASCII characters.
@@ -45,12 +53,10 @@ impl<S: Send + Sync> FromRequestParts<S> for IdemKey {
                     || bytes.len() > 255
                     || !bytes.iter().all(|b| (0x21..=0x7e).contains(b))
                 {
-                    return Err(ApiError::bad_request(
-                        "invalid-idempotency-key",
-                        "Idempotency-Key must be 1 to 255 visible ASCII characters",
-                    ));
+                    Err(())
+                } else {
+                    Ok(Some(String::from_utf8_lossy(bytes).into_owned()))
                 }
-                Some(String::from_utf8_lossy(bytes).into_owned())
             }
         };
         Ok(IdemKey {
@@ -64,6 +70,8 @@ impl<S: Send + Sync> FromRequestParts<S> for IdemKey {
 /// Handed to a handler that runs under a key: its store call stores the response.
 #[derive(Clone)]
 pub struct IdemCtx {
+    /// The key was malformed: the handler answers 400 where it would store its response.
+    malformed: bool,
     record_id: i64,
     token: String,
     stored: Arc<AtomicBool>,
@@ -75,24 +83,37 @@ impl IdemCtx {
         &'a self,
         status: StatusCode,
         render: &'a (dyn Fn(&T) -> String + Send + Sync),
-    ) -> Completion<'a, T> {
+    ) -> ApiResult<Completion<'a, T>> {
+        self.check()?;
         self.stored.store(true, Ordering::SeqCst);
-        Completion {
+        Ok(Completion {
             record_id: self.record_id,
             token: &self.token,
             status: status.as_u16(),
             render,
+        })
+    }
+
+    /// 400 if the key was malformed. Every write calls this (through `completion`) before it
+    /// writes, after its role and visibility checks.
+    pub fn check(&self) -> ApiResult<()> {
+        if self.malformed {
+            Err(malformed_key())
+        } else {
+            Ok(())
         }
     }
 }
 
-/// The completion for an optional context.
+/// The completion for an optional context (400 if the key was malformed).
 pub fn completion<'a, T>(
     ctx: &'a Option<IdemCtx>,
     status: StatusCode,
     render: &'a (dyn Fn(&T) -> String + Send + Sync),
-) -> Option<Completion<'a, T>> {
-    ctx.as_ref().map(|c| c.completion(status, render))
+) -> ApiResult<Option<Completion<'a, T>>> {
+    ctx.as_ref()
+        .map(|c| c.completion(status, render))
+        .transpose()
 }
 
 /// A JSON body exactly as `Json` would send it.
@@ -132,10 +153,27 @@ where
     F: FnOnce(Option<IdemCtx>) -> Fut,
     Fut: Future<Output = ApiResult<Response>>,
 {
-    let Some(k) = key.key else {
-        return handler(None)
-            .await
-            .unwrap_or_else(IntoResponse::into_response);
+    let k = match key.key {
+        Ok(Some(k)) => k,
+        Ok(None) => {
+            return handler(None)
+                .await
+                .unwrap_or_else(IntoResponse::into_response);
+        }
+        Err(()) => {
+            let refuse = IdemCtx {
+                malformed: true,
+                record_id: 0,
+                token: String::new(),
+                stored: Arc::default(),
+            };
+            return match handler(Some(refuse)).await {
+                // Every write asks for its completion (and so gets the 400) before writing; a
+                // request that reached no write still must not be accepted with this key.
+                Ok(_) => malformed_key().into_response(),
+                Err(e) => e.into_response(),
+            };
+        }
     };
     let hash = hex::encode(Sha256::digest(body));
     let begun = st
@@ -174,6 +212,7 @@ where
         Ok(IdemBegin::Started { record_id, token }) => (record_id, token),
     };
     let ctx = IdemCtx {
+        malformed: false,
         record_id,
         token: token.clone(),
         stored: Arc::default(),

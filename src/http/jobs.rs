@@ -248,7 +248,7 @@ async fn create_inner(
         FieldErrors::default(),
     )?;
     let render = |j: &JobRow| json_body(&JobOut::from(j.clone()));
-    let done = completion(&idem, StatusCode::CREATED, &render);
+    let done = completion(&idem, StatusCode::CREATED, &render)?;
     let job = st
         .store
         .create_job(input.company_id, fields, done.as_ref())
@@ -300,7 +300,7 @@ async fn update_inner(
     let mut job = member_job(st, user, ids.one()).await?;
     let patch: JobPatch = body.json(false)?;
     let render = |j: &JobRow| json_body(&JobOut::from(j.clone()));
-    let done = completion(&idem, StatusCode::OK, &render);
+    let done = completion(&idem, StatusCode::OK, &render)?;
     // Merge and write conditionally on updated_at; a concurrent write makes us merge again.
     for _ in 0..5 {
         let fields = merge(&job, &patch)?;
@@ -368,7 +368,7 @@ async fn remove(State(st): State<AppState>, user: AuthUser, ids: Ids, key: IdemK
     let (st, user) = (&st, &user);
     idempotency::run(st, user, key, b"", |idem| async move {
         let job = member_job(st, user, ids.one()).await?;
-        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new());
+        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new())?;
         st.store.delete_job(job.id, done.as_ref()).await?;
         st.cache.bump().await;
         Ok(StatusCode::NO_CONTENT.into_response())

@@ -200,6 +200,32 @@ async fn bad_keys_are_refused(app: TestApp) {
     )
     .await;
     r.expect_problem(401, "unauthorized");
+    // The key is judged with the request itself: after the role (403) and visibility (404).
+    let cand = app.user("candidate").await;
+    let r = send(
+        &app,
+        Method::POST,
+        "/api/companies",
+        &cand.token,
+        "",
+        Some(json!({"name": "Acme"})),
+    )
+    .await;
+    r.expect_problem(403, "forbidden");
+    let other = app.user("employer").await;
+    let r = send(
+        &app,
+        Method::PATCH,
+        "/api/companies/999999",
+        &other.token,
+        "",
+        Some(json!({"name": "x"})),
+    )
+    .await;
+    r.expect_problem(404, "not-found");
+    let r = send(&app, Method::DELETE, "/api/me", &other.token, "", None).await;
+    r.expect_problem(400, "invalid-idempotency-key");
+    app.get("/api/me", Some(&other.token)).await.expect(200);
 }
 
 async fn client_errors_are_stored_and_replayed(app: TestApp) {
