@@ -47,7 +47,7 @@ pub async fn build(
     migrate: bool,
 ) -> anyhow::Result<AppState> {
     tracing::info!(database = %redact_url(config.database_url.as_str()), "connecting to the database");
-    let store = store::connect(&config.database_url)
+    let store = store::connect_with_pool(&config.database_url, config.database_pool_size)
         .await
         .with_context(|| {
             format!(

@@ -139,6 +139,10 @@ pub struct Config {
     pub max_attempts: u32,
     pub worker_concurrency: usize,
     pub claim_mode: ClaimMode,
+    /// Lease mode: claim, record and acknowledge each received batch in one statement each.
+    pub worker_batch: bool,
+    /// Most database connections per process; `None`: the backend's default.
+    pub database_pool_size: Option<u32>,
     pub processed_events_retention_days: u64,
     pub email_backend: EmailBackend,
     pub email_file_dir: PathBuf,
@@ -170,6 +174,8 @@ Environment (defaults in brackets):
   MAX_ATTEMPTS            1-100 [5]
   WORKER_CONCURRENCY      1-1024 [8]
   CLAIM_MODE              lease | transaction (not with SQLite) [lease]
+  WORKER_BATCH            true | false: lease mode claims and records a batch per statement [true]
+  DATABASE_POOL_SIZE      1-1000 connections per process [32 PostgreSQL, 8 SQLite]
   PROCESSED_EVENTS_RETENTION_DAYS  >= 14 with SQS [14]
   EMAIL_BACKEND           console | file | smtp [console]
   EMAIL_FILE_DIR          where the file backend writes .eml files [data/mail]
@@ -366,6 +372,12 @@ impl Config {
                 ("transaction", ClaimMode::Transaction),
             ],
         )?;
+        let worker_batch = env.word("WORKER_BATCH", true, &[("true", true), ("false", false)])?;
+        let database_pool_size = if env.get("DATABASE_POOL_SIZE").is_some() {
+            Some(env.number("DATABASE_POOL_SIZE", 32, 1, 1000)? as u32)
+        } else {
+            None
+        };
         if claim_mode == ClaimMode::Transaction && database_url.is_sqlite() {
             return Err(err(
                 "CLAIM_MODE",
@@ -469,6 +481,8 @@ impl Config {
             max_attempts,
             worker_concurrency,
             claim_mode,
+            worker_batch,
+            database_pool_size,
             processed_events_retention_days,
             email_backend,
             email_file_dir,
@@ -561,6 +575,11 @@ mod tests {
         assert_eq!(c.bind_addr.to_string(), "127.0.0.1:8000");
         assert_eq!(c.search_cache_ttl_secs, 300);
         assert_eq!(c.claim_mode, ClaimMode::Lease);
+        assert!(c.worker_batch);
+        assert_eq!(c.database_pool_size, None);
+        let c = parse(&[("WORKER_BATCH", "false"), ("DATABASE_POOL_SIZE", "4")]).unwrap();
+        assert!(!c.worker_batch);
+        assert_eq!(c.database_pool_size, Some(4));
         assert_eq!(c.log_format, LogFormat::Json);
         assert!(c.jwt_secret.is_none());
     }
@@ -589,6 +608,9 @@ mod tests {
                 "EMAIL_SEND_TIMEOUT_SECS",
             ),
             (vec![("CLAIM_MODE", "transaction")], "CLAIM_MODE"),
+            (vec![("WORKER_BATCH", "sometimes")], "WORKER_BATCH"),
+            (vec![("DATABASE_POOL_SIZE", "0")], "DATABASE_POOL_SIZE"),
+            (vec![("DATABASE_POOL_SIZE", "many")], "DATABASE_POOL_SIZE"),
             (
                 vec![
                     ("QUEUE", "sqs"),

@@ -35,7 +35,7 @@ pub async fn run(command: Option<Command>, config: Config) -> anyhow::Result<u8>
 
 /// Opens the database and applies pending migrations.
 async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
-    let store = store::connect(&config.database_url)
+    let store = store::connect_with_pool(&config.database_url, config.database_pool_size)
         .await
         .with_context(|| {
             format!(

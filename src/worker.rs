@@ -48,6 +48,13 @@ impl Outcome {
     }
 }
 
+/// Counts one handled message in the metrics.
+fn count(kind: &'static str, outcome: Outcome, start: Instant) {
+    metrics::counter!(t::EVENTS_HANDLED_TOTAL, "type" => kind, "outcome" => outcome.as_str())
+        .increment(1);
+    metrics::histogram!(t::EVENT_HANDLE_DURATION_SECONDS).record(start.elapsed().as_secs_f64());
+}
+
 /// Records older than the retention are deleted in batches of this many.
 const RETENTION_BATCH: i64 = 1000;
 const MAX_BACKOFF_SECS: f64 = 900.0;
@@ -60,6 +67,7 @@ pub struct Worker {
     mailer: Arc<dyn Mailer>,
     sender: Sender,
     mode: ClaimMode,
+    batch: bool,
     visibility: Duration,
     send_timeout: Duration,
     max_attempts: i64,
@@ -85,6 +93,7 @@ impl Worker {
             mailer,
             sender: Sender::from_config(config),
             mode: config.claim_mode,
+            batch: config.worker_batch && config.claim_mode == ClaimMode::Lease,
             visibility: Duration::from_secs(config.visibility_timeout_secs),
             send_timeout: Duration::from_secs(config.email_send_timeout_secs),
             max_attempts: config.max_attempts as i64,
@@ -141,10 +150,213 @@ impl Worker {
                 (crate::domain::event::STATUS_CHANGED, outcome)
             }
         };
-        metrics::counter!(t::EVENTS_HANDLED_TOTAL, "type" => kind, "outcome" => outcome.as_str())
-            .increment(1);
-        metrics::histogram!(t::EVENT_HANDLE_DURATION_SECONDS).record(start.elapsed().as_secs_f64());
+        count(kind, outcome, start);
         Ok(outcome)
+    }
+
+    /// Handles one receive's messages. In lease mode with `WORKER_BATCH`, the new events of the
+    /// batch are claimed in one statement, their email data read in one query, the sent ones
+    /// recorded in one statement and acknowledged in one call; each event is still sent once,
+    /// and a failed send releases only its own claim. Anything unusual (an invalid message, an
+    /// event seen before, a copy of an event in the same batch) goes through `handle`.
+    pub async fn handle_batch(&self, batch: &[Message]) -> Vec<anyhow::Result<Outcome>> {
+        if !self.batch || batch.len() < 2 {
+            return futures::future::join_all(batch.iter().map(|m| self.handle(m))).await;
+        }
+        let start = Instant::now();
+        let mut seen = std::collections::HashSet::new();
+        let mut alone = Vec::new();
+        let mut fresh: Vec<(usize, StatusChanged)> = Vec::new();
+        for (i, m) in batch.iter().enumerate() {
+            match parse_message(&m.body) {
+                Ok(e) if seen.insert(e.event_id.clone()) => fresh.push((i, e)),
+                _ => alone.push(i),
+            }
+        }
+        let ids: Vec<String> = fresh.iter().map(|(_, e)| e.event_id.clone()).collect();
+        let lease_ms = self.visibility.as_millis() as i64;
+        let mut results: Vec<Option<anyhow::Result<Outcome>>> =
+            batch.iter().map(|_| None).collect();
+        let (lease_id, claimed) = match self.store.claim_new_events(&ids, lease_ms).await {
+            Ok((lease_id, claimed)) => (lease_id, claimed),
+            Err(err) => {
+                let err = anyhow::Error::from(err);
+                for (i, _) in &fresh {
+                    results[*i] = Some(Err(anyhow::anyhow!("{err:#}")));
+                }
+                (String::new(), Vec::new())
+            }
+        };
+        let claimed: std::collections::HashSet<String> = claimed.into_iter().collect();
+        let mut mine = Vec::new();
+        for (i, e) in fresh {
+            if claimed.contains(&e.event_id) {
+                mine.push((i, e));
+            } else if results[i].is_none() {
+                alone.push(i);
+            }
+        }
+        let singles = futures::future::join_all(alone.iter().map(|&i| self.handle(&batch[i])));
+        let together = self.handle_claimed(batch, &mine, &lease_id);
+        let (single_results, claimed_results) = futures::future::join(singles, together).await;
+        for (i, r) in alone.into_iter().zip(single_results) {
+            results[i] = Some(r);
+        }
+        for ((i, _), r) in mine.iter().zip(claimed_results) {
+            if let Ok(outcome) = &r {
+                count(crate::domain::event::STATUS_CHANGED, *outcome, start);
+            }
+            results[*i] = Some(r);
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(anyhow::anyhow!("message left unhandled"))))
+            .collect()
+    }
+
+    /// The rest of `handle_batch` for the events claimed under `lease_id`.
+    async fn handle_claimed(
+        &self,
+        batch: &[Message],
+        mine: &[(usize, StatusChanged)],
+        lease_id: &str,
+    ) -> Vec<anyhow::Result<Outcome>> {
+        if mine.is_empty() {
+            return Vec::new();
+        }
+        let all_failed = |err: anyhow::Error| {
+            mine.iter()
+                .map(|_| Err(anyhow::anyhow!("{err:#}")))
+                .collect::<Vec<_>>()
+        };
+        let wanted: Vec<(i64, String)> = mine
+            .iter()
+            .map(|(_, e)| (e.application_id, e.event_id.clone()))
+            .collect();
+        let mut data: std::collections::HashMap<String, EmailData> =
+            match self.store.email_data_many(&wanted).await {
+                Ok(rows) => rows.into_iter().collect(),
+                Err(err) => return all_failed(err.into()),
+            };
+        let sends = mine.iter().map(|(i, e)| {
+            let data = data.remove(&e.event_id);
+            async move {
+                let m = &batch[*i];
+                let span = tracing::info_span!("event", event_id = %e.event_id, application_id = e.application_id);
+                let Some(data) = data else {
+                    return (None, self.missing(m, e, lease_id).instrument(span).await);
+                };
+                let sent = self
+                    .send_with_heartbeat(m, e, lease_id, &data)
+                    .instrument(span.clone())
+                    .await;
+                match sent {
+                    Ok(()) => (Some(data), Ok(Outcome::Sent)),
+                    Err(error) => (
+                        None,
+                        self.failed_send(m, e, lease_id, error)
+                            .instrument(span)
+                            .await,
+                    ),
+                }
+            }
+        });
+        // The data of each sent email (none if it was not sent), and each outcome.
+        let mut results: Vec<(Option<EmailData>, anyhow::Result<Outcome>)> =
+            futures::future::join_all(sends).await;
+        let sent: Vec<usize> = results
+            .iter()
+            .enumerate()
+            .filter(|(_, (d, _))| d.is_some())
+            .map(|(k, _)| k)
+            .collect();
+        if sent.is_empty() {
+            return results.into_iter().map(|(_, r)| r).collect();
+        }
+        let sent_ids: Vec<String> = sent.iter().map(|&k| mine[k].1.event_id.clone()).collect();
+        let recorded = match self
+            .store
+            .finish_claims(&sent_ids, lease_id, Finished::Done)
+            .await
+        {
+            Ok(ids) => ids.into_iter().collect::<std::collections::HashSet<_>>(),
+            Err(err) => {
+                let err = anyhow::Error::from(err);
+                for &k in &sent {
+                    results[k].1 = Err(anyhow::anyhow!("{err:#}"));
+                }
+                return results.into_iter().map(|(_, r)| r).collect();
+            }
+        };
+        for id in &sent_ids {
+            if !recorded.contains(id) {
+                tracing::warn!(event_id = %id,
+                    "the lease ended before the send was recorded; another attempt may send it again");
+            }
+        }
+        let acked: Vec<Message> = sent.iter().map(|&k| batch[mine[k].0].clone()).collect();
+        if let Err(err) = self.queue.ack_many(&acked).await {
+            for &k in &sent {
+                results[k].1 = Err(anyhow::anyhow!("{err:#}"));
+            }
+            return results.into_iter().map(|(_, r)| r).collect();
+        }
+        for &k in &sent {
+            if let Some(data) = &results[k].0 {
+                self.log_sent(data, &mine[k].1);
+            }
+        }
+        results.into_iter().map(|(_, r)| r).collect()
+    }
+
+    /// The event's application or history row is gone: nothing to send.
+    async fn missing(
+        &self,
+        m: &Message,
+        e: &StatusChanged,
+        lease_id: &str,
+    ) -> anyhow::Result<Outcome> {
+        self.store
+            .finish_claim(&e.event_id, lease_id, Finished::Missing)
+            .await?;
+        self.queue.ack(m).await?;
+        tracing::warn!(
+            "application {} or its history row for event {} no longer exists; nothing to send",
+            e.application_id,
+            e.event_id
+        );
+        Ok(Outcome::Missing)
+    }
+
+    /// A failed send under a lease: releases this claim only, counting the attempt.
+    async fn failed_send(
+        &self,
+        m: &Message,
+        e: &StatusChanged,
+        lease_id: &str,
+        error: SendError,
+    ) -> anyhow::Result<Outcome> {
+        let permanent = matches!(error, SendError::Permanent(_));
+        let failed = self
+            .store
+            .fail_claim(
+                &e.event_id,
+                lease_id,
+                &error.to_string(),
+                self.max_attempts,
+                permanent,
+            )
+            .await?;
+        match failed {
+            None => {
+                tracing::warn!(error = %error, "send failed after the lease ended; the message will be redelivered");
+                Ok(Outcome::Failed)
+            }
+            Some(f) => {
+                self.after_failure(m, e, &error, f.attempts, f.dead, Some(f.first_failed_at))
+                    .await
+            }
+        }
     }
 
     async fn handle_lease(&self, m: &Message, e: &StatusChanged) -> anyhow::Result<Outcome> {
@@ -176,16 +388,7 @@ impl Worker {
             metrics::counter!(t::EVENTS_RECLAIMED_TOTAL).increment(1);
         }
         let Some(data) = self.store.email_data(e.application_id, &e.event_id).await? else {
-            self.store
-                .finish_claim(&e.event_id, &lease_id, Finished::Missing)
-                .await?;
-            self.queue.ack(m).await?;
-            tracing::warn!(
-                "application {} or its history row for event {} no longer exists; nothing to send",
-                e.application_id,
-                e.event_id
-            );
-            return Ok(Outcome::Missing);
+            return self.missing(m, e, &lease_id).await;
         };
         let result = self.send_with_heartbeat(m, e, &lease_id, &data).await;
         match result {
@@ -203,36 +406,7 @@ impl Worker {
                 self.log_sent(&data, e);
                 Ok(Outcome::Sent)
             }
-            Err(error) => {
-                let permanent = matches!(error, SendError::Permanent(_));
-                let failed = self
-                    .store
-                    .fail_claim(
-                        &e.event_id,
-                        &lease_id,
-                        &error.to_string(),
-                        self.max_attempts,
-                        permanent,
-                    )
-                    .await?;
-                match failed {
-                    None => {
-                        tracing::warn!(error = %error, "send failed after the lease ended; the message will be redelivered");
-                        Ok(Outcome::Failed)
-                    }
-                    Some(f) => {
-                        self.after_failure(
-                            m,
-                            e,
-                            &error,
-                            f.attempts,
-                            f.dead,
-                            Some(f.first_failed_at),
-                        )
-                        .await
-                    }
-                }
-            }
+            Err(error) => self.failed_send(m, e, &lease_id, error).await,
         }
     }
 
@@ -443,8 +617,7 @@ impl Worker {
             if batch.is_empty() {
                 return Ok(outcomes);
             }
-            let results = futures::future::join_all(batch.iter().map(|m| self.handle(m))).await;
-            for r in results {
+            for r in self.handle_batch(&batch).await {
                 outcomes.push(r?);
             }
         }
@@ -515,24 +688,37 @@ impl Worker {
             }
             idle = Duration::from_millis(20);
             let mut permit = Some(first);
+            let mut started = Vec::new();
             for m in batch {
                 let slot = permit
                     .take()
                     .or_else(|| slots.clone().try_acquire_owned().ok());
-                if shutdown.is_cancelled() || slot.is_none() {
+                match slot {
+                    Some(slot) if !shutdown.is_cancelled() => started.push((m, slot)),
                     // Received but not started: back to the queue, not an attempt.
-                    let _ = self.queue.retry_later(&m, Duration::ZERO).await;
-                    continue;
+                    _ => {
+                        let _ = self.queue.retry_later(&m, Duration::ZERO).await;
+                    }
                 }
+            }
+            if self.batch {
                 let worker = self.clone();
                 tasks.spawn(async move {
-                    let _slot = slot;
-                    if let Err(err) = worker.handle(&m).await {
-                        worker.store_trouble.store(true, Ordering::SeqCst);
-                        tracing::error!(error = format!("{err:#}"), message_id = %m.id,
-                            "could not handle a message; it will be delivered again");
+                    let (messages, _slots): (Vec<Message>, Vec<_>) = started.into_iter().unzip();
+                    let results = worker.handle_batch(&messages).await;
+                    for (m, r) in messages.iter().zip(results) {
+                        worker.handled(m, r);
                     }
                 });
+            } else {
+                for (m, slot) in started {
+                    let worker = self.clone();
+                    tasks.spawn(async move {
+                        let _slot = slot;
+                        let r = worker.handle(&m).await;
+                        worker.handled(&m, r);
+                    });
+                }
             }
         }
         self.healthy.store(false, Ordering::SeqCst);
@@ -550,6 +736,15 @@ impl Worker {
         }
         tracing::info!(clean = finished, "worker stopped");
         finished
+    }
+
+    /// Notes a message whose handling failed on the database or the queue.
+    fn handled(&self, m: &Message, r: anyhow::Result<Outcome>) {
+        if let Err(err) = r {
+            self.store_trouble.store(true, Ordering::SeqCst);
+            tracing::error!(error = format!("{err:#}"), message_id = %m.id,
+                "could not handle a message; it will be delivered again");
+        }
     }
 
     /// Deletes processed-event records older than the retention, in bounded batches.

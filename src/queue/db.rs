@@ -70,6 +70,24 @@ impl Queue for DbQueue {
         Ok(())
     }
 
+    /// One statement per receive (a receive's messages share its receipt).
+    async fn ack_many(&self, ms: &[Message]) -> anyhow::Result<()> {
+        let mut by_receipt: std::collections::BTreeMap<&str, Vec<i64>> = Default::default();
+        for m in ms {
+            by_receipt.entry(&m.receipt).or_default().push(id_of(m)?);
+        }
+        for (receipt, ids) in by_receipt {
+            let deleted = self.store.queue_ack_many(receipt, &ids).await?;
+            if deleted < ids.len() as u64 {
+                tracing::debug!(
+                    stale = ids.len() as u64 - deleted,
+                    "acknowledged messages that were already redelivered"
+                );
+            }
+        }
+        Ok(())
+    }
+
     async fn retry_later(&self, m: &Message, delay: Duration) -> anyhow::Result<()> {
         self.store
             .queue_delay(id_of(m)?, &m.receipt, ms(delay))

@@ -69,6 +69,11 @@ pub trait Queue: Send + Sync + 'static {
     async fn receive(&self, max: usize, wait: Duration) -> anyhow::Result<Vec<Message>>;
     /// Deletes a handled message.
     async fn ack(&self, m: &Message) -> anyhow::Result<()>;
+    /// Deletes several handled messages; a queue that can do it in one call overrides this.
+    async fn ack_many(&self, ms: &[Message]) -> anyhow::Result<()> {
+        futures::future::try_join_all(ms.iter().map(|m| self.ack(m))).await?;
+        Ok(())
+    }
     /// Makes the message visible again after `delay` (zero: at once).
     async fn retry_later(&self, m: &Message, delay: Duration) -> anyhow::Result<()>;
     /// Keeps the message hidden for `by` from now (a slow send in flight).

@@ -176,6 +176,31 @@ pub trait EventStore: Send + Sync {
 
     /// Claims `event_id` for `lease_ms` (lease mode).
     async fn claim_event(&self, event_id: &str, lease_ms: i64) -> StoreResult<Claim>;
+    /// Claims every id in `event_ids` that has no record yet, in one statement, all under one
+    /// new lease id. Returns the lease id and the ids claimed; an id with a record (a duplicate,
+    /// a live or expired lease, a released or dead event) is left for `claim_event`.
+    async fn claim_new_events(
+        &self,
+        event_ids: &[String],
+        lease_ms: i64,
+    ) -> StoreResult<(String, Vec<String>)>;
+    /// Records the end of several claims held under `lease_id`, in one statement. Returns the
+    /// ids whose lease was still ours.
+    async fn finish_claims(
+        &self,
+        event_ids: &[String],
+        lease_id: &str,
+        finished: Finished,
+    ) -> StoreResult<Vec<String>>;
+    /// The email data of several events at once, as `(event_id, data)`, for the pairs of
+    /// `(application_id, event_id)` whose application and history row exist.
+    async fn email_data_many(
+        &self,
+        events: &[(i64, String)],
+    ) -> StoreResult<Vec<(String, EmailData)>>;
+    /// Deletes several received messages of one receive, in one statement; returns how many
+    /// were still ours.
+    async fn queue_ack_many(&self, receipt: &str, ids: &[i64]) -> StoreResult<u64>;
     /// Extends a live claim; `false` if the lease is no longer ours.
     async fn extend_claim(
         &self,

@@ -213,6 +213,85 @@ macro_rules! impl_event_store {
                     Ok(claim)
                 }
 
+                async fn claim_new_events(&self, event_ids: &[String], lease_ms: i64) -> StoreResult<(String, Vec<String>)> {
+                    let lease_id = uuid::Uuid::new_v4().to_string();
+                    if event_ids.is_empty() {
+                        return Ok((lease_id, Vec::new()));
+                    }
+                    let values = (0..event_ids.len())
+                        .map(|i| format!("(${}, 'in_progress', $1, {NOW} + $2, 0, {NOW})", i + 3))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    // The UNIQUE event_id decides between racing workers, as for one claim.
+                    let sql = format!(
+                        "INSERT INTO processed_events (event_id, status, lease_id, locked_until, attempts, updated_at) \
+                         VALUES {values} ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
+                    );
+                    let mut query = sqlx::query_scalar::<_, String>(&sql).bind(&lease_id).bind(lease_ms);
+                    for id in event_ids {
+                        query = query.bind(id);
+                    }
+                    let claimed = query.fetch_all(&self.pool).await?;
+                    Ok((lease_id, claimed))
+                }
+
+                async fn finish_claims(&self, event_ids: &[String], lease_id: &str, finished: Finished) -> StoreResult<Vec<String>> {
+                    if event_ids.is_empty() {
+                        return Ok(Vec::new());
+                    }
+                    let list = placeholders(3, event_ids.len());
+                    let sql = format!(
+                        "UPDATE processed_events SET status = $2, lease_id = NULL, locked_until = NULL, updated_at = {NOW} \
+                         WHERE lease_id = $1 AND status = 'in_progress' AND event_id IN ({list}) RETURNING event_id"
+                    );
+                    let mut query = sqlx::query_scalar::<_, String>(&sql).bind(lease_id).bind(finished.as_str());
+                    for id in event_ids {
+                        query = query.bind(id);
+                    }
+                    Ok(query.fetch_all(&self.pool).await?)
+                }
+
+                async fn email_data_many(&self, events: &[(i64, String)]) -> StoreResult<Vec<(String, EmailData)>> {
+                    if events.is_empty() {
+                        return Ok(Vec::new());
+                    }
+                    let list = placeholders(1, events.len());
+                    let sql = format!(
+                        "SELECT h.event_id, a.id AS application_id, u.id AS candidate_id, u.email, u.name, \
+                         j.title AS job_title, c.name AS company FROM application_history h \
+                         JOIN applications a ON a.id = h.application_id JOIN users u ON u.id = a.candidate_id \
+                         JOIN jobs j ON j.id = a.job_id JOIN companies c ON c.id = j.company_id \
+                         WHERE h.event_id IN ({list})"
+                    );
+                    let mut query = sqlx::query_as::<_, (String, i64, i64, String, String, String, String)>(&sql);
+                    for (_, id) in events {
+                        query = query.bind(id);
+                    }
+                    let rows = query.fetch_all(&self.pool).await?;
+                    let wanted: std::collections::HashMap<&str, i64> =
+                        events.iter().map(|(app, id)| (id.as_str(), *app)).collect();
+                    Ok(rows
+                        .into_iter()
+                        .filter(|(event_id, app, ..)| wanted.get(event_id.as_str()) == Some(app))
+                        .map(|(event_id, _, candidate_id, email, name, job_title, company)| {
+                            (event_id, EmailData { candidate_id, email, name, job_title, company })
+                        })
+                        .collect())
+                }
+
+                async fn queue_ack_many(&self, receipt: &str, ids: &[i64]) -> StoreResult<u64> {
+                    if ids.is_empty() {
+                        return Ok(0);
+                    }
+                    let list = placeholders(2, ids.len());
+                    let sql = format!("DELETE FROM outbox WHERE receipt = $1 AND id IN ({list})");
+                    let mut query = sqlx::query(&sql).bind(receipt);
+                    for id in ids {
+                        query = query.bind(id);
+                    }
+                    Ok(query.execute(&self.pool).await?.rows_affected())
+                }
+
                 async fn extend_claim(&self, event_id: &str, lease_id: &str, lease_ms: i64) -> StoreResult<bool> {
                     let done = sqlx::query(&format!(
                         "UPDATE processed_events SET locked_until = {NOW} + $3 \
@@ -306,9 +385,21 @@ macro_rules! impl_event_store {
                             .bind(event_id)
                             .execute(&mut *tx)
                             .await?;
-                            let failure = Self::record_failure(&mut *tx, event_id, None, &error.to_string(), max_attempts, dead)
-                                .await?
-                                .ok_or_else(|| StoreError::Other(anyhow::anyhow!("event {event_id} changed while recording its failure")))?;
+                            let failure = Self::record_failure(&mut *tx, event_id, None, &error.to_string(), max_attempts, dead).await?;
+                            let Some(failure) = failure else {
+                                // A copy waiting on this transaction took the event after the
+                                // rollback, and has sent it or is sending it: this copy is done.
+                                let status: Option<String> = sqlx::query_scalar("SELECT status FROM processed_events WHERE event_id = $1")
+                                    .bind(event_id)
+                                    .fetch_optional(&mut *tx)
+                                    .await?;
+                                tx.commit().await?;
+                                return match status.as_deref() {
+                                    Some("done" | "missing") => Ok(TxOutcome::Duplicate),
+                                    Some("dead") => Ok(TxOutcome::Dead),
+                                    _ => Err(StoreError::Other(anyhow::anyhow!("event {event_id} changed while recording its failure"))),
+                                };
+                            };
                             tx.commit().await?;
                             Ok(TxOutcome::Failed { failure, error })
                         }
@@ -572,6 +663,11 @@ macro_rules! impl_event_store {
                     .await?;
                     Ok(done.rows_affected())
                 }
+            }
+
+            /// `$first, $first+1, …` for an `IN (…)` list of `n` values.
+            fn placeholders(first: usize, n: usize) -> String {
+                (first..first + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
             }
 
             /// The email's data, only while the application and its history row for the event

@@ -383,11 +383,24 @@ pub trait Store: EventStore + IdempotencyStore + Send + Sync + 'static {
     async fn history(&self, application_id: i64) -> StoreResult<Vec<HistoryRow>>;
 }
 
-/// Opens the store that `url` names.
+/// Opens the store that `url` names, with the default pool size.
 pub async fn connect(url: &crate::config::DatabaseUrl) -> anyhow::Result<Arc<dyn Store>> {
+    connect_with_pool(url, None).await
+}
+
+/// Opens the store that `url` names with at most `pool_size` connections (default: 32 on
+/// PostgreSQL, 8 on SQLite).
+pub async fn connect_with_pool(
+    url: &crate::config::DatabaseUrl,
+    pool_size: Option<u32>,
+) -> anyhow::Result<Arc<dyn Store>> {
     Ok(match url {
-        crate::config::DatabaseUrl::Sqlite(u) => Arc::new(SqliteStore::connect(u).await?),
-        crate::config::DatabaseUrl::Postgres(u) => Arc::new(PgStore::connect(u).await?),
+        crate::config::DatabaseUrl::Sqlite(u) => {
+            Arc::new(SqliteStore::connect(u, pool_size.unwrap_or(8)).await?)
+        }
+        crate::config::DatabaseUrl::Postgres(u) => {
+            Arc::new(PgStore::connect(u, pool_size.unwrap_or(32)).await?)
+        }
     })
 }
 

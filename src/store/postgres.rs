@@ -14,9 +14,9 @@ pub struct PgStore {
 impl PgStore {
     const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
-    pub async fn connect(url: &str) -> anyhow::Result<PgStore> {
+    pub async fn connect(url: &str, pool_size: u32) -> anyhow::Result<PgStore> {
         let pool = PgPoolOptions::new()
-            .max_connections(32)
+            .max_connections(pool_size)
             .acquire_timeout(Duration::from_secs(5))
             .connect(url)
             .await?;

@@ -20,7 +20,7 @@ impl SqliteStore {
     const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
     /// Opens (creating it and its folder if needed) the database at `url`.
-    pub async fn connect(url: &str) -> anyhow::Result<SqliteStore> {
+    pub async fn connect(url: &str, pool_size: u32) -> anyhow::Result<SqliteStore> {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -35,7 +35,7 @@ impl SqliteStore {
             })?;
         }
         let pool = SqlitePoolOptions::new()
-            .max_connections(8)
+            .max_connections(pool_size)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await?;

@@ -359,20 +359,20 @@ async fn all_in_one_process_emails_a_status_change() {
     let text = std::fs::read_to_string(&emails()[0]).unwrap();
     assert!(text.contains("To: candidate <cody@mail.example>"), "{text}");
     assert!(text.contains("X-Jobboard-Event-Id: "), "{text}");
-    let metrics = client
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        metrics.contains(
-            "events_handled_total{type=\"application.status_changed\",outcome=\"sent\"} 1"
-        ),
-        "{metrics}"
-    );
+    // The email is written before the send is recorded and counted.
+    let sent = "events_handled_total{type=\"application.status_changed\",outcome=\"sent\"} 1";
+    wait_until("the send is counted", || async {
+        client
+            .get(format!("{base}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+            .contains(sent)
+    })
+    .await;
     std::process::Command::new("kill")
         .args(["-TERM", &child.id().unwrap().to_string()])
         .status()

@@ -74,10 +74,16 @@ impl Harness {
 
     pub async fn worker_with(&self, extra: &[(&str, &str)]) -> Worker {
         let url = self.smtp.url();
+        // `lease-unbatched`: lease mode handling each message of a batch on its own.
+        let (mode, batch) = match self.mode {
+            "lease-unbatched" => ("lease", "false"),
+            mode => (mode, "true"),
+        };
         let mut vars: Vec<(&str, &str)> = vec![
             ("EMAIL_BACKEND", "smtp"),
             ("SMTP_URL", &url),
-            ("CLAIM_MODE", self.mode),
+            ("CLAIM_MODE", mode),
+            ("WORKER_BATCH", batch),
             (
                 "VISIBILITY_TIMEOUT_SECS",
                 if self.sqs.is_some() { "2" } else { "4" },
@@ -178,6 +184,10 @@ macro_rules! each_worker_mode {
                 super::$name(Harness::new(Backend::Postgres, "lease").await).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres_lease_unbatched() {
+                super::$name(Harness::new(Backend::Postgres, "lease-unbatched").await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres_transaction() {
                 super::$name(Harness::new(Backend::Postgres, "transaction").await).await
             }
@@ -197,7 +207,85 @@ each_worker_mode!(
     withdraw_emails_a_confirmation,
     rolled_back_change_emits_nothing,
     dead_event_without_its_dead_letter_is_not_lost,
+    a_batch_sends_each_once_and_a_failure_releases_only_its_claim,
 );
+
+/// One receive holding new events, a copy of one of them, a deleted application and a send that
+/// fails: every event gets its one email, the failure releases only its own claim, and nothing
+/// else is left on the queue.
+async fn a_batch_sends_each_once_and_a_failure_releases_only_its_claim(h: Harness) {
+    let mut events = Vec::new();
+    for _ in 0..4 {
+        events.push(h.status_change().await);
+    }
+    let (gone, gone_event) = h.status_change().await;
+    h.app
+        .delete(
+            &format!("/api/applications/{}", gone.application_id),
+            Some(&gone.candidate.token),
+        )
+        .await
+        .expect(204);
+    let (copied, copied_event) = &events[0];
+    h.duplicate(copied_event, copied.application_id).await;
+    h.smtp.fail_next(1);
+    let worker = h.worker().await;
+    let received = worker.queue().receive(10, Duration::ZERO).await.unwrap();
+    assert_eq!(received.len(), 6, "one receive holds the whole batch");
+    let outcomes: Vec<Outcome> = worker
+        .handle_batch(&received)
+        .await
+        .into_iter()
+        .map(|r| r.expect("handled"))
+        .collect();
+    let count = |o: Outcome| outcomes.iter().filter(|x| **x == o).count();
+    assert_eq!(count(Outcome::Missing), 1, "{outcomes:?}");
+    assert_eq!(h.smtp.mails().len(), count(Outcome::Sent));
+    // One send failed. With a lease the copy finds the event claimed (deferred) or sent
+    // (duplicate); in one transaction it may wait for the failed holder and send it itself.
+    let failed: Vec<&String> = events
+        .iter()
+        .map(|(_, e)| e)
+        .filter(|e| h.smtp.count_for(e) == 0)
+        .collect();
+    assert_eq!(
+        failed.len(),
+        count(Outcome::Failed),
+        "only a failed event is unsent: {outcomes:?}"
+    );
+    assert!(failed.len() <= 1, "{outcomes:?}");
+    if h.mode != "transaction" {
+        assert_eq!(failed.len(), 1, "{outcomes:?}");
+    }
+    for e in &failed {
+        assert_eq!(h.processed_status(e).await.as_deref(), Some("pending"));
+        assert_eq!(h.attempts(e).await, 1);
+    }
+    for (_, e) in &events {
+        if !failed.contains(&e) {
+            assert_eq!(h.processed_status(e).await.as_deref(), Some("done"));
+        }
+    }
+    assert_eq!(
+        h.processed_status(&gone_event).await.as_deref(),
+        Some("missing")
+    );
+    // The retry, and a copy deferred behind it if the failed event was the copied one.
+    let mut rest = Vec::new();
+    for _ in 0..2 {
+        h.later().await;
+        rest.extend(worker.run_until_empty().await.unwrap());
+    }
+    assert_eq!(
+        rest.iter().filter(|o| **o == Outcome::Sent).count(),
+        failed.len(),
+        "{rest:?}"
+    );
+    for (_, e) in &events {
+        assert_eq!(h.smtp.count_for(e), 1, "one email for {e}");
+    }
+    assert_eq!(h.queued().await, 0);
+}
 
 /// The worker marked an event dead and died before moving its message to the dead letters: the
 /// message's next delivery puts it there (once), instead of dropping it as a duplicate.
