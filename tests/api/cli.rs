@@ -556,3 +556,53 @@ async fn no_command_runs_everything_on_the_default_database() {
         "passwords are never logged"
     );
 }
+
+/// Every password hash allocates 19 MiB: a burst of registrations must not leave them behind
+/// (the allocator once kept them all, over 1 GB after a hundred).
+#[tokio::test]
+async fn password_hashing_gives_its_memory_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("rss.db").display());
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut server = Server::start(
+        dir.path(),
+        &["serve"],
+        &[
+            ("DATABASE_URL", url.as_str()),
+            ("BIND_ADDR", addr.as_str()),
+            ("LOG_FORMAT", "json"),
+        ],
+    );
+    server.wait_for(&addr).await;
+    let pid = server.child.id().expect("running");
+    let rss_mb = || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let kb: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        kb / 1024.0
+    };
+    let client = reqwest::Client::new();
+    let register = |i: usize| {
+        let client = client.clone();
+        let addr = addr.clone();
+        async move {
+            let r = client
+                .post(format!("http://{addr}/api/auth/register"))
+                .json(&serde_json::json!({"email": format!("u{i}@rss.example"),
+                    "password": "correct horse battery", "name": "U", "role": "candidate"}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status().as_u16(), 201);
+        }
+    };
+    futures::StreamExt::for_each_concurrent(futures::stream::iter(0..48), 8, register).await;
+    let after = rss_mb();
+    assert!(
+        after < 64.0,
+        "RSS after 48 registrations: {after:.0} MB (48 hashes weigh 912 MB)"
+    );
+}
