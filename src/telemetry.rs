@@ -59,6 +59,17 @@ pub fn metrics_handle() -> PrometheusHandle {
             // Tests build many apps in one process; the first recorder serves them all.
             let _ = metrics::set_global_recorder(recorder);
             describe();
+            // Histogram samples wait in buffers until drained; without a scrape they would pile
+            // up for ever, so drain them every few seconds.
+            let upkeep = handle.clone();
+            let _ = std::thread::Builder::new()
+                .name("metrics-upkeep".into())
+                .spawn(move || {
+                    loop {
+                        std::thread::sleep(std::time::Duration::from_secs(5));
+                        upkeep.run_upkeep();
+                    }
+                });
             handle
         })
         .clone()
