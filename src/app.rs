@@ -64,7 +64,10 @@ pub async fn build(
             tracing::info!(redis = %redact_url(&url.0), "search cache in Redis");
             Arc::new(RedisCache::new(&url.0, &config.redis_key_prefix, ttl)?)
         }
-        None => Arc::new(MemoryCache::new(ttl)),
+        None => Arc::new(MemoryCache::new(
+            ttl,
+            config.search_cache_max_mb * 1024 * 1024,
+        )),
     };
     {
         // A version bump that failed while Redis was away is retried until it lands.

@@ -45,13 +45,13 @@ pub struct MemoryCache {
 }
 
 impl MemoryCache {
-    pub fn new(ttl: Duration) -> MemoryCache {
+    /// Pages live for `ttl`; together they weigh at most `max_bytes`.
+    pub fn new(ttl: Duration, max_bytes: u64) -> MemoryCache {
         MemoryCache {
             version: AtomicU64::new(0),
             pages: moka::future::Cache::builder()
-                // Weighed by bytes: at most 64 MiB of cached pages.
                 .weigher(|k: &String, v: &Bytes| (k.len() + v.len()).try_into().unwrap_or(u32::MAX))
-                .max_capacity(64 * 1024 * 1024)
+                .max_capacity(max_bytes)
                 .time_to_live(ttl)
                 .build(),
         }

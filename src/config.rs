@@ -131,6 +131,8 @@ pub struct Config {
     /// Prefix of every Redis key, so that several deployments (or test runs) can share a server.
     pub redis_key_prefix: String,
     pub search_cache_ttl_secs: u64,
+    /// The in-process search cache's budget, in MiB of cached pages.
+    pub search_cache_max_mb: u64,
     pub queue: QueueKind,
     pub sqs_queue_url: Option<String>,
     pub sqs_dlq_url: Option<String>,
@@ -167,6 +169,7 @@ Environment (defaults in brackets):
   REDIS_URL               job-search cache in Redis [unset: in-process cache]
   REDIS_KEY_PREFIX        prefix of every Redis key [jobboard:]
   SEARCH_CACHE_TTL_SECS   1-86400 [300]
+  SEARCH_CACHE_MAX_MB     in-process cache budget, MiB of pages [16]
   QUEUE                   db | sqs [db]
   SQS_QUEUE_URL, SQS_DLQ_URL  with QUEUE=sqs
   VISIBILITY_TIMEOUT_SECS 1-43200 [30]
@@ -322,6 +325,7 @@ impl Config {
             .unwrap_or("jobboard:")
             .to_string();
         let search_cache_ttl_secs = env.number("SEARCH_CACHE_TTL_SECS", 300, 1, 86_400)?;
+        let search_cache_max_mb = env.number("SEARCH_CACHE_MAX_MB", 16, 1, 65_536)?;
 
         let queue = env.word(
             "QUEUE",
@@ -473,6 +477,7 @@ impl Config {
             redis_url,
             redis_key_prefix,
             search_cache_ttl_secs,
+            search_cache_max_mb,
             queue,
             sqs_queue_url,
             sqs_dlq_url,
@@ -574,6 +579,7 @@ mod tests {
         );
         assert_eq!(c.bind_addr.to_string(), "127.0.0.1:8000");
         assert_eq!(c.search_cache_ttl_secs, 300);
+        assert_eq!(c.search_cache_max_mb, 16);
         assert_eq!(c.claim_mode, ClaimMode::Lease);
         assert!(c.worker_batch);
         assert_eq!(c.database_pool_size, None);
@@ -596,6 +602,7 @@ mod tests {
                 "SEARCH_CACHE_TTL_SECS",
             ),
             (vec![("BIND_ADDR", "nowhere")], "BIND_ADDR"),
+            (vec![("SEARCH_CACHE_MAX_MB", "0")], "SEARCH_CACHE_MAX_MB"),
             (vec![("DATABASE_URL", "mysql://x")], "DATABASE_URL"),
             (vec![("QUEUE", "kafka")], "QUEUE"),
             (vec![("APP_ENV", "prod")], "APP_ENV"),
