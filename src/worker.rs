@@ -58,8 +58,6 @@ fn count(kind: &'static str, outcome: Outcome, start: Instant) {
 /// Records older than the retention are deleted in batches of this many.
 const RETENTION_BATCH: i64 = 1000;
 const MAX_BACKOFF_SECS: f64 = 900.0;
-/// At most this many messages are received at once.
-const RECEIVE_BATCH: usize = 10;
 
 pub struct Worker {
     store: Arc<dyn Store>,
@@ -613,7 +611,10 @@ impl Worker {
     pub async fn run_until_empty(&self) -> anyhow::Result<Vec<Outcome>> {
         let mut outcomes = Vec::new();
         loop {
-            let batch = self.queue.receive(RECEIVE_BATCH, Duration::ZERO).await?;
+            let batch = self
+                .queue
+                .receive(self.queue.max_receive(), Duration::ZERO)
+                .await?;
             if batch.is_empty() {
                 return Ok(outcomes);
             }
@@ -639,7 +640,7 @@ impl Worker {
                 p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
                 _ = shutdown.cancelled() => break,
             };
-            let want = (slots.available_permits() + 1).min(RECEIVE_BATCH);
+            let want = (slots.available_permits() + 1).min(self.queue.max_receive());
             // A message that failed on the database (not the queue) makes us check the database
             // before receiving more: with SQS the queue answers while the database is away, and
             // receiving on would only wear out the messages' receive counts.

@@ -47,6 +47,11 @@ impl Queue for DbQueue {
         "db"
     }
 
+    /// One statement receives them all; the worker's free slots bound it in practice.
+    fn max_receive(&self) -> usize {
+        100
+    }
+
     async fn receive(&self, max: usize, _wait: Duration) -> anyhow::Result<Vec<Message>> {
         let rows = self
             .store

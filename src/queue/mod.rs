@@ -65,6 +65,10 @@ pub struct Redriven {
 pub trait Queue: Send + Sync + 'static {
     /// `db` or `sqs`.
     fn kind(&self) -> &'static str;
+    /// The most messages one receive returns (SQS: 10).
+    fn max_receive(&self) -> usize {
+        10
+    }
     /// Up to `max` messages, each hidden for the visibility timeout; waits up to `wait` for one.
     async fn receive(&self, max: usize, wait: Duration) -> anyhow::Result<Vec<Message>>;
     /// Deletes a handled message.
