@@ -1,0 +1,1672 @@
+//! The HTTP section: the real API (`jobboard serve` on PostgreSQL) under wrk, on a fresh
+//! database seeded with `--jobs` open jobs.
+//!
+//! One server with the in-process cache runs `search_cached_memory`, `job_detail`, `apply`,
+//! `status_change` and `search_uncached` (last, since every uncached page it stores grows the
+//! in-process cache); a second one with `REDIS_URL` runs `search_cached_redis`. Each scenario
+//! runs at 16, 64 and 256 connections, each run after a warm-up.
+
+use crate::Opts;
+use crate::ceilings::Ceilings;
+use crate::common::{self, Child, FreshDb, LuaValue, Wrk, WrkResult};
+use crate::report::{Section, Target};
+use anyhow::{Context, Result, bail, ensure};
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use futures::StreamExt;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const SECTION: &str = "http";
+const JWT_SECRET: &str = "jobboard-bench-secret-0123456789abcdefghijklmnop";
+const PASSWORD: &str = "bench harness passphrase 7";
+const COMPANY: &str = "Northwind Labs";
+/// The query of the cached-search scenarios.
+const CACHED_QUERY: &str = "/api/jobs?q=senior+engineer";
+/// Pages 1..=this in the uncached searches.
+const UNCACHED_PAGES: u64 = 4;
+/// Rows per bulk INSERT while seeding.
+const SEED_CHUNK: usize = 5_000;
+/// The order scenarios are reported in.
+const ORDER: [&str; 6] = [
+    "search_cached_memory",
+    "search_cached_redis",
+    "search_uncached",
+    "job_detail",
+    "apply",
+    "status_change",
+];
+
+/// A measured run of one scenario at one connection level.
+struct Measured {
+    scenario: &'static str,
+    conns: u32,
+    wrk: WrkResult,
+    rss_start_mb: Option<f64>,
+    peak_rss_mb: Option<f64>,
+    /// Search-cache hits and misses during the measured run (from `/metrics`).
+    cache: Option<(f64, f64)>,
+    notes: Vec<String>,
+    /// Why the row counts as failed although it has figures.
+    failed: Option<String>,
+}
+
+impl Measured {
+    fn hit_ratio(&self) -> Option<f64> {
+        self.cache
+            .filter(|(h, m)| h + m > 0.0)
+            .map(|(h, m)| h / (h + m))
+    }
+}
+
+pub async fn run(opts: &Opts, ceilings: Option<&Ceilings>) -> Section {
+    let mut section = Section {
+        name: SECTION.into(),
+        columns: [
+            "scenario",
+            "conns",
+            "req/s",
+            "p50 ms",
+            "p99 ms",
+            "non-2xx",
+            "sock err",
+            "RSS start MB",
+            "peak RSS MB",
+            "note",
+        ]
+        .map(String::from)
+        .to_vec(),
+        json: json!({}),
+        ..Section::default()
+    };
+    let started = Instant::now();
+    let mut measured: Vec<Measured> = Vec::new();
+    let mut setup_json = json!({});
+    let mut words = Vec::new();
+    match Bench::start(opts).await {
+        Err(e) => common::record_failure(&mut section, "setup", &e),
+        Ok(mut bench) => {
+            bench.run_all(&mut section, &mut measured).await;
+            bench.finish(&mut section).await;
+            setup_json = bench.setup_json();
+            words = bench.words.clone();
+            if let (Some(before), Some(after)) = bench.seed_rss {
+                bench.checks.push(format!(
+                    "seeding: the API's RSS went from {before:.1} to {after:.1} MB while {} \
+                     accounts registered and logged in (4 at a time); the measured runs use a \
+                     restarted process",
+                    bench.candidate_tokens.len() + 1
+                ));
+            }
+            section.json["checks"] = json!(bench.checks);
+            section.notes.append(&mut bench.checks);
+        }
+    }
+
+    // Rows in the report's order; failures recorded meanwhile are already rows.
+    let mut rows = Vec::new();
+    let mut rows_json = Vec::new();
+    for name in ORDER {
+        for m in measured.iter().filter(|m| m.scenario == name) {
+            let mut note = m.notes.join("; ");
+            if let Some(f) = &m.failed {
+                note = if note.is_empty() {
+                    format!("FAILED: {f}")
+                } else {
+                    format!("FAILED: {f}; {note}")
+                };
+            }
+            rows.push(vec![
+                m.scenario.to_string(),
+                m.conns.to_string(),
+                common::fmt_int(m.wrk.rps),
+                common::fmt_ms(m.wrk.latency_ms.p50),
+                common::fmt_ms(m.wrk.latency_ms.p99),
+                m.wrk.non_2xx.to_string(),
+                m.wrk.errors.socket().to_string(),
+                m.rss_start_mb
+                    .map(|r| format!("{r:.1}"))
+                    .unwrap_or_else(|| "?".into()),
+                m.peak_rss_mb
+                    .map(|r| format!("{r:.1}"))
+                    .unwrap_or_else(|| "?".into()),
+                note,
+            ]);
+            rows_json.push(json!({
+                "scenario": m.scenario,
+                "conns": m.conns,
+                "rps": m.wrk.rps,
+                "latency_ms": m.wrk.latency_ms,
+                "requests": m.wrk.requests,
+                "non_2xx": m.wrk.non_2xx,
+                "errors": m.wrk.errors,
+                "rss_start_mb": m.rss_start_mb,
+                "peak_rss_mb": m.peak_rss_mb,
+                "bytes_per_response": m.wrk.bytes / m.wrk.requests.max(1),
+                "cache_hits": m.cache.map(|c| c.0),
+                "cache_misses": m.cache.map(|c| c.1),
+                "cache_hit_ratio": m.hit_ratio(),
+                "notes": m.notes,
+                "failed": m.failed,
+            }));
+        }
+    }
+    // Failure rows recorded during the run go after the measured ones.
+    rows.append(&mut section.rows);
+    section.rows = rows;
+    section.json["setup"] = setup_json;
+    section.json["rows"] = json!(rows_json);
+    section.json["elapsed_s"] = json!(started.elapsed().as_secs_f64());
+    targets(&mut section, &measured, ceilings);
+    section.notes.splice(0..0, notes(opts, &words));
+    section
+}
+
+fn notes(opts: &Opts, words: &[String]) -> Vec<String> {
+    let secs = opts.duration_secs;
+    vec![
+        format!(
+            "Server: `jobboard serve` (release) on a fresh PostgreSQL database, APP_ENV=development, \
+             RUST_LOG=warn, default pool; {} open jobs seeded by bulk SQL (search_terms from \
+             jobboard::domain::search::document_terms, like the store), then VACUUM ANALYZE; \
+             one employer, one company and the candidates made through the API.",
+            opts.jobs
+        ),
+        format!(
+            "Load: wrk -t{} -c16/64/256 --timeout 5s, a {} s warm-up then {secs} s measured per row; \
+             peak RSS is the server's VmHWM over the measured run (reset before it).",
+            common::WRK_THREADS,
+            common::WARMUP_SECS
+        ),
+        format!(
+            "search_cached_memory / search_cached_redis: GET {CACHED_QUERY} every request \
+             (page 1, 20 jobs); in-process cache, then a restarted server with REDIS_URL and a \
+             prefix of its own (deleted afterwards)."
+        ),
+        format!(
+            "search_uncached: GET /api/jobs?q=<w1>+<w2>&page=<1..{UNCACHED_PAGES}>[&remote=true|false], \
+             every request a combination no earlier request made (two distinct words of the {} \
+             title, technology, skill, industry and place words of the seed vocabulary), so each \
+             misses the cache; the hit ratio is read from search_cache_requests_total on /metrics.",
+            words.len()
+        ),
+        "job_detail: GET /api/jobs/{id} of a random seeded job.".into(),
+        "apply: POST /api/jobs/{id}/applications {\"cover_letter\":…} as one of the candidates \
+         (rotating), never the same candidate and job twice across threads and runs; a row with \
+         more than 1 % non-2xx fails."
+            .into(),
+        "status_change: PATCH /api/applications/{id} by the employer, moving applications made \
+         by apply one step (reviewing, interview, offered, hired), each application once per \
+         status; each run takes applications no earlier run touched. No Idempotency-Key is sent \
+         (it is optional)."
+            .into(),
+    ]
+}
+
+/// Judges the targets on this run's figures.
+fn targets(section: &mut Section, measured: &[Measured], ceilings: Option<&Ceilings>) {
+    let find = |scenario: &str, conns: u32| {
+        measured
+            .iter()
+            .find(|m| m.scenario == scenario && m.conns == conns && m.failed.is_none())
+    };
+    match ceilings {
+        Some(c) => {
+            for (scenario, label, factor) in [
+                ("search_cached_memory", "search cached (memory)", 0.6),
+                ("search_cached_redis", "search cached (redis)", 0.4),
+            ] {
+                for conns in common::CONN_LEVELS {
+                    if let (Some(m), Some(bare)) = (find(scenario, conns), c.bare_rps.get(&conns)) {
+                        section.targets.push(Target::at_least(
+                            &format!("{label} >= {factor}x bare axum @{conns} conns"),
+                            m.wrk.rps / bare,
+                            factor,
+                            format!(
+                                "{} req/s / {} req/s (bare axum), both at {conns} connections",
+                                common::fmt_int(m.wrk.rps),
+                                common::fmt_int(*bare)
+                            ),
+                        ));
+                    }
+                }
+            }
+            match (find("apply", 16), c.insert_tps.get(&16)) {
+                (Some(m), Some(tps)) => section.targets.push(Target::at_least(
+                    "apply >= 0.5x pgbench one-insert TPS @16",
+                    m.wrk.rps / tps,
+                    0.5,
+                    format!(
+                        "{} req/s (16 connections) / {} tps (pgbench, 16 clients)",
+                        common::fmt_int(m.wrk.rps),
+                        common::fmt_int(*tps)
+                    ),
+                )),
+                _ => section.notes.push(
+                    "apply vs pgbench: not judged (a figure is missing or its row failed).".into(),
+                ),
+            }
+        }
+        None => section.notes.push(
+            "The ratio targets against bare axum and pgbench need the ceilings section in the \
+             same run; not judged."
+                .into(),
+        ),
+    }
+    if let Some(m) = find("search_uncached", 16) {
+        section.targets.push(Target::at_most(
+            "uncached full-text search p99 <= 20 ms @16 conns",
+            m.wrk.latency_ms.p99,
+            20.0,
+            format!(
+                "p99 {} ms at 16 connections over {} requests (cache hit ratio {})",
+                common::fmt_ms(m.wrk.latency_ms.p99),
+                m.wrk.requests,
+                m.hit_ratio()
+                    .map(|r| format!("{:.2} %", r * 100.0))
+                    .unwrap_or_else(|| "?".into())
+            ),
+        ));
+    }
+    let at_256: Vec<&Measured> = measured
+        .iter()
+        .filter(|m| m.conns == 256 && m.peak_rss_mb.is_some())
+        .collect();
+    if let Some(worst) = at_256.iter().max_by(|a, b| {
+        a.peak_rss_mb
+            .unwrap_or(0.0)
+            .total_cmp(&b.peak_rss_mb.unwrap_or(0.0))
+    }) {
+        let all = at_256
+            .iter()
+            .map(|m| format!("{} {:.1}", m.scenario, m.peak_rss_mb.unwrap_or(0.0)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        section.targets.push(Target::at_most(
+            "API peak RSS <= 50 MB @256 conns",
+            worst.peak_rss_mb.unwrap_or(0.0),
+            50.0,
+            format!(
+                "worst of the rows at 256 connections ({}); all: {all}",
+                worst.scenario
+            ),
+        ));
+    }
+}
+
+// ---------------------------------------------------------------------- the bench state
+
+struct Bench<'a> {
+    opts: &'a Opts,
+    db: Option<FreshDb>,
+    pool: sqlx::PgPool,
+    /// Scripts and parameter files.
+    dir: tempfile::TempDir,
+    server: Option<Child>,
+    base: String,
+    employer_token: String,
+    candidate_tokens: Vec<String>,
+    first_job_id: i64,
+    njobs: i64,
+    words: Vec<String>,
+    seed_s: f64,
+    cached_total: i64,
+    /// The API's RSS before and after seeding (MiB).
+    seed_rss: (Option<f64>, Option<f64>),
+    redis_prefix: Option<String>,
+    /// Facts checked along the way (also in the JSON).
+    checks: Vec<String>,
+}
+
+impl<'a> Bench<'a> {
+    /// A fresh database, the API on it, the seeded data.
+    async fn start(opts: &'a Opts) -> Result<Bench<'a>> {
+        ensure!(
+            opts.bin.is_file(),
+            "the jobboard binary {} does not exist (build it with `cargo build --release --bin \
+             jobboard`, or pass --bin)",
+            opts.bin.display()
+        );
+        ensure!(opts.jobs > 0, "--jobs must be at least 1");
+        let db = FreshDb::create(&opts.pg_url).await?;
+        common::progress(SECTION, format!("database {}", db.name));
+        let pool = db.pool(4).await?;
+        let mut bench = Bench {
+            opts,
+            pool,
+            dir: tempfile::Builder::new().prefix("jbbench-http-").tempdir()?,
+            db: Some(db),
+            server: None,
+            base: String::new(),
+            employer_token: String::new(),
+            candidate_tokens: Vec::new(),
+            first_job_id: 0,
+            njobs: 0,
+            words: Vec::new(),
+            seed_s: 0.0,
+            cached_total: 0,
+            seed_rss: (None, None),
+            redis_prefix: None,
+            checks: Vec::new(),
+        };
+        bench.start_server(None).await?;
+        let t = Instant::now();
+        let pid = bench.server()?.pid;
+        let before = common::rss_mb(pid).ok();
+        bench.seed().await?;
+        bench.seed_rss = (before, common::rss_mb(pid).ok());
+        bench.seed_s = t.elapsed().as_secs_f64();
+        // The measured runs start on a fresh process: what registering the accounts left in
+        // memory is reported on its own (seed_rss), not mixed into every row.
+        bench.start_server(None).await?;
+        Ok(bench)
+    }
+
+    fn setup_json(&self) -> Value {
+        json!({
+            "jobs": self.njobs,
+            "first_job_id": self.first_job_id,
+            "candidates": self.candidate_tokens.len(),
+            "query_words": self.words,
+            "seed_s": self.seed_s,
+            "cached_query": CACHED_QUERY,
+            "cached_query_total": self.cached_total,
+            "api_rss_before_seeding_mb": self.seed_rss.0,
+            "api_rss_after_seeding_mb": self.seed_rss.1,
+        })
+    }
+
+    /// (Re)starts the API; with `redis`, on Redis under a prefix of its own.
+    async fn start_server(&mut self, redis: Option<String>) -> Result<()> {
+        if let Some(mut old) = self.server.take() {
+            old.stop()?;
+        }
+        let db_url = self.db.as_ref().map(|d| d.url.clone()).unwrap_or_default();
+        let addr = common::free_addr()?;
+        let mut env = vec![
+            ("DATABASE_URL", db_url),
+            ("BIND_ADDR", addr.to_string()),
+            ("APP_ENV", "development".to_string()),
+            ("JWT_SECRET", JWT_SECRET.to_string()),
+            ("JWT_TTL_SECS", "86400".to_string()),
+            ("RUST_LOG", "warn".to_string()),
+            ("LOG_FORMAT", "json".to_string()),
+            ("SHUTDOWN_GRACE_SECS", "5".to_string()),
+        ];
+        if let Some(prefix) = &redis {
+            env.push(("REDIS_URL", self.opts.redis_url.clone()));
+            env.push(("REDIS_KEY_PREFIX", prefix.clone()));
+        }
+        let what = if redis.is_some() { "api-redis" } else { "api" };
+        let mut child = Child::spawn(what, &self.opts.bin, &["serve"], &env)?;
+        self.base = format!("http://{addr}");
+        child
+            .wait_ready(&format!("{}/readyz", self.base), Duration::from_secs(30))
+            .await?;
+        if redis.is_some() {
+            let ready: Value = common::http_client()
+                .get(format!("{}/readyz", self.base))
+                .send()
+                .await?
+                .json()
+                .await?;
+            ensure!(
+                ready["checks"]["cache_backend"] == "redis" && ready["checks"]["cache"] == "ok",
+                "the API does not report a working Redis cache: {ready}"
+            );
+        }
+        common::progress(
+            SECTION,
+            format!("{what} serving on {} (pid {})", self.base, child.pid),
+        );
+        self.server = Some(child);
+        Ok(())
+    }
+
+    fn server(&mut self) -> Result<&mut Child> {
+        self.server.as_mut().context("the API is not running")
+    }
+
+    // ------------------------------------------------------------------ seeding
+
+    async fn seed(&mut self) -> Result<()> {
+        let client = common::http_client();
+        // The employer and the company, through the API.
+        self.employer_token = self
+            .account(
+                &client,
+                "employer@bench.example",
+                "Erin Employer",
+                "employer",
+            )
+            .await?;
+        let company: Value = api(
+            client
+                .post(format!("{}/api/companies", self.base))
+                .bearer_auth(&self.employer_token)
+                .json(
+                    &json!({"name": COMPANY, "website": "https://northwind.example",
+                              "description": "Makers of dependable software."}),
+                ),
+            201,
+        )
+        .await
+        .context("creating the company")?;
+        let company_id = company["id"]
+            .as_i64()
+            .context("the company has no integer id")?;
+
+        // The jobs, in bulk.
+        let t = Instant::now();
+        common::progress(SECTION, format!("seeding {} jobs", self.opts.jobs));
+        let jobs = generate_jobs(self.opts.jobs, COMPANY);
+        self.words = query_words(&jobs);
+        for chunk in jobs.chunks(SEED_CHUNK) {
+            insert_jobs(&self.pool, company_id, chunk).await?;
+        }
+        let (min, max, count): (i64, i64, i64) =
+            sqlx::query_as("SELECT MIN(id), MAX(id), COUNT(*) FROM jobs WHERE status = 'open'")
+                .fetch_one(&self.pool)
+                .await?;
+        ensure!(
+            count == self.opts.jobs as i64 && max - min + 1 == count,
+            "the seeded job ids are not contiguous ({count} jobs, ids {min}..{max})"
+        );
+        self.first_job_id = min;
+        self.njobs = count;
+        common::progress(
+            SECTION,
+            format!(
+                "jobs inserted in {:.1} s; VACUUM ANALYZE",
+                t.elapsed().as_secs_f64()
+            ),
+        );
+        sqlx::query("VACUUM (ANALYZE)").execute(&self.pool).await?;
+
+        // Candidates, through the API (each costs two password hashes on the server).
+        let n = if self.opts.quick { 40 } else { 100 };
+        let t = Instant::now();
+        let results: Vec<Result<String>> = futures::stream::iter(0..n)
+            .map(|i| {
+                let client = client.clone();
+                let this = &*self;
+                async move {
+                    this.account(
+                        &client,
+                        &format!("candidate{i}@bench.example"),
+                        &format!("Candidate {i}"),
+                        "candidate",
+                    )
+                    .await
+                }
+            })
+            .buffer_unordered(4)
+            .collect()
+            .await;
+        self.candidate_tokens = results.into_iter().collect::<Result<_>>()?;
+        common::progress(
+            SECTION,
+            format!(
+                "{n} candidates registered in {:.1} s",
+                t.elapsed().as_secs_f64()
+            ),
+        );
+
+        // The API finds what was seeded.
+        let found: Value = api(client.get(format!("{}{CACHED_QUERY}", self.base)), 200)
+            .await
+            .context("searching the seeded jobs")?;
+        self.cached_total = found["total"].as_i64().unwrap_or(0);
+        ensure!(
+            self.cached_total > 0 && found["items"].as_array().is_some_and(|a| !a.is_empty()),
+            "a search for the seeded jobs found nothing: {}",
+            common::first_line(&found.to_string())
+        );
+        let other = format!("{}/api/jobs?q={}", self.base, self.words[0]);
+        let found: Value = api(client.get(&other), 200).await?;
+        ensure!(
+            found["total"].as_i64().unwrap_or(0) > 0,
+            "a search for {:?} found nothing",
+            self.words[0]
+        );
+        api(
+            client.get(format!("{}/api/jobs/{}", self.base, self.first_job_id)),
+            200,
+        )
+        .await
+        .context("reading a seeded job")?;
+        Ok(())
+    }
+
+    /// Registers and logs in; returns the access token.
+    async fn account(
+        &self,
+        client: &reqwest::Client,
+        email: &str,
+        name: &str,
+        role: &str,
+    ) -> Result<String> {
+        api(
+            client
+                .post(format!("{}/api/auth/register", self.base))
+                .json(&json!({"email": email, "password": PASSWORD, "name": name, "role": role})),
+            201,
+        )
+        .await
+        .with_context(|| format!("registering {email}"))?;
+        let token: Value = api(
+            client
+                .post(format!("{}/api/auth/token", self.base))
+                .json(&json!({"email": email, "password": PASSWORD})),
+            200,
+        )
+        .await
+        .with_context(|| format!("logging in {email}"))?;
+        token["access_token"]
+            .as_str()
+            .map(str::to_string)
+            .context("the token answer has no access_token")
+    }
+
+    // ------------------------------------------------------------------ scenarios
+
+    async fn run_all(&mut self, section: &mut Section, out: &mut Vec<Measured>) {
+        let script = |dir: &Path, name: &str, body: &str| common::wrk_script(dir, name, body);
+        let dir = self.dir.path().to_path_buf();
+
+        // search_cached_memory
+        match script(&dir, "fixed", "") {
+            Ok(s) => {
+                let mut sc = Fixed::new("search_cached_memory", CACHED_QUERY, s);
+                self.levels(&mut sc, section, out).await;
+            }
+            Err(e) => common::record_failure(section, "search_cached_memory", &e),
+        }
+
+        // job_detail
+        match script(&dir, "job_detail", include_str!("wrk_job_detail.lua")) {
+            Ok(s) => {
+                let mut sc = JobDetail {
+                    script: s,
+                    params: dir.join("job_detail.params.lua"),
+                    first_id: self.first_job_id,
+                    njobs: self.njobs,
+                    runs: 0,
+                };
+                self.levels(&mut sc, section, out).await;
+            }
+            Err(e) => common::record_failure(section, "job_detail", &e),
+        }
+
+        // apply
+        let mut apply_rps = BTreeMap::new();
+        match script(&dir, "apply", include_str!("wrk_apply.lua")) {
+            Ok(s) => {
+                let mut sc = Apply {
+                    script: s,
+                    params: dir.join("apply.params.lua"),
+                    tokens: self.candidate_tokens.join(","),
+                    ncand: self.candidate_tokens.len() as u64,
+                    first_id: self.first_job_id,
+                    njobs: self.njobs as u64,
+                    start: vec![0; common::WRK_THREADS as usize],
+                };
+                let before = out.len();
+                self.levels(&mut sc, section, out).await;
+                for m in &out[before..] {
+                    apply_rps.insert(m.conns, m.wrk.rps);
+                }
+                match sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM applications")
+                    .fetch_one(&self.pool)
+                    .await
+                {
+                    Ok(n) => self.checks.push(format!(
+                        "apply: {n} applications in the database after its runs (warm-ups included)"
+                    )),
+                    Err(e) => common::record_failure(section, "apply count", &e.into()),
+                }
+            }
+            Err(e) => common::record_failure(section, "apply", &e),
+        }
+
+        // status_change, on the applications apply made
+        let ids: Result<Vec<i64>> = sqlx::query_scalar(
+            "SELECT id FROM applications WHERE status = 'submitted' ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .context("listing the applications");
+        match (
+            ids,
+            script(&dir, "status_change", include_str!("wrk_status_change.lua")),
+        ) {
+            (Ok(ids), Ok(s)) => {
+                common::progress(
+                    SECTION,
+                    format!("{} applications to move through the workflow", ids.len()),
+                );
+                let mut sc = StatusChange {
+                    script: s,
+                    params: dir.join("status_change.params.lua"),
+                    token: self.employer_token.clone(),
+                    ids,
+                    cursor: 0,
+                    slice: Vec::new(),
+                    last_rps: None,
+                    apply_rps,
+                };
+                self.levels(&mut sc, section, out).await;
+                match self.status_counts().await {
+                    Ok(line) => self.checks.push(line),
+                    Err(e) => common::record_failure(section, "status_change count", &e),
+                }
+            }
+            (Err(e), _) | (_, Err(e)) => common::record_failure(section, "status_change", &e),
+        }
+
+        // search_uncached
+        match script(
+            &dir,
+            "search_uncached",
+            include_str!("wrk_search_uncached.lua"),
+        ) {
+            Ok(s) => {
+                let mut sc = Uncached::new(s, dir.join("uncached.params.lua"), self.words.clone());
+                match self.sample_uncached(&sc).await {
+                    Ok((line, sample)) => {
+                        self.checks.push(line);
+                        section.json["uncached_sample"] = sample;
+                    }
+                    Err(e) => common::record_failure(section, "search_uncached sample", &e),
+                }
+                self.levels(&mut sc, section, out).await;
+            }
+            Err(e) => common::record_failure(section, "search_uncached", &e),
+        }
+
+        // search_cached_redis, on a restarted server
+        let prefix = format!("jbbench:{}:", uuid::Uuid::new_v4().simple());
+        self.redis_prefix = Some(prefix.clone());
+        match self.start_server(Some(prefix)).await {
+            Ok(()) => match script(&dir, "fixed", "") {
+                Ok(s) => {
+                    let mut sc = Fixed::new("search_cached_redis", CACHED_QUERY, s);
+                    self.levels(&mut sc, section, out).await;
+                }
+                Err(e) => common::record_failure(section, "search_cached_redis", &e),
+            },
+            Err(e) => common::record_failure(section, "search_cached_redis", &e),
+        }
+    }
+
+    /// What status_change did, from the database.
+    async fn status_counts(&self) -> Result<String> {
+        let rows: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT status, COUNT(*) FROM applications GROUP BY status ORDER BY COUNT(*) DESC",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let events: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM outbox")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(format!(
+            "status_change: {events} status-change events in the outbox (warm-ups included); \
+             applications by status: {}",
+            rows.iter()
+                .map(|(s, n)| format!("{s} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+
+    /// Sends 100 uncached searches one at a time (from the far end of the query space, which the
+    /// load runs do not reach) to show what they find and how long one takes without load.
+    async fn sample_uncached(&self, sc: &Uncached) -> Result<(String, Value)> {
+        let client = common::http_client();
+        let mut totals = Vec::new();
+        let mut millis = Vec::new();
+        for i in 0..100u64 {
+            let path = sc.path(sc.combos.saturating_sub(1 + i * 7));
+            let t = Instant::now();
+            let found: Value = api(client.get(format!("{}{path}", self.base)), 200)
+                .await
+                .with_context(|| format!("GET {path}"))?;
+            millis.push(t.elapsed().as_secs_f64() * 1000.0);
+            totals.push(found["total"].as_i64().unwrap_or(0));
+        }
+        totals.sort_unstable();
+        millis.sort_by(f64::total_cmp);
+        let with_results = totals.iter().filter(|&&t| t > 0).count();
+        let line = format!(
+            "search_uncached: 100 sample queries without load: {with_results} % find jobs, \
+             median total {}, max {}; median {} ms, max {} ms",
+            totals[50],
+            totals[99],
+            common::fmt_ms(millis[50]),
+            common::fmt_ms(millis[99])
+        );
+        Ok((
+            line,
+            json!({"totals": totals, "latency_ms": millis, "combinations": sc.combos}),
+        ))
+    }
+
+    /// Runs `sc` at every connection level.
+    async fn levels(
+        &mut self,
+        sc: &mut dyn Scenario,
+        section: &mut Section,
+        out: &mut Vec<Measured>,
+    ) {
+        for conns in common::CONN_LEVELS {
+            common::progress(SECTION, format!("{}, {conns} connections", sc.name()));
+            match self.level(sc, conns).await {
+                Ok(m) => {
+                    if let Some(f) = &m.failed {
+                        common::push_failure(
+                            &mut section.json,
+                            &format!("{} {conns}", m.scenario),
+                            f,
+                        );
+                        eprintln!("bench: {SECTION} / {} {conns} FAILED: {f}", m.scenario);
+                    }
+                    out.push(m);
+                }
+                Err(e) => common::record_failure(section, &format!("{} {conns}", sc.name()), &e),
+            }
+        }
+    }
+
+    /// A warm-up and a measured run of `sc` at `conns` connections.
+    async fn level(&mut self, sc: &mut dyn Scenario, conns: u32) -> Result<Measured> {
+        let secs = self.opts.duration_secs;
+        let url = format!("{}{}", self.base, sc.path());
+        let metrics = format!("{}/metrics", self.base);
+
+        let args = sc.prepare(conns, common::WARMUP_SECS, true)?;
+        let warm = common::run_wrk(&Wrk {
+            url: &url,
+            conns,
+            secs: common::WARMUP_SECS,
+            script: sc.script(),
+            args,
+        })
+        .await
+        .context("warm-up")?;
+        sc.finish(&warm, true)?;
+        self.server()?.check_running()?;
+
+        let args = sc.prepare(conns, secs, false)?;
+        let pid = self.server()?.pid;
+        let rss_start = common::rss_mb(pid).ok();
+        common::reset_peak_rss(pid)?;
+        let before = cache_counts(&metrics).await?;
+        let wrk = common::run_wrk(&Wrk {
+            url: &url,
+            conns,
+            secs,
+            script: sc.script(),
+            args,
+        })
+        .await?;
+        let peak = common::peak_rss_mb(pid).ok();
+        self.server()?.check_running()?;
+        let after = cache_counts(&metrics).await?;
+        let cache = Some((after.0 - before.0, after.1 - before.1)).filter(|(h, m)| h + m > 0.0);
+        let mut notes = sc.finish(&wrk, false)?;
+        if let Some((h, m)) = cache {
+            notes.insert(0, format!("cache hits {:.1} %", 100.0 * h / (h + m)));
+        }
+        notes.insert(0, format!("{} B/resp", wrk.bytes / wrk.requests.max(1)));
+        let failed = if wrk.requests == 0 {
+            Some("no request completed".to_string())
+        } else if wrk.non_2xx_ratio() > 0.01 {
+            Some(format!(
+                "{:.1} % of the answers were not 2xx",
+                100.0 * wrk.non_2xx_ratio()
+            ))
+        } else {
+            None
+        };
+        Ok(Measured {
+            scenario: sc.name(),
+            conns,
+            wrk,
+            rss_start_mb: rss_start,
+            peak_rss_mb: peak,
+            cache,
+            notes,
+            failed,
+        })
+    }
+
+    /// Stops the server, deletes the Redis keys and drops the database.
+    async fn finish(&mut self, section: &mut Section) {
+        if let Some(mut server) = self.server.take() {
+            match server.stop() {
+                Ok(status) if !status.success() => section.notes.push(format!(
+                    "The API exited with {status} on SIGTERM (log tail: {})",
+                    common::first_line(&server.log_tail(1))
+                )),
+                Ok(_) => {}
+                Err(e) => common::record_failure(section, "stopping the API", &e),
+            }
+        }
+        if let Some(prefix) = self.redis_prefix.take()
+            && let Err(e) = delete_redis_keys(&self.opts.redis_url, &prefix).await
+        {
+            common::record_failure(section, "deleting the Redis keys", &e);
+        }
+        self.pool.close().await;
+        if let Some(db) = self.db.take() {
+            if self.opts.keep_db {
+                let url = db.keep();
+                common::progress(SECTION, format!("kept the database {url}"));
+                section
+                    .notes
+                    .push(format!("The database was kept (--keep-db): {url}"));
+            } else if let Err(e) = db.drop_now().await {
+                common::record_failure(section, "dropping the database", &e);
+            }
+        }
+    }
+}
+
+/// Sends `req`; the JSON answer if its status is `want`, an error with the body otherwise.
+async fn api(req: reqwest::RequestBuilder, want: u16) -> Result<Value> {
+    let res = req.send().await?;
+    let status = res.status();
+    let body = res.text().await.unwrap_or_default();
+    if status.as_u16() != want {
+        bail!(
+            "expected {want}, got {status}: {}",
+            common::first_line(&body)
+        );
+    }
+    serde_json::from_str(&body)
+        .with_context(|| format!("the answer is not JSON: {}", common::first_line(&body)))
+}
+
+/// Search-cache hits and misses so far, from `/metrics`.
+async fn cache_counts(metrics_url: &str) -> Result<(f64, f64)> {
+    let samples = common::scrape(
+        metrics_url,
+        jobboard::telemetry::SEARCH_CACHE_REQUESTS_TOTAL,
+    )
+    .await?;
+    let get = |result: &str| {
+        samples
+            .iter()
+            .filter(|(labels, _)| labels.contains(&format!("result=\"{result}\"")))
+            .map(|(_, v)| *v)
+            .sum::<f64>()
+    };
+    Ok((get("hit"), get("miss")))
+}
+
+async fn delete_redis_keys(url: &str, prefix: &str) -> Result<()> {
+    let client = redis::Client::open(url)?;
+    let mut conn = client.get_multiplexed_async_connection().await?;
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{prefix}*"))
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut conn)
+            .await?;
+        if !keys.is_empty() {
+            let _: i64 = redis::cmd("DEL").arg(&keys).query_async(&mut conn).await?;
+        }
+        if next == 0 {
+            return Ok(());
+        }
+        cursor = next;
+    }
+}
+
+// ---------------------------------------------------------------------- scenarios
+
+/// One load scenario: its script, and the parameters of each run.
+trait Scenario {
+    fn name(&self) -> &'static str;
+    fn script(&self) -> &Path;
+    /// The URL path wrk is given (dynamic scripts build their own paths).
+    fn path(&self) -> String {
+        String::new()
+    }
+    /// Writes the parameters of the next run; returns the script's arguments.
+    fn prepare(&mut self, _conns: u32, _secs: u64, _warmup: bool) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+    /// Takes note of a finished run; returns remarks for the row.
+    fn finish(&mut self, _r: &WrkResult, _warmup: bool) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+}
+
+/// The same GET every request.
+struct Fixed {
+    name: &'static str,
+    path: &'static str,
+    script: PathBuf,
+}
+
+impl Fixed {
+    fn new(name: &'static str, path: &'static str, script: PathBuf) -> Fixed {
+        Fixed { name, path, script }
+    }
+}
+
+impl Scenario for Fixed {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn script(&self) -> &Path {
+        &self.script
+    }
+    fn path(&self) -> String {
+        self.path.to_string()
+    }
+}
+
+struct JobDetail {
+    script: PathBuf,
+    params: PathBuf,
+    first_id: i64,
+    njobs: i64,
+    runs: i64,
+}
+
+impl Scenario for JobDetail {
+    fn name(&self) -> &'static str {
+        "job_detail"
+    }
+    fn script(&self) -> &Path {
+        &self.script
+    }
+    fn prepare(&mut self, _conns: u32, _secs: u64, _warmup: bool) -> Result<Vec<String>> {
+        self.runs += 1;
+        common::lua_params(
+            &self.params,
+            &[
+                ("first_id", LuaValue::Int(self.first_id)),
+                ("njobs", LuaValue::Int(self.njobs)),
+                ("seed", LuaValue::Int(1000 + self.runs)),
+            ],
+        )?;
+        Ok(vec![self.params.display().to_string()])
+    }
+}
+
+/// The highest request number any thread reached (counts are per thread, numbers interleave).
+fn requests_numbered(start: &[u64]) -> u64 {
+    start
+        .iter()
+        .enumerate()
+        .map(|(t, c)| c * start.len() as u64 + t as u64)
+        .max()
+        .unwrap_or(0)
+}
+
+struct Apply {
+    script: PathBuf,
+    params: PathBuf,
+    tokens: String,
+    ncand: u64,
+    first_id: i64,
+    njobs: u64,
+    /// Per wrk thread, its next request number (continues across runs).
+    start: Vec<u64>,
+}
+
+impl Scenario for Apply {
+    fn name(&self) -> &'static str {
+        "apply"
+    }
+    fn script(&self) -> &Path {
+        &self.script
+    }
+    fn prepare(&mut self, _conns: u32, _secs: u64, _warmup: bool) -> Result<Vec<String>> {
+        ensure!(self.ncand > 0, "no candidates");
+        let stride = (self.njobs / self.ncand).max(1);
+        common::lua_params(
+            &self.params,
+            &[
+                ("tokens", LuaValue::Str(self.tokens.clone())),
+                ("first_id", LuaValue::Int(self.first_id)),
+                ("njobs", LuaValue::Int(self.njobs as i64)),
+                ("stride", LuaValue::Int(stride as i64)),
+                ("nthreads", LuaValue::Int(common::WRK_THREADS as i64)),
+                (
+                    "start",
+                    LuaValue::Ints(self.start.iter().map(|&c| c as i64).collect()),
+                ),
+                (
+                    "body",
+                    LuaValue::Str(
+                        r#"{"cover_letter":"I have followed your work for years and would love to join the team."}"#
+                            .into(),
+                    ),
+                ),
+            ],
+        )?;
+        Ok(vec![self.params.display().to_string()])
+    }
+    fn finish(&mut self, r: &WrkResult, _warmup: bool) -> Result<Vec<String>> {
+        ensure!(
+            r.counts.len() == self.start.len(),
+            "wrk reported {} threads, expected {}",
+            r.counts.len(),
+            self.start.len()
+        );
+        self.start = r.counts.clone();
+        // Beyond ncand * njobs the (candidate, job) pairs would repeat.
+        let used = requests_numbered(&self.start);
+        ensure!(
+            used < self.ncand * self.njobs,
+            "apply ran out of distinct (candidate, job) pairs ({used} of {})",
+            self.ncand * self.njobs
+        );
+        Ok(Vec::new())
+    }
+}
+
+struct StatusChange {
+    script: PathBuf,
+    params: PathBuf,
+    token: String,
+    /// Applications in `submitted`, taken in slices, one per run.
+    ids: Vec<i64>,
+    cursor: usize,
+    slice: Vec<i64>,
+    last_rps: Option<f64>,
+    apply_rps: BTreeMap<u32, f64>,
+}
+
+impl Scenario for StatusChange {
+    fn name(&self) -> &'static str {
+        "status_change"
+    }
+    fn script(&self) -> &Path {
+        &self.script
+    }
+    fn prepare(&mut self, conns: u32, secs: u64, _warmup: bool) -> Result<Vec<String>> {
+        // Enough applications for this run's moves (four each) at twice the rate expected,
+        // and more per thread than it has requests in flight.
+        let rate = self
+            .last_rps
+            .or_else(|| self.apply_rps.get(&conns).copied())
+            .unwrap_or(3000.0);
+        let wanted = (rate * secs as f64 * 2.0 / 4.0).ceil() as usize + 2 * conns as usize + 2;
+        let left = self.ids.len() - self.cursor;
+        let minimum = 2 * conns as usize + 2;
+        ensure!(
+            left >= minimum,
+            "not enough applications left for status_change ({left}; apply made {}, a run at \
+             {conns} connections needs at least {minimum})",
+            self.ids.len()
+        );
+        let take = wanted.min(left);
+        self.slice = self.ids[self.cursor..self.cursor + take].to_vec();
+        self.cursor += take;
+        common::lua_params(
+            &self.params,
+            &[
+                (
+                    "ids",
+                    LuaValue::Str(
+                        self.slice
+                            .iter()
+                            .map(i64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    ),
+                ),
+                ("nthreads", LuaValue::Int(common::WRK_THREADS as i64)),
+                ("token", LuaValue::Str(self.token.clone())),
+            ],
+        )?;
+        Ok(vec![self.params.display().to_string()])
+    }
+    fn finish(&mut self, r: &WrkResult, warmup: bool) -> Result<Vec<String>> {
+        self.last_rps = Some(r.rps);
+        let threads = common::WRK_THREADS as usize;
+        let mut exhausted = 0u64;
+        for (t, &count) in r.counts.iter().enumerate() {
+            let owned = (self.slice.len() + threads - 1 - t) / threads;
+            exhausted += count.saturating_sub(4 * owned as u64);
+        }
+        let mut notes = vec![format!("{} applications", self.slice.len())];
+        if exhausted > 0 && !warmup {
+            notes.push(format!(
+                "{exhausted} requests re-sent 'hired' (the slice ran out of moves)"
+            ));
+        }
+        Ok(notes)
+    }
+}
+
+struct Uncached {
+    script: PathBuf,
+    params: PathBuf,
+    words: Vec<String>,
+    start: Vec<u64>,
+    combos: u64,
+    mult: u64,
+}
+
+impl Uncached {
+    fn new(script: PathBuf, params: PathBuf, words: Vec<String>) -> Uncached {
+        let w = words.len() as u64;
+        let combos = (w * w.saturating_sub(1) / 2).max(1) * UNCACHED_PAGES * 3;
+        // A multiplier coprime with the number of combinations spreads consecutive requests
+        // over the whole space (and keeps them distinct).
+        let mut mult = (combos as f64 * 0.618) as u64 | 1;
+        while gcd(mult, combos) != 1 {
+            mult += 2;
+        }
+        Uncached {
+            script,
+            params,
+            words,
+            start: vec![0; common::WRK_THREADS as usize],
+            combos,
+            mult,
+        }
+    }
+}
+
+impl Uncached {
+    /// The path of request number `n`, as the load script makes it.
+    fn path(&self, n: u64) -> String {
+        let w = self.words.len() as u64;
+        let npairs = (w * w.saturating_sub(1) / 2).max(1);
+        let idx = ((n as u128 * self.mult as u128) % self.combos as u128) as u64;
+        let mut pair = idx % npairs;
+        let rest = idx / npairs;
+        let page = rest % UNCACHED_PAGES + 1;
+        let remote = rest / UNCACHED_PAGES;
+        // Pairs are numbered (0,1), (0,2), …, (0,w-1), (1,2), …
+        let mut a = 0u64;
+        while a + 1 < w && pair >= w - 1 - a {
+            pair -= w - 1 - a;
+            a += 1;
+        }
+        let b = a + 1 + pair;
+        let word = |i: u64| self.words.get(i as usize).map(String::as_str).unwrap_or("");
+        let mut path = format!("/api/jobs?q={}+{}&page={page}", word(a), word(b));
+        match remote {
+            1 => path.push_str("&remote=true"),
+            2 => path.push_str("&remote=false"),
+            _ => {}
+        }
+        path
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+impl Scenario for Uncached {
+    fn name(&self) -> &'static str {
+        "search_uncached"
+    }
+    fn script(&self) -> &Path {
+        &self.script
+    }
+    fn prepare(&mut self, _conns: u32, _secs: u64, _warmup: bool) -> Result<Vec<String>> {
+        ensure!(self.words.len() >= 2, "too few query words");
+        common::lua_params(
+            &self.params,
+            &[
+                ("words", LuaValue::Str(self.words.join(","))),
+                ("pages", LuaValue::Int(UNCACHED_PAGES as i64)),
+                ("nthreads", LuaValue::Int(common::WRK_THREADS as i64)),
+                ("mult", LuaValue::Int(self.mult as i64)),
+                (
+                    "start",
+                    LuaValue::Ints(self.start.iter().map(|&c| c as i64).collect()),
+                ),
+            ],
+        )?;
+        Ok(vec![self.params.display().to_string()])
+    }
+    fn finish(&mut self, r: &WrkResult, warmup: bool) -> Result<Vec<String>> {
+        ensure!(
+            r.counts.len() == self.start.len(),
+            "wrk reported {} threads, expected {}",
+            r.counts.len(),
+            self.start.len()
+        );
+        self.start = r.counts.clone();
+        let used = requests_numbered(&self.start);
+        let mut notes = Vec::new();
+        if used >= self.combos && !warmup {
+            notes.push(format!(
+                "query space exhausted ({used} requests, {} combinations): some repeat",
+                self.combos
+            ));
+        }
+        Ok(notes)
+    }
+}
+
+// ---------------------------------------------------------------------- seed data
+
+const LEVELS: &[&str] = &[
+    "Junior",
+    "Mid-level",
+    "Senior",
+    "Staff",
+    "Principal",
+    "Lead",
+    "Graduate",
+    "Associate",
+];
+const TECH: &[&str] = &[
+    "Rust",
+    "Go",
+    "Python",
+    "Java",
+    "Kotlin",
+    "Swift",
+    "TypeScript",
+    "React",
+    "Node.js",
+    "Ruby",
+    "Rails",
+    "PHP",
+    "Laravel",
+    "Scala",
+    "Elixir",
+    "Haskell",
+    "C++",
+    "C#",
+    ".NET",
+    "Django",
+    "Flutter",
+    "Android",
+    "iOS",
+    "Kubernetes",
+    "AWS",
+    "Azure",
+    "GCP",
+    "Terraform",
+    "PostgreSQL",
+    "Data",
+    "Machine Learning",
+    "Security",
+    "Embedded",
+    "Linux",
+    "Frontend",
+    "Backend",
+    "Fullstack",
+    "Cloud",
+    "Platform",
+    "QA",
+];
+const ROLES: &[&str] = &[
+    "Engineer",
+    "Developer",
+    "Architect",
+    "Analyst",
+    "Consultant",
+    "Administrator",
+    "Scientist",
+    "Specialist",
+    "Tester",
+    "Engineering Manager",
+    "Team Lead",
+    "Site Reliability Engineer",
+];
+const OTHER_ROLES: &[&str] = &[
+    "Accountant",
+    "Nurse",
+    "Teacher",
+    "Chef",
+    "Warehouse Operative",
+    "Customer Support Agent",
+    "Marketing Manager",
+    "Sales Representative",
+    "Financial Analyst",
+    "HR Partner",
+    "Recruiter",
+    "Office Manager",
+    "Electrician",
+    "Truck Driver",
+    "Pharmacist",
+    "Barista",
+    "Project Manager",
+    "Logistics Coordinator",
+    "Copywriter",
+    "Graphic Designer",
+    "Legal Counsel",
+    "Product Owner",
+    "UX Designer",
+    "Account Executive",
+];
+const ADJECTIVES: &[&str] = &[
+    "fast-growing",
+    "established",
+    "bootstrapped",
+    "remote-first",
+    "award-winning",
+    "family-owned",
+    "venture-backed",
+    "profitable",
+    "international",
+    "small",
+    "friendly",
+    "mission-driven",
+];
+const DOMAINS: &[&str] = &[
+    "fintech",
+    "healthcare",
+    "logistics",
+    "retail",
+    "gaming",
+    "education",
+    "energy",
+    "insurance",
+    "travel",
+    "media",
+    "agriculture",
+    "automotive",
+    "biotech",
+    "government",
+    "telecom",
+    "ecommerce",
+    "cybersecurity",
+    "robotics",
+    "aerospace",
+    "hospitality",
+];
+const VERBS: &[&str] = &[
+    "build", "design", "maintain", "scale", "improve", "own", "operate", "test", "document",
+    "migrate", "support", "plan",
+];
+const OBJECTS: &[&str] = &[
+    "payment systems",
+    "data pipelines",
+    "mobile apps",
+    "customer dashboards",
+    "internal tools",
+    "public APIs",
+    "search infrastructure",
+    "the billing platform",
+    "monthly reporting",
+    "a recommendation engine",
+    "warehouse software",
+    "booking flows",
+    "patient records",
+    "supplier contracts",
+    "marketing campaigns",
+    "training programmes",
+];
+const SKILLS: &[&str] = &[
+    "distributed systems",
+    "SQL",
+    "automated testing",
+    "CI/CD",
+    "observability",
+    "accessibility",
+    "performance tuning",
+    "mentoring",
+    "agile delivery",
+    "stakeholder management",
+    "Excel",
+    "negotiation",
+    "customer service",
+    "budgeting",
+    "compliance",
+    "scheduling",
+    "forecasting",
+    "Docker",
+    "GraphQL",
+    "Kafka",
+];
+const BENEFITS: &[&str] = &[
+    "flexible hours",
+    "private health insurance",
+    "a learning budget",
+    "stock options",
+    "30 days of holiday",
+    "a pension plan",
+    "generous parental leave",
+    "a home office stipend",
+    "a gym membership",
+    "four-day weeks",
+    "a yearly bonus",
+    "free lunches",
+];
+const WORK_MODES: &[&str] = &[
+    "fully remote",
+    "hybrid, two days a week in the office",
+    "on site",
+    "remote within Europe",
+    "hybrid with flexible office days",
+];
+const CITIES: &[&str] = &[
+    "Berlin, Germany",
+    "Munich, Germany",
+    "Hamburg, Germany",
+    "London, United Kingdom",
+    "Manchester, United Kingdom",
+    "Paris, France",
+    "Lyon, France",
+    "Amsterdam, Netherlands",
+    "Rotterdam, Netherlands",
+    "Madrid, Spain",
+    "Barcelona, Spain",
+    "Lisbon, Portugal",
+    "Dublin, Ireland",
+    "Warsaw, Poland",
+    "Prague, Czechia",
+    "Vienna, Austria",
+    "Zurich, Switzerland",
+    "Stockholm, Sweden",
+    "Copenhagen, Denmark",
+    "Oslo, Norway",
+    "Helsinki, Finland",
+    "Milan, Italy",
+    "Rome, Italy",
+    "Brussels, Belgium",
+    "New York, USA",
+    "San Francisco, USA",
+    "Austin, USA",
+    "Toronto, Canada",
+    "Montréal, Canada",
+    "São Paulo, Brazil",
+    "Tokyo, Japan",
+    "Singapore",
+    "Sydney, Australia",
+    "Bangalore, India",
+    "Remote",
+];
+
+/// One generated job.
+struct SeedJob {
+    title: String,
+    description: String,
+    location: String,
+    remote: bool,
+    salary_min: Option<i64>,
+    salary_max: Option<i64>,
+    employment_type: &'static str,
+    search_terms: String,
+    created_at: DateTime<Utc>,
+}
+
+fn pick<'a>(rng: &mut StdRng, list: &[&'a str]) -> &'a str {
+    list.choose(rng).copied().unwrap_or("")
+}
+
+/// `n` varied jobs (deterministic), oldest first, created over the last 90 days.
+fn generate_jobs(n: usize, company: &str) -> Vec<SeedJob> {
+    let mut rng = StdRng::seed_from_u64(20_261_202);
+    // Whole microseconds, as the store writes them.
+    let now = Utc::now();
+    let now = DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now);
+    let mut jobs: Vec<SeedJob> = (0..n)
+        .map(|_| {
+            let tech = rng.gen_bool(0.7);
+            let title = if tech {
+                format!(
+                    "{} {} {}",
+                    pick(&mut rng, LEVELS),
+                    pick(&mut rng, TECH),
+                    pick(&mut rng, ROLES)
+                )
+            } else {
+                format!("{} {}", pick(&mut rng, LEVELS), pick(&mut rng, OTHER_ROLES))
+            };
+            let location = pick(&mut rng, CITIES).to_string();
+            let city = location.split(',').next().unwrap_or("").to_string();
+            let mut description = format!(
+                "We are a {} {} company in {city}. As a {title} you will {} {} and {} {} with a \
+                 team of {} people. ",
+                pick(&mut rng, ADJECTIVES),
+                pick(&mut rng, DOMAINS),
+                pick(&mut rng, VERBS),
+                pick(&mut rng, OBJECTS),
+                pick(&mut rng, VERBS),
+                pick(&mut rng, OBJECTS),
+                rng.gen_range(3..40),
+            );
+            if tech {
+                description.push_str(&format!(
+                    "Our stack includes {}, {} and {}. ",
+                    pick(&mut rng, TECH),
+                    pick(&mut rng, TECH),
+                    pick(&mut rng, TECH)
+                ));
+            }
+            description.push_str(&format!(
+                "Experience with {}, {} or {} is a plus. We offer {}, {} and {}. The role is {}.",
+                pick(&mut rng, SKILLS),
+                pick(&mut rng, SKILLS),
+                pick(&mut rng, SKILLS),
+                pick(&mut rng, BENEFITS),
+                pick(&mut rng, BENEFITS),
+                pick(&mut rng, BENEFITS),
+                pick(&mut rng, WORK_MODES),
+            ));
+            let (salary_min, salary_max) = if rng.gen_bool(0.15) {
+                (None, None)
+            } else {
+                let min = rng.gen_range(25..150) * 1_000;
+                (Some(min), Some(min + rng.gen_range(5..50) * 1_000))
+            };
+            let employment_type = match rng.gen_range(0..100) {
+                0..70 => "full_time",
+                70..80 => "part_time",
+                80..95 => "contract",
+                _ => "internship",
+            };
+            let created_at =
+                now - ChronoDuration::microseconds(rng.gen_range(0..90 * 86_400_000_000i64));
+            SeedJob {
+                search_terms: jobboard::domain::search::document_terms(&[
+                    &title,
+                    &description,
+                    company,
+                ]),
+                remote: location == "Remote" || rng.gen_bool(0.25),
+                title,
+                description,
+                location,
+                salary_min,
+                salary_max,
+                employment_type,
+                created_at,
+            }
+        })
+        .collect();
+    // Ids grow with creation time, as they do when jobs are published one by one.
+    jobs.sort_by_key(|j| j.created_at);
+    jobs
+}
+
+/// Inserts jobs the way `create_job` writes them (PostgreSQL computes `search_vector` from
+/// `search_terms` itself).
+async fn insert_jobs(pool: &sqlx::PgPool, company_id: i64, jobs: &[SeedJob]) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO jobs (company_id, title, description, location, location_key, remote, \
+         salary_min, salary_max, employment_type, status, search_terms, created_at, updated_at) \
+         SELECT $1, t.title, t.description, t.location, t.location_key, t.remote, t.salary_min, \
+         t.salary_max, t.employment_type, 'open', t.search_terms, t.created_at, t.created_at \
+         FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::bigint[], \
+         $8::bigint[], $9::text[], $10::text[], $11::timestamptz[]) \
+         AS t(title, description, location, location_key, remote, salary_min, salary_max, \
+         employment_type, search_terms, created_at)",
+    )
+    .bind(company_id)
+    .bind(jobs.iter().map(|j| j.title.clone()).collect::<Vec<_>>())
+    .bind(
+        jobs.iter()
+            .map(|j| j.description.clone())
+            .collect::<Vec<_>>(),
+    )
+    .bind(jobs.iter().map(|j| j.location.clone()).collect::<Vec<_>>())
+    .bind(
+        jobs.iter()
+            .map(|j| j.location.to_lowercase())
+            .collect::<Vec<_>>(),
+    )
+    .bind(jobs.iter().map(|j| j.remote).collect::<Vec<_>>())
+    .bind(jobs.iter().map(|j| j.salary_min).collect::<Vec<_>>())
+    .bind(jobs.iter().map(|j| j.salary_max).collect::<Vec<_>>())
+    .bind(
+        jobs.iter()
+            .map(|j| j.employment_type.to_string())
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        jobs.iter()
+            .map(|j| j.search_terms.clone())
+            .collect::<Vec<_>>(),
+    )
+    .bind(jobs.iter().map(|j| j.created_at).collect::<Vec<_>>())
+    .execute(pool)
+    .await
+    .context("inserting jobs")?;
+    Ok(())
+}
+
+/// The words uncached searches combine: what people search a job board for (titles,
+/// technologies, skills, industries, places) from the seed vocabulary, as the tokenizer makes
+/// them; ASCII only (they go into URLs as they are), at least three letters, and not in more
+/// than half of the jobs (such words, like "team", act as stop words of this corpus).
+fn query_words(jobs: &[SeedJob]) -> Vec<String> {
+    let mut words = BTreeSet::new();
+    for list in [TECH, ROLES, OTHER_ROLES, DOMAINS, SKILLS, CITIES] {
+        for phrase in list {
+            for w in jobboard::domain::search::words(phrase) {
+                if w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphanumeric()) {
+                    words.insert(w);
+                }
+            }
+        }
+    }
+    let mut df: BTreeMap<&str, usize> = BTreeMap::new();
+    for job in jobs {
+        for term in job.search_terms.split(' ') {
+            if let Some(w) = words.get(term) {
+                *df.entry(w.as_str()).or_default() += 1;
+            }
+        }
+    }
+    words
+        .iter()
+        .filter(|w| df.get(w.as_str()).copied().unwrap_or(0) * 2 <= jobs.len())
+        .cloned()
+        .collect()
+}
