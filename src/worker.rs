@@ -640,7 +640,16 @@ impl Worker {
                 p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
                 _ = shutdown.cancelled() => break,
             };
-            let want = (slots.available_permits() + 1).min(self.queue.max_receive());
+            // A batch holds its slots until its last event is done: a quarter of the slots at most,
+            // so that several batches overlap instead of one waiting for the next.
+            let most = if self.batch {
+                (self.concurrency / 4).max(1)
+            } else {
+                self.concurrency
+            };
+            let want = (slots.available_permits() + 1)
+                .min(most)
+                .min(self.queue.max_receive());
             // A message that failed on the database (not the queue) makes us check the database
             // before receiving more: with SQS the queue answers while the database is away, and
             // receiving on would only wear out the messages' receive counts.
