@@ -20,7 +20,7 @@
 //! own send and receive+delete rates with no worker.
 
 use crate::Opts;
-use crate::common::{Child, FreshDb, free_addr, progress, record_failure};
+use crate::common::{Child, FreshDb, progress, record_failure};
 use crate::report::{Section, Target};
 use anyhow::{Context, Result, bail};
 use jobboard::domain::{Actor, ApplicationStatus, EmploymentType, JobStatus, Role};
@@ -1077,7 +1077,8 @@ fn start_workers(opts: &Opts, procs: usize, env: &[(&'static str, String)]) -> R
     (0..procs)
         .map(|i| {
             let mut env = env.to_vec();
-            env.push(("WORKER_HTTP_ADDR", free_addr()?.to_string()));
+            // Port 0: each process listens where the system puts it, so none can collide.
+            env.push(("WORKER_HTTP_ADDR", "127.0.0.1:0".to_string()));
             Child::spawn(&format!("worker-{i}"), &opts.bin, &["worker"], &env)
         })
         .collect()
