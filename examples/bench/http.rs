@@ -1006,6 +1006,19 @@ impl Scenario for JobDetail {
 }
 
 /// The highest request number any thread reached (counts are per thread, numbers interleave).
+/// Takes each wrk thread's request counter from a finished run (the next run continues from
+/// there); returns how many request numbers are used up.
+fn advance(start: &mut Vec<u64>, r: &WrkResult) -> Result<u64> {
+    ensure!(
+        r.counts.len() == start.len(),
+        "wrk reported {} threads, expected {}",
+        r.counts.len(),
+        start.len()
+    );
+    *start = r.counts.clone();
+    Ok(requests_numbered(start))
+}
+
 fn requests_numbered(start: &[u64]) -> u64 {
     start
         .iter()
@@ -1060,15 +1073,8 @@ impl Scenario for Apply {
         Ok(vec![self.params.display().to_string()])
     }
     fn finish(&mut self, r: &WrkResult, _warmup: bool) -> Result<Vec<String>> {
-        ensure!(
-            r.counts.len() == self.start.len(),
-            "wrk reported {} threads, expected {}",
-            r.counts.len(),
-            self.start.len()
-        );
-        self.start = r.counts.clone();
         // Beyond ncand * njobs the (candidate, job) pairs would repeat.
-        let used = requests_numbered(&self.start);
+        let used = advance(&mut self.start, r)?;
         ensure!(
             used < self.ncand * self.njobs,
             "apply ran out of distinct (candidate, job) pairs ({used} of {})",
@@ -1240,14 +1246,7 @@ impl Scenario for Uncached {
         Ok(vec![self.params.display().to_string()])
     }
     fn finish(&mut self, r: &WrkResult, warmup: bool) -> Result<Vec<String>> {
-        ensure!(
-            r.counts.len() == self.start.len(),
-            "wrk reported {} threads, expected {}",
-            r.counts.len(),
-            self.start.len()
-        );
-        self.start = r.counts.clone();
-        let used = requests_numbered(&self.start);
+        let used = advance(&mut self.start, r)?;
         let mut notes = Vec::new();
         if used >= self.combos && !warmup {
             notes.push(format!(
