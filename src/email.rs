@@ -4,7 +4,7 @@
 
 use crate::config::{Config, EmailBackend};
 use crate::domain::ApplicationStatus;
-use crate::store::{EmailData, SendError};
+use crate::domain::mail::{EmailData, SendError};
 use anyhow::Context;
 use async_trait::async_trait;
 use lettre::message::header::{ContentType, Header, HeaderName, HeaderValue};

@@ -1,16 +1,31 @@
 //! jobboard: a job-board backend.
 //!
-//! A map of the code, in the direction a request flows:
-//! - [`cli`], [`config`], [`telemetry`], [`shutdown`]: the process around the application.
-//! - [`app`]: the shared state and `serve`, the one way to run the API.
-//! - [`http`]: routes, extractors and problem+json errors; handlers parse, call, map.
-//! - [`domain`]: the rules (validation, the status workflow, search terms, events), free of I/O.
-//! - [`store`]: the `Store` trait with its PostgreSQL and SQLite implementations.
-//! - [`cache`]: the job-search cache (in-process or Redis) under versioned keys.
-//! - [`auth`]: password hashing and access tokens.
+//! # Module map
+//!
+//! Dependencies point one way, down this table: a module may use only the modules its row
+//! names (a test in `tests/api/architecture.rs` reads this table and checks every `crate::`
+//! path in `src/` against it). `run` is the wiring, the only place that chooses and builds the
+//! adapters; nothing imports it but the binary and the tests.
+//!
+//! | module | what it is | may use |
+//! |---|---|---|
+//! | `run` | the subcommands and the wiring: config → store, cache, queue, mailer, relay, worker, API state | `cli` `config` `http` `worker` `relay` `queue` `store` `cache` `email` `auth` `domain` `telemetry` `shutdown` `timefmt` |
+//! | `cli` | the command line | `config` |
+//! | `http` | routes, extractors, problem+json, `AppState` and `serve` | `relay` `queue` `store` `cache` `auth` `domain` `config` `telemetry` `timefmt` |
+//! | `worker` | receive → claim → send → record → ack, both claim modes | `queue` `store` `email` `domain` `config` `telemetry` |
+//! | `relay` | publishes the outbox to SQS | `queue` `store` `telemetry` |
+//! | `queue` | the `Queue` trait; the database queue and SQS | `store` `domain` `timefmt` |
+//! | `store` | the `Store` trait; PostgreSQL and SQLite | `domain` `config` `timefmt` |
+//! | `cache` | the job-search cache, in process or in Redis | |
+//! | `email` | the `Mailer` trait; console, file and SMTP | `domain` `config` |
+//! | `auth` | password hashing and access tokens | `config` |
+//! | `domain` | the rules: validated values, the status workflow, search terms, events, email data; no I/O | `timefmt` |
+//! | `config` | the environment, parsed and validated once | `domain` |
+//! | `telemetry` | logging and the metric names | `config` |
+//! | `shutdown` | SIGTERM/SIGINT → one cancellation token | |
+//! | `timefmt` | the one timestamp format | |
 #![forbid(unsafe_code)]
 
-pub mod app;
 pub mod auth;
 pub mod cache;
 pub mod cli;

@@ -10,9 +10,10 @@
 
 use crate::config::{ClaimMode, Config};
 use crate::domain::event::{StatusChanged, parse_message};
+use crate::domain::mail::{EmailData, SendError};
 use crate::email::{self, Mailer, Sender};
 use crate::queue::{DeadLetterReason, Message, Queue};
-use crate::store::{Claim, EmailData, Finished, SendError, SendFn, Store, TxOutcome};
+use crate::store::{Claim, Finished, SendFn, Store, TxOutcome};
 use crate::telemetry as t;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,7 +1,9 @@
 //! The job board's rules, free of HTTP, SQL and queues: validated values, the application
-//! status workflow, the search tokenizer and the events a status change emits.
+//! status workflow, the search tokenizer, the events a status change emits and what its email
+//! needs.
 
 pub mod event;
+pub mod mail;
 pub mod passwords;
 pub mod search;
 pub mod status;

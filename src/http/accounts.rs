@@ -3,9 +3,9 @@
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, JsonBody, client_addr};
 use super::idempotency::{self, IdemCtx, IdemKey, completion};
-use crate::app::AppState;
 use crate::auth;
 use crate::domain::{Role, validate};
+use crate::http::AppState;
 use crate::store::{FailureKind, NewUser, StoreError, UserRow};
 use axum::extract::{ConnectInfo, State};
 use axum::http::StatusCode;

@@ -3,8 +3,8 @@
 //! stranger learns nothing from a malformed body.
 
 use super::error::{ApiError, ApiResult, FieldErrors};
-use crate::app::AppState;
 use crate::domain::Role;
+use crate::http::AppState;
 use crate::store::{Page, StoreError, UserRow};
 use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
 use axum::http::{HeaderMap, header, request::Parts};

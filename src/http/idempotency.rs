@@ -5,7 +5,7 @@
 
 use super::error::{ApiError, ApiResult, PROBLEM_JSON};
 use super::extract::AuthUser;
-use crate::app::AppState;
+use crate::http::AppState;
 use crate::store::{Completion, IdemBegin};
 use axum::extract::FromRequestParts;
 use axum::http::{HeaderValue, Method, StatusCode, header, request::Parts};

@@ -10,8 +10,12 @@ pub mod idempotency;
 pub mod jobs;
 pub mod openapi;
 pub mod ops;
+mod serve;
+mod state;
 
-use crate::app::AppState;
+pub use serve::{bind, serve};
+pub use state::AppState;
+
 use crate::telemetry::{HTTP_REQUEST_DURATION_SECONDS, HTTP_REQUESTS_TOTAL};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};

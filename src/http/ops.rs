@@ -1,7 +1,7 @@
 //! Operations: health, readiness, metrics, the OpenAPI document and its rendered page.
 
 use super::openapi::ApiDoc;
-use crate::app::AppState;
+use crate::http::AppState;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};

@@ -3,6 +3,7 @@
 //! ms since the epoch on the database's clock, so that all workers judge leases on one clock.
 
 use super::StoreResult;
+use crate::domain::mail::{EmailData, SendError};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 
@@ -59,30 +60,24 @@ pub struct FailedClaim {
     pub first_failed_at: i64,
 }
 
-/// What the email for an event needs, read at send time from current data.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct EmailData {
-    pub candidate_id: i64,
-    pub email: String,
-    pub name: String,
-    pub job_title: String,
-    pub company: String,
+/// The row the email-data query returns; decoded here so the domain type knows nothing of SQL.
+#[derive(sqlx::FromRow)]
+pub(crate) struct EmailDataRow {
+    candidate_id: i64,
+    email: String,
+    name: String,
+    job_title: String,
+    company: String,
 }
 
-/// A send's failure, as the mail server reported it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SendError {
-    /// 4xx, a connection error or a timeout: try again later.
-    Transient(String),
-    /// 5xx: the server will never take it.
-    Permanent(String),
-}
-
-impl std::fmt::Display for SendError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SendError::Transient(m) => write!(f, "temporary failure: {m}"),
-            SendError::Permanent(m) => write!(f, "permanent failure: {m}"),
+impl From<EmailDataRow> for EmailData {
+    fn from(r: EmailDataRow) -> Self {
+        EmailData {
+            candidate_id: r.candidate_id,
+            email: r.email,
+            name: r.name,
+            job_title: r.job_title,
+            company: r.company,
         }
     }
 }

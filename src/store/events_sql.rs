@@ -6,6 +6,7 @@ macro_rules! impl_event_store {
         mod event_store_impl {
             use super::*;
             use $crate::store::events::*;
+            use $crate::domain::mail::{EmailData, SendError};
             use $crate::store::sql::Dialect;
             use $crate::store::{StoreError, StoreResult};
 
@@ -354,11 +355,12 @@ macro_rules! impl_event_store {
                             .await?;
                         return Ok(if status.as_deref() == Some("dead") { TxOutcome::Dead } else { TxOutcome::Duplicate });
                     };
-                    let data = sqlx::query_as::<_, EmailData>(EMAIL_DATA_SQL)
+                    let data = sqlx::query_as::<_, EmailDataRow>(EMAIL_DATA_SQL)
                         .bind(application_id)
                         .bind(event_id)
                         .fetch_optional(&mut *tx)
-                        .await?;
+                        .await?
+                        .map(EmailData::from);
                     let Some(data) = data else {
                         sqlx::query("UPDATE processed_events SET status = 'missing' WHERE event_id = $1")
                             .bind(event_id)
@@ -407,11 +409,12 @@ macro_rules! impl_event_store {
                 }
 
                 async fn email_data(&self, application_id: i64, event_id: &str) -> StoreResult<Option<EmailData>> {
-                    Ok(sqlx::query_as::<_, EmailData>(EMAIL_DATA_SQL)
+                    Ok(sqlx::query_as::<_, EmailDataRow>(EMAIL_DATA_SQL)
                         .bind(application_id)
                         .bind(event_id)
                         .fetch_optional(&self.pool)
-                        .await?)
+                        .await?
+                        .map(EmailData::from))
                 }
 
                 async fn dead_letters(&self) -> StoreResult<Vec<DeadLetterRow>> {

@@ -2,8 +2,8 @@
 //! per test (a temporary SQLite file or a new PostgreSQL database), an isolated Redis key space,
 //! and a real HTTP client with typed helpers.
 
-use jobboard::app::{self, AppState};
 use jobboard::config::Config;
+use jobboard::http::AppState;
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -178,14 +178,14 @@ impl TestApp {
                 .expect("redis ping");
         }
         let shutdown = CancellationToken::new();
-        let state = app::build(config, shutdown.clone(), true)
+        let state = jobboard::run::app_state(config, shutdown.clone(), true)
             .await
             .expect("build app");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let server = tokio::spawn(app::serve(listener, None, state.clone()));
+        let server = tokio::spawn(jobboard::http::serve(listener, None, state.clone()));
         TestApp {
             addr,
             client: reqwest::Client::new(),

@@ -5,6 +5,7 @@ mod helpers;
 
 mod accounts;
 mod applications;
+mod architecture;
 mod cli;
 mod companies;
 mod crash;

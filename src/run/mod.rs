@@ -1,12 +1,13 @@
-//! Runs a subcommand.
+//! Runs a subcommand: the top of the crate, the one place that puts the parts together.
 
-use crate::app;
+pub mod build;
+
+pub use build::{app_state, build_queue, build_worker, open_store, sqs_queue};
+
 use crate::cli::{Command, DlqCommand, Which};
-use crate::config::{Config, QueueKind};
-use crate::queue::{Queue, Selection, db::DbQueue, sqs::SqsQueue};
-use crate::store::{self, Store};
-use crate::worker::Worker;
-use anyhow::Context;
+use crate::config::Config;
+use crate::http::{self, bind};
+use crate::queue::Selection;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,12 +18,12 @@ pub async fn run(command: Option<Command>, config: Config) -> anyhow::Result<u8>
         Some(Command::Serve { no_migrate }) => serve(config, !no_migrate, false).await,
         Some(Command::Worker) => worker(config).await,
         Some(Command::Migrate) => {
-            let store = open_store(&config).await?;
+            let store = open_store(&config, true).await?;
             tracing::info!(backend = store.backend(), "migrations applied");
             Ok(0)
         }
         Some(Command::Cleanup) => {
-            let store = open_store(&config).await?;
+            let store = open_store(&config, true).await?;
             let worker = build_worker(&config, store.clone()).await?;
             let events = worker.delete_expired().await?;
             let keys = worker.delete_expired_keys().await?;
@@ -33,62 +34,14 @@ pub async fn run(command: Option<Command>, config: Config) -> anyhow::Result<u8>
     }
 }
 
-/// Opens the database and applies pending migrations.
-async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
-    let store = store::connect_with_pool(&config.database_url, config.database_pool_size)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot open the database {}",
-                crate::config::redact_url(config.database_url.as_str())
-            )
-        })?;
-    store.migrate().await.context("migrations failed")?;
-    Ok(store)
-}
-
-/// The SQS queue of `SQS_QUEUE_URL`.
-pub async fn sqs_queue(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Arc<SqsQueue>> {
-    let url = config
-        .sqs_queue_url
-        .clone()
-        .context("SQS_QUEUE_URL is required with QUEUE=sqs")?;
-    Ok(Arc::new(
-        SqsQueue::connect(
-            &url,
-            config.sqs_dlq_url.clone(),
-            Duration::from_secs(config.visibility_timeout_secs),
-            store,
-        )
-        .await?,
-    ))
-}
-
-/// The queue `QUEUE` names.
-pub async fn build_queue(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Arc<dyn Queue>> {
-    match config.queue {
-        QueueKind::Db => Ok(Arc::new(DbQueue::new(
-            store,
-            Duration::from_secs(config.visibility_timeout_secs),
-        ))),
-        QueueKind::Sqs => Ok(sqs_queue(config, store).await?),
-    }
-}
-
-pub async fn build_worker(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Worker> {
-    let queue = build_queue(config, store.clone()).await?;
-    let mailer = crate::email::from_config(config)?;
-    Ok(Worker::new(config, store, queue, mailer))
-}
-
 async fn serve(config: Config, migrate: bool, with_worker: bool) -> anyhow::Result<u8> {
     let shutdown = crate::shutdown::on_signal();
-    let listener = app::bind(config.bind_addr, "BIND_ADDR").await?;
+    let listener = bind(config.bind_addr, "BIND_ADDR").await?;
     let metrics_listener = match config.metrics_addr {
-        Some(addr) => Some(app::bind(addr, "METRICS_ADDR").await?),
+        Some(addr) => Some(bind(addr, "METRICS_ADDR").await?),
         None => None,
     };
-    let state = app::build(config, shutdown.clone(), migrate).await?;
+    let state = app_state(config, shutdown.clone(), migrate).await?;
     let worker = if with_worker {
         Some(Arc::new(
             build_worker(&state.config, state.store.clone()).await?,
@@ -112,7 +65,7 @@ async fn serve(config: Config, migrate: bool, with_worker: bool) -> anyhow::Resu
         tokio::spawn(w.clone().maintain(shutdown.clone()));
         tokio::spawn(w.run(shutdown.clone()))
     });
-    let mut clean = app::serve(listener, metrics_listener, state).await?;
+    let mut clean = http::serve(listener, metrics_listener, state).await?;
     if let Some(done) = worker_done {
         clean &= done.await.unwrap_or(false);
     }
@@ -122,8 +75,8 @@ async fn serve(config: Config, migrate: bool, with_worker: bool) -> anyhow::Resu
 
 async fn worker(config: Config) -> anyhow::Result<u8> {
     let shutdown = crate::shutdown::on_signal();
-    let listener = app::bind(config.worker_http_addr, "WORKER_HTTP_ADDR").await?;
-    let store = open_store(&config).await?;
+    let listener = bind(config.worker_http_addr, "WORKER_HTTP_ADDR").await?;
+    let store = open_store(&config, true).await?;
     let worker = Arc::new(build_worker(&config, store.clone()).await?);
     let http_state = crate::http::ops::WorkerState {
         store,
@@ -155,7 +108,7 @@ fn selection(which: Which) -> Selection {
 }
 
 async fn dlq(config: Config, cmd: DlqCommand) -> anyhow::Result<u8> {
-    let store = open_store(&config).await?;
+    let store = open_store(&config, true).await?;
     let queue = build_queue(&config, store).await?;
     match cmd {
         DlqCommand::List { json } => {

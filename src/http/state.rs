@@ -1,0 +1,38 @@
+//! The state every request handler shares. Built by the wiring in `run`; the HTTP layer only
+//! uses it.
+
+use crate::auth::Tokens;
+use crate::cache::SearchCache;
+use crate::config::Config;
+use crate::relay::Relay;
+use crate::store::Store;
+use metrics_exporter_prometheus::PrometheusHandle;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Everything a request handler needs. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub store: Arc<dyn Store>,
+    pub cache: Arc<dyn SearchCache>,
+    pub tokens: Arc<Tokens>,
+    pub metrics: PrometheusHandle,
+    /// Cancelled when shutdown begins; `/readyz` turns 503 at once.
+    pub shutdown: CancellationToken,
+    /// A hash that unknown emails are checked against, so a login takes as long either way.
+    pub dummy_hash: Arc<str>,
+    /// With `QUEUE=sqs`, the relay that publishes the outbox.
+    pub relay: Option<Arc<Relay>>,
+}
+
+impl AppState {
+    /// Called after a status change committed its event to the outbox.
+    pub fn event_committed(&self) {
+        match &self.relay {
+            Some(relay) => relay.poke(),
+            // With QUEUE=db the outbox is the queue: committed is published.
+            None => metrics::counter!(crate::telemetry::EVENTS_PUBLISHED_TOTAL).increment(1),
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! The wiring: every adapter (store, cache, queue, mailer, relay, worker) and the API's state
+//! built from the configuration. Only `run` and the binary use this module; nothing below it
+//! knows how its parts are chosen.
+
+use crate::auth::{self, Tokens};
+use crate::cache::{MemoryCache, RedisCache, SearchCache};
+use crate::config::{Config, QueueKind, redact_url};
+use crate::http::AppState;
+use crate::queue::{Queue, db::DbQueue, sqs::SqsQueue};
+use crate::relay::Relay;
+use crate::store::{self, Store};
+use crate::worker::Worker;
+use anyhow::Context;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Opens the database, applying pending migrations when `migrate` is true.
+pub async fn open_store(config: &Config, migrate: bool) -> anyhow::Result<Arc<dyn Store>> {
+    tracing::info!(database = %redact_url(config.database_url.as_str()), "connecting to the database");
+    let store = store::connect_with_pool(&config.database_url, config.database_pool_size)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot open the database {}",
+                redact_url(config.database_url.as_str())
+            )
+        })?;
+    if migrate {
+        store.migrate().await.context("migrations failed")?;
+    }
+    Ok(store)
+}
+
+/// The SQS queue of `SQS_QUEUE_URL`.
+pub async fn sqs_queue(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Arc<SqsQueue>> {
+    let url = config
+        .sqs_queue_url
+        .clone()
+        .context("SQS_QUEUE_URL is required with QUEUE=sqs")?;
+    Ok(Arc::new(
+        SqsQueue::connect(
+            &url,
+            config.sqs_dlq_url.clone(),
+            Duration::from_secs(config.visibility_timeout_secs),
+            store,
+        )
+        .await?,
+    ))
+}
+
+/// The queue `QUEUE` names.
+pub async fn build_queue(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Arc<dyn Queue>> {
+    match config.queue {
+        QueueKind::Db => Ok(Arc::new(DbQueue::new(
+            store,
+            Duration::from_secs(config.visibility_timeout_secs),
+        ))),
+        QueueKind::Sqs => Ok(sqs_queue(config, store).await?),
+    }
+}
+
+pub async fn build_worker(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Worker> {
+    let queue = build_queue(config, store.clone()).await?;
+    let mailer = crate::email::from_config(config)?;
+    Ok(Worker::new(config, store, queue, mailer))
+}
+
+/// Connects to the database (migrating it unless `migrate` is false) and the cache.
+pub async fn app_state(
+    config: Config,
+    shutdown: CancellationToken,
+    migrate: bool,
+) -> anyhow::Result<AppState> {
+    let store = open_store(&config, migrate).await?;
+    let ttl = Duration::from_secs(config.search_cache_ttl_secs);
+    let cache: Arc<dyn SearchCache> = match &config.redis_url {
+        Some(url) => {
+            tracing::info!(redis = %redact_url(&url.0), "search cache in Redis");
+            Arc::new(RedisCache::new(&url.0, &config.redis_key_prefix, ttl)?)
+        }
+        None => Arc::new(MemoryCache::new(
+            ttl,
+            config.search_cache_max_mb * 1024 * 1024,
+        )),
+    };
+    {
+        // A version bump that failed while Redis was away is retried until it lands.
+        let (cache, shutdown) = (cache.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    _ = every.tick() => cache.retry_owed_bump().await,
+                    _ = shutdown.cancelled() => return,
+                }
+            }
+        });
+    }
+    let relay = match config.queue {
+        QueueKind::Sqs => {
+            let sqs = sqs_queue(&config, store.clone()).await?;
+            let relay = Arc::new(Relay::new(store.clone(), sqs));
+            tokio::spawn(relay.clone().run(shutdown.clone()));
+            Some(relay)
+        }
+        QueueKind::Db => None,
+    };
+    let tokens = Arc::new(Tokens::from_config(&config));
+    let dummy_hash: Arc<str> =
+        tokio::task::spawn_blocking(|| auth::hash_password(&uuid::Uuid::new_v4().to_string()))
+            .await??
+            .into();
+    Ok(AppState {
+        config: Arc::new(config),
+        store,
+        cache,
+        tokens,
+        metrics: crate::telemetry::metrics_handle(),
+        shutdown,
+        dummy_hash,
+        relay,
+    })
+}
