@@ -1,11 +1,11 @@
 //! Accounts: registration, tokens (every JWT rule), password change, deletion, rate limits.
 
-use crate::each_backend;
+use crate::each_store;
 use crate::helpers::*;
 use base64::Engine;
 use serde_json::json;
 
-each_backend!(
+each_store!(
     register_and_me,
     registration_validation,
     email_taken_case_insensitively,

@@ -1,11 +1,11 @@
 //! Applications: applying (race-proof), visibility, the status workflow, withdraw, delete,
 //! history, and the outbox event each move writes in its own transaction.
 
-use crate::each_backend;
+use crate::each_store;
 use crate::helpers::*;
 use serde_json::json;
 
-each_backend!(
+each_store!(
     apply_rules,
     concurrent_duplicate_applications,
     visibility,

@@ -1,10 +1,10 @@
 //! Companies and members: roles, membership-based visibility, merge patches, the last-member rule.
 
-use crate::each_backend;
+use crate::each_store;
 use crate::helpers::*;
 use serde_json::json;
 
-each_backend!(company_lifecycle, company_visibility_and_roles, members);
+each_store!(company_lifecycle, company_visibility_and_roles, members);
 
 async fn company_lifecycle(app: TestApp) {
     let e = app.user("employer").await;

@@ -512,3 +512,23 @@ macro_rules! each_backend {
         }
     )*};
 }
+
+/// Expands each named `async fn name(app: TestApp)` into one test per database, with the
+/// in-process cache: for cases that never read a cached search, where Redis would only run the
+/// same code twice.
+#[macro_export]
+macro_rules! each_store {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            use $crate::helpers::{Backend, CacheKind, TestApp};
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name(TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$name(TestApp::spawn(Backend::Postgres, CacheKind::Memory).await).await
+            }
+        }
+    )*};
+}

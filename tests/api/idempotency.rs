@@ -1,12 +1,12 @@
 //! Retry-safe writes with `Idempotency-Key`: one write however often a request is retried, the
 //! same answer each time, on both backends.
 
-use crate::each_backend;
+use crate::each_store;
 use crate::helpers::*;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-each_backend!(
+each_store!(
     retried_apply_writes_once_and_answers_the_same,
     concurrent_retries_write_once,
     changed_body_is_refused,

@@ -1,10 +1,10 @@
 //! Jobs: publishing by company members, validation, JSON Merge Patch, deletion.
 
-use crate::each_backend;
+use crate::each_store;
 use crate::helpers::*;
 use serde_json::json;
 
-each_backend!(
+each_store!(
     job_create_rules,
     job_patch_is_a_merge_patch,
     job_delete_takes_applications,

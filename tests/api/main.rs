@@ -1,5 +1,6 @@
 //! HTTP-level tests of the whole API: the real server on port 0, a real client, real databases
-//! and a real Redis. Most cases run four times: SQLite and PostgreSQL, in-process cache and Redis.
+//! and a real Redis. Every case runs on SQLite and on PostgreSQL (`each_store!`); the cases that
+//! read cached searches run with the in-process cache and with Redis too (`each_backend!`).
 
 mod helpers;
 
