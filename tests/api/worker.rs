@@ -248,14 +248,18 @@ async fn a_batch_sends_each_once_and_a_failure_releases_only_its_claim(h: Harnes
         .map(|(_, e)| e)
         .filter(|e| h.smtp.count_for(e) == 0)
         .collect();
-    assert_eq!(
-        failed.len(),
-        count(Outcome::Failed),
-        "only a failed event is unsent: {outcomes:?}"
-    );
+    // Handled concurrently, the copy of the copied event may meet its failed claim already
+    // released and send it: that failure is then recovered, with still one email.
+    let recovered = count(Outcome::Failed)
+        .checked_sub(failed.len())
+        .unwrap_or_else(|| panic!("an event is unsent without a failure: {outcomes:?}"));
+    assert!(recovered <= 1, "only a failed event is unsent: {outcomes:?}");
+    if recovered == 1 {
+        assert_eq!(h.smtp.count_for(copied_event), 1, "{outcomes:?}");
+    }
     assert!(failed.len() <= 1, "{outcomes:?}");
     if h.mode != "transaction" {
-        assert_eq!(failed.len(), 1, "{outcomes:?}");
+        assert_eq!(failed.len() + recovered, 1, "{outcomes:?}");
     }
     for e in &failed {
         assert_eq!(h.processed_status(e).await.as_deref(), Some("pending"));
