@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// Opens the database, applying pending migrations when `migrate` is true.
+/// Opens the database. With `migrate`, applies pending migrations; without, refuses a schema
+/// that is behind or ahead of this binary, so only the commands asked to migrate ever do.
 pub async fn open_store(config: &Config, migrate: bool) -> anyhow::Result<Arc<dyn Store>> {
     tracing::info!(database = %redact_url(config.database_url.as_str()), "connecting to the database");
     let store = store::connect_with_pool(&config.database_url, config.database_pool_size)
@@ -28,6 +29,8 @@ pub async fn open_store(config: &Config, migrate: bool) -> anyhow::Result<Arc<dy
         })?;
     if migrate {
         store.migrate().await.context("migrations failed")?;
+    } else {
+        store.check_schema().await?;
     }
     Ok(store)
 }

@@ -23,7 +23,7 @@ pub async fn run(command: Option<Command>, config: Config) -> anyhow::Result<u8>
             Ok(0)
         }
         Some(Command::Cleanup) => {
-            let store = open_store(&config, true).await?;
+            let store = open_store(&config, false).await?;
             let worker = build_worker(&config, store.clone()).await?;
             let events = worker.delete_expired().await?;
             let keys = worker.delete_expired_keys().await?;
@@ -76,7 +76,7 @@ async fn serve(config: Config, migrate: bool, with_worker: bool) -> anyhow::Resu
 async fn worker(config: Config) -> anyhow::Result<u8> {
     let shutdown = crate::shutdown::on_signal();
     let listener = bind(config.worker_http_addr, "WORKER_HTTP_ADDR").await?;
-    let store = open_store(&config, true).await?;
+    let store = open_store(&config, false).await?;
     let worker = Arc::new(build_worker(&config, store.clone()).await?);
     let http_state = crate::http::ops::WorkerState {
         store,
@@ -108,7 +108,7 @@ fn selection(which: Which) -> Selection {
 }
 
 async fn dlq(config: Config, cmd: DlqCommand) -> anyhow::Result<u8> {
-    let store = open_store(&config, true).await?;
+    let store = open_store(&config, false).await?;
     let queue = build_queue(&config, store).await?;
     match cmd {
         DlqCommand::List { json } => {

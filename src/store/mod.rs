@@ -255,6 +255,8 @@ pub trait Store: EventStore + IdempotencyStore + Send + Sync + 'static {
     fn backend(&self) -> &'static str;
     /// Applies pending migrations.
     async fn migrate(&self) -> anyhow::Result<()>;
+    /// Fails, saying what to do, unless the database has exactly this binary's migrations.
+    async fn check_schema(&self) -> anyhow::Result<()>;
     /// A trivial query, for readiness.
     async fn ping(&self) -> anyhow::Result<()>;
 
@@ -402,6 +404,30 @@ pub async fn connect_with_pool(
             Arc::new(PgStore::connect(u, pool_size.unwrap_or(32)).await?)
         }
     })
+}
+
+/// The verdict on a database whose applied migration versions are `applied`, for a binary that
+/// knows `known` (version, description).
+pub fn schema_verdict(applied: &[i64], known: &[(i64, String)]) -> anyhow::Result<()> {
+    if let Some(v) = applied.iter().find(|v| !known.iter().any(|(k, _)| k == *v)) {
+        anyhow::bail!(
+            "the database schema is ahead of this jobboard (it has migration {v:04}, which this \
+             version does not know): run the version that migrated it, or a newer one"
+        );
+    }
+    let pending: Vec<String> = known
+        .iter()
+        .filter(|(k, _)| !applied.contains(k))
+        .map(|(k, d)| format!("{k:04}_{d}"))
+        .collect();
+    if !pending.is_empty() {
+        anyhow::bail!(
+            "the database schema is behind this jobboard (pending migrations: {}): run \
+             `jobboard migrate` first",
+            pending.join(", ")
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

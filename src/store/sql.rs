@@ -183,6 +183,20 @@ macro_rules! impl_store {
                 Ok(())
             }
 
+            async fn check_schema(&self) -> anyhow::Result<()> {
+                let applied: Vec<i64> = sqlx::query_scalar(
+                    "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version",
+                )
+                .fetch_all(&self.pool)
+                .await
+                .unwrap_or_default();
+                let known: Vec<(i64, String)> = Self::MIGRATOR
+                    .iter()
+                    .map(|m| (m.version, m.description.to_string()))
+                    .collect();
+                $crate::store::schema_verdict(&applied, &known)
+            }
+
             async fn ping(&self) -> anyhow::Result<()> {
                 sqlx::query("SELECT 1").execute(&self.pool).await?;
                 Ok(())

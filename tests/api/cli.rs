@@ -225,6 +225,102 @@ async fn bad_configuration_stops_with_one_line_naming_the_variable() {
     assert!(!dir.path().join("data").exists(), "nothing was created");
 }
 
+async fn versions(conn: &mut sqlx::SqliteConnection) -> Vec<i64> {
+    sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY 1")
+        .fetch_all(conn)
+        .await
+        .unwrap()
+}
+
+/// Only `migrate`, and `serve` unless told otherwise, change the schema; every other command
+/// refuses a database whose schema is behind or ahead of the binary, and changes nothing.
+#[tokio::test]
+async fn only_migrate_and_serve_migrate_the_others_refuse_a_schema_that_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("old.db").display());
+    // An old schema: only the first migration, as an earlier release left it.
+    let first = dir.path().join("first");
+    std::fs::create_dir(&first).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/sqlite/0001_init.sql");
+    std::fs::copy(&src, first.join("0001_init.sql")).unwrap();
+    let opts = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(dir.path().join("old.db"))
+        .create_if_missing(true);
+    let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect_with(&opts)
+        .await
+        .unwrap();
+    sqlx::migrate::Migrator::new(first.as_path())
+        .await
+        .unwrap()
+        .run(&mut conn)
+        .await
+        .unwrap();
+    let vars = [
+        ("DATABASE_URL", url.as_str()),
+        ("BIND_ADDR", "127.0.0.1:0"),
+        ("WORKER_HTTP_ADDR", "127.0.0.1:0"),
+        ("LOG_FORMAT", "json"),
+    ];
+    let refusing: [&[&str]; 5] = [
+        &["worker"],
+        &["cleanup"],
+        &["dlq", "list"],
+        &["dlq", "purge", "--all"],
+        &["serve", "--no-migrate"],
+    ];
+    for args in refusing {
+        let out = run(dir.path(), args, &vars).await;
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("schema is behind")
+                && out.stderr.contains("0002_worker")
+                && out.stderr.contains("`jobboard migrate`"),
+            "{args:?} names the pending migrations and the fix: {}",
+            out.stderr
+        );
+        assert_eq!(
+            versions(&mut conn).await,
+            vec![1],
+            "{args:?} migrated nothing"
+        );
+    }
+
+    let out = run(dir.path(), &["migrate"], &vars).await;
+    assert!(out.status.success(), "{}", out.stderr);
+    assert_eq!(versions(&mut conn).await, vec![1, 2, 3]);
+    let out = run(dir.path(), &["cleanup"], &vars).await;
+    assert!(
+        out.status.success(),
+        "a current schema is accepted: {}",
+        out.stderr
+    );
+
+    // Ahead: a newer release migrated this database.
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (9999, 'from a newer release', TRUE, X'00', 0)",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    for args in refusing {
+        let out = run(dir.path(), args, &vars).await;
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("schema is ahead") && out.stderr.contains("9999"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    // Nor do the migrating commands run an old binary's migrations over a newer schema.
+    for args in [&["migrate"][..], &["serve"][..]] {
+        let out = run(dir.path(), args, &vars).await;
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("9999"), "{args:?}: {}", out.stderr);
+    }
+    assert_eq!(versions(&mut conn).await, vec![1, 2, 3, 9999]);
+}
+
 #[tokio::test]
 async fn migrate_creates_the_sqlite_database() {
     let dir = tempfile::tempdir().unwrap();

@@ -253,7 +253,10 @@ async fn a_batch_sends_each_once_and_a_failure_releases_only_its_claim(h: Harnes
     let recovered = count(Outcome::Failed)
         .checked_sub(failed.len())
         .unwrap_or_else(|| panic!("an event is unsent without a failure: {outcomes:?}"));
-    assert!(recovered <= 1, "only a failed event is unsent: {outcomes:?}");
+    assert!(
+        recovered <= 1,
+        "only a failed event is unsent: {outcomes:?}"
+    );
     if recovered == 1 {
         assert_eq!(h.smtp.count_for(copied_event), 1, "{outcomes:?}");
     }
