@@ -76,6 +76,10 @@ pub fn metrics_handle() -> PrometheusHandle {
 }
 
 fn describe() {
+    // Counters that may stay at zero for days exist from the start, so rates and alerts over
+    // them have a series to read.
+    metrics::counter!(EVENTS_RECLAIMED_TOTAL).increment(0);
+    metrics::counter!(PROCESSED_EVENTS_DELETED_TOTAL).increment(0);
     metrics::describe_counter!(
         HTTP_REQUESTS_TOTAL,
         "HTTP requests by method, route template and status"

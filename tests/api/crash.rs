@@ -373,6 +373,24 @@ async fn all_in_one_process_emails_a_status_change() {
             .contains(sent)
     })
     .await;
+    // A search missed and then hit, so every series the dashboard reads now exists.
+    for _ in 0..2 {
+        let r = client
+            .get(format!("{base}/api/jobs?q=engineer"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let exported = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    crate::ops::dashboard_reads_only_exported_metrics(&exported);
     std::process::Command::new("kill")
         .args(["-TERM", &child.id().unwrap().to_string()])
         .status()

@@ -489,3 +489,118 @@ async fn metrics_can_move_to_their_own_listener() {
         .expect_problem(404, "not-found");
     app.get("/healthz", None).await.expect(200);
 }
+
+/// The metric names a PromQL expression reads: identifiers outside label matchers, ranges,
+/// strings and `by (…)` groups that are not functions, keywords or numbers.
+pub fn promql_metrics(expr: &str) -> Vec<String> {
+    let mut cleaned = String::new();
+    let mut depth_brace = 0;
+    let mut depth_bracket = 0;
+    let mut in_string = false;
+    for c in expr.chars() {
+        match c {
+            '"' => in_string = !in_string,
+            '{' if !in_string => depth_brace += 1,
+            '}' if !in_string => depth_brace -= 1,
+            '[' if !in_string => depth_bracket += 1,
+            ']' if !in_string => depth_bracket -= 1,
+            _ if in_string || depth_brace > 0 || depth_bracket > 0 => {}
+            _ => cleaned.push(c),
+        }
+        if matches!(c, '{' | '}' | '[' | ']' | '"') {
+            cleaned.push(' ');
+        }
+    }
+    // `by (route, status)` and `without (…)` name labels, not metrics.
+    let mut words = Vec::new();
+    let mut rest = cleaned.as_str();
+    while let Some(start) = rest.find(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        let tail = &rest[start..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(tail.len());
+        let word = &tail[..end];
+        let after = tail[end..].trim_start();
+        let preceded_by_digit = start > 0 && rest.as_bytes()[start - 1].is_ascii_digit();
+        if matches!(word, "by" | "without") {
+            // Skip the label list.
+            let close = after.find(')').map(|i| i + 1).unwrap_or(after.len());
+            rest = &after[close..];
+            continue;
+        }
+        // Aggregations may put `by (…)` between their name and their parenthesis.
+        let keyword = matches!(
+            word,
+            "and"
+                | "or"
+                | "unless"
+                | "on"
+                | "ignoring"
+                | "group_left"
+                | "group_right"
+                | "bool"
+                | "offset"
+                | "e"
+                | "sum"
+                | "avg"
+                | "min"
+                | "max"
+                | "count"
+                | "group"
+                | "stddev"
+                | "stdvar"
+                | "topk"
+                | "bottomk"
+                | "quantile"
+                | "count_values"
+        );
+        if !after.starts_with('(') && !keyword && !preceded_by_digit {
+            words.push(word.to_string());
+        }
+        rest = &tail[end..];
+    }
+    words
+}
+
+#[test]
+fn promql_metrics_finds_the_metric_names_only() {
+    assert_eq!(
+        promql_metrics(
+            "histogram_quantile(0.99, sum by (le, route) (rate(http_request_duration_seconds_bucket{route=~\"/a\"}[5m]))) / clamp_min(sum(rate(x_total[5m])), 1e-9)"
+        ),
+        vec!["http_request_duration_seconds_bucket", "x_total"]
+    );
+}
+
+/// Every query of `deploy/grafana/jobboard.json` names a metric that `exported` (a `/metrics`
+/// page after traffic) holds, so the dashboard cannot drift from the code.
+pub fn dashboard_reads_only_exported_metrics(exported: &str) {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/jobboard.json");
+    let dashboard: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let series: std::collections::BTreeSet<&str> = exported
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| l.split(['{', ' ']).next().unwrap())
+        .collect();
+    let mut queries = 0;
+    let mut missing = Vec::new();
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().expect("targets") {
+            let expr = target["expr"].as_str().expect("expr");
+            queries += 1;
+            let names = promql_metrics(expr);
+            assert!(!names.is_empty(), "{expr} reads no metric");
+            for name in names {
+                if !series.contains(name.as_str()) {
+                    missing.push(format!("{} ({})", name, panel["title"]));
+                }
+            }
+        }
+    }
+    assert!(queries >= 10, "the dashboard has its panels: {queries}");
+    assert!(
+        missing.is_empty(),
+        "the dashboard reads metrics /metrics does not export: {missing:?}\nexported: {series:?}"
+    );
+}
