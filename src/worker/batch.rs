@@ -1,0 +1,166 @@
+//! Batching: the new events of one receive claimed, read, recorded and acknowledged together.
+
+use super::{Outcome, Worker, count};
+use crate::domain::event::{StatusChanged, parse_message};
+use crate::domain::mail::EmailData;
+use crate::queue::Message;
+use crate::store::Finished;
+use std::time::Instant;
+use tracing::Instrument;
+
+impl Worker {
+    /// Handles one receive's messages. In lease mode with `WORKER_BATCH`, the new events of the
+    /// batch are claimed in one statement, their email data read in one query, the sent ones
+    /// recorded in one statement and acknowledged in one call; each event is still sent once,
+    /// and a failed send releases only its own claim. Anything unusual (an invalid message, an
+    /// event seen before, a copy of an event in the same batch) goes through `handle`.
+    pub async fn handle_batch(&self, batch: &[Message]) -> Vec<anyhow::Result<Outcome>> {
+        if !self.batch || batch.len() < 2 {
+            return futures::future::join_all(batch.iter().map(|m| self.handle(m))).await;
+        }
+        let start = Instant::now();
+        let mut seen = std::collections::HashSet::new();
+        let mut alone = Vec::new();
+        let mut fresh: Vec<(usize, StatusChanged)> = Vec::new();
+        for (i, m) in batch.iter().enumerate() {
+            match parse_message(&m.body) {
+                Ok(e) if seen.insert(e.event_id.clone()) => fresh.push((i, e)),
+                _ => alone.push(i),
+            }
+        }
+        let ids: Vec<String> = fresh.iter().map(|(_, e)| e.event_id.clone()).collect();
+        let lease_ms = self.visibility.as_millis() as i64;
+        let mut results: Vec<Option<anyhow::Result<Outcome>>> =
+            batch.iter().map(|_| None).collect();
+        let (lease_id, claimed) = match self.store.claim_new_events(&ids, lease_ms).await {
+            Ok((lease_id, claimed)) => (lease_id, claimed),
+            Err(err) => {
+                let err = anyhow::Error::from(err);
+                for (i, _) in &fresh {
+                    results[*i] = Some(Err(anyhow::anyhow!("{err:#}")));
+                }
+                (String::new(), Vec::new())
+            }
+        };
+        let claimed: std::collections::HashSet<String> = claimed.into_iter().collect();
+        let mut mine = Vec::new();
+        for (i, e) in fresh {
+            if claimed.contains(&e.event_id) {
+                mine.push((i, e));
+            } else if results[i].is_none() {
+                alone.push(i);
+            }
+        }
+        let singles = futures::future::join_all(alone.iter().map(|&i| self.handle(&batch[i])));
+        let together = self.handle_claimed(batch, &mine, &lease_id);
+        let (single_results, claimed_results) = futures::future::join(singles, together).await;
+        for (i, r) in alone.into_iter().zip(single_results) {
+            results[i] = Some(r);
+        }
+        for ((i, _), r) in mine.iter().zip(claimed_results) {
+            if let Ok(outcome) = &r {
+                count(crate::domain::event::STATUS_CHANGED, *outcome, start);
+            }
+            results[*i] = Some(r);
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(anyhow::anyhow!("message left unhandled"))))
+            .collect()
+    }
+
+    /// The rest of `handle_batch` for the events claimed under `lease_id`.
+    async fn handle_claimed(
+        &self,
+        batch: &[Message],
+        mine: &[(usize, StatusChanged)],
+        lease_id: &str,
+    ) -> Vec<anyhow::Result<Outcome>> {
+        if mine.is_empty() {
+            return Vec::new();
+        }
+        let all_failed = |err: anyhow::Error| {
+            mine.iter()
+                .map(|_| Err(anyhow::anyhow!("{err:#}")))
+                .collect::<Vec<_>>()
+        };
+        let wanted: Vec<(i64, String)> = mine
+            .iter()
+            .map(|(_, e)| (e.application_id, e.event_id.clone()))
+            .collect();
+        let mut data: std::collections::HashMap<String, EmailData> =
+            match self.store.email_data_many(&wanted).await {
+                Ok(rows) => rows.into_iter().collect(),
+                Err(err) => return all_failed(err.into()),
+            };
+        let sends = mine.iter().map(|(i, e)| {
+            let data = data.remove(&e.event_id);
+            async move {
+                let m = &batch[*i];
+                let span = tracing::info_span!("event", event_id = %e.event_id, application_id = e.application_id);
+                let Some(data) = data else {
+                    return (None, self.missing(m, e, lease_id).instrument(span).await);
+                };
+                let sent = self
+                    .send_with_heartbeat(m, e, lease_id, &data)
+                    .instrument(span.clone())
+                    .await;
+                match sent {
+                    Ok(()) => (Some(data), Ok(Outcome::Sent)),
+                    Err(error) => (
+                        None,
+                        self.failed_send(m, e, lease_id, error)
+                            .instrument(span)
+                            .await,
+                    ),
+                }
+            }
+        });
+        // The data of each sent email (none if it was not sent), and each outcome.
+        let mut results: Vec<(Option<EmailData>, anyhow::Result<Outcome>)> =
+            futures::future::join_all(sends).await;
+        let sent: Vec<usize> = results
+            .iter()
+            .enumerate()
+            .filter(|(_, (d, _))| d.is_some())
+            .map(|(k, _)| k)
+            .collect();
+        if sent.is_empty() {
+            return results.into_iter().map(|(_, r)| r).collect();
+        }
+        let sent_ids: Vec<String> = sent.iter().map(|&k| mine[k].1.event_id.clone()).collect();
+        let recorded = match self
+            .store
+            .finish_claims(&sent_ids, lease_id, Finished::Done)
+            .await
+        {
+            Ok(ids) => ids.into_iter().collect::<std::collections::HashSet<_>>(),
+            Err(err) => {
+                let err = anyhow::Error::from(err);
+                for &k in &sent {
+                    results[k].1 = Err(anyhow::anyhow!("{err:#}"));
+                }
+                return results.into_iter().map(|(_, r)| r).collect();
+            }
+        };
+        for id in &sent_ids {
+            if !recorded.contains(id) {
+                tracing::warn!(event_id = %id,
+                    "the lease ended before the send was recorded; another attempt may send it again");
+            }
+        }
+        let acked: Vec<Message> = sent.iter().map(|&k| batch[mine[k].0].clone()).collect();
+        if let Err(err) = self.queue.ack_many(&acked).await {
+            for &k in &sent {
+                results[k].1 = Err(anyhow::anyhow!("{err:#}"));
+            }
+            return results.into_iter().map(|(_, r)| r).collect();
+        }
+        for &k in &sent {
+            if let Some(data) = &results[k].0 {
+                self.log_sent(data, &mine[k].1);
+            }
+        }
+        results.into_iter().map(|(_, r)| r).collect()
+    }
+}

@@ -1,0 +1,48 @@
+//! The send under a lease: a deadline, and a heartbeat that keeps the claim and the message ours.
+
+use super::Worker;
+use crate::domain::event::StatusChanged;
+use crate::domain::mail::{EmailData, SendError};
+use crate::email;
+use crate::queue::Message;
+
+impl Worker {
+    /// Sends with a deadline while a heartbeat keeps the claim and the message ours.
+    pub(super) async fn send_with_heartbeat(
+        &self,
+        m: &Message,
+        e: &StatusChanged,
+        lease_id: &str,
+        data: &EmailData,
+    ) -> Result<(), SendError> {
+        let message =
+            email::status_email(&self.sender, data, &e.event_id, e.old_status, e.new_status)
+                .map_err(|err| SendError::Permanent(format!("{err:#}")))?;
+        let lease_ms = self.visibility.as_millis() as i64;
+        let beat = async {
+            let mut every = tokio::time::interval(self.visibility / 3);
+            every.tick().await;
+            loop {
+                every.tick().await;
+                match self
+                    .store
+                    .extend_claim(&e.event_id, lease_id, lease_ms)
+                    .await
+                {
+                    Ok(true) => {}
+                    Ok(false) => tracing::warn!("lost the lease during the send"),
+                    Err(err) => tracing::warn!(error = %err, "could not extend the lease"),
+                }
+                if let Err(err) = self.queue.extend(m, self.visibility).await {
+                    tracing::warn!(error = %err, "could not extend the message's visibility");
+                }
+            }
+        };
+        tokio::select! {
+            sent = tokio::time::timeout(self.send_timeout, self.mailer.send(&message)) => {
+                sent.unwrap_or_else(|_| Err(SendError::Transient(format!("timed out after {}s", self.send_timeout.as_secs()))))
+            }
+            _ = beat => unreachable!("the heartbeat never ends"),
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Lease mode: the claim of a single event, its send and record, and what follows a failure.
+
+use super::{Outcome, Worker};
+use crate::domain::event::StatusChanged;
+use crate::domain::mail::SendError;
+use crate::queue::{DeadLetterReason, Message};
+use crate::store::{Claim, Finished};
+use crate::telemetry as t;
+use std::time::Duration;
+
+impl Worker {
+    /// The event's application or history row is gone: nothing to send.
+    pub(super) async fn missing(
+        &self,
+        m: &Message,
+        e: &StatusChanged,
+        lease_id: &str,
+    ) -> anyhow::Result<Outcome> {
+        self.store
+            .finish_claim(&e.event_id, lease_id, Finished::Missing)
+            .await?;
+        self.queue.ack(m).await?;
+        tracing::warn!(
+            "application {} or its history row for event {} no longer exists; nothing to send",
+            e.application_id,
+            e.event_id
+        );
+        Ok(Outcome::Missing)
+    }
+
+    /// A failed send under a lease: releases this claim only, counting the attempt.
+    pub(super) async fn failed_send(
+        &self,
+        m: &Message,
+        e: &StatusChanged,
+        lease_id: &str,
+        error: SendError,
+    ) -> anyhow::Result<Outcome> {
+        let permanent = matches!(error, SendError::Permanent(_));
+        let failed = self
+            .store
+            .fail_claim(
+                &e.event_id,
+                lease_id,
+                &error.to_string(),
+                self.max_attempts,
+                permanent,
+            )
+            .await?;
+        match failed {
+            None => {
+                tracing::warn!(error = %error, "send failed after the lease ended; the message will be redelivered");
+                Ok(Outcome::Failed)
+            }
+            Some(f) => {
+                self.after_failure(m, e, &error, f.attempts, f.dead, Some(f.first_failed_at))
+                    .await
+            }
+        }
+    }
+
+    pub(super) async fn handle_lease(
+        &self,
+        m: &Message,
+        e: &StatusChanged,
+    ) -> anyhow::Result<Outcome> {
+        let lease_ms = self.visibility.as_millis() as i64;
+        let (lease_id, reclaimed) = match self.store.claim_event(&e.event_id, lease_ms).await? {
+            Claim::Duplicate => {
+                self.queue.ack(m).await?;
+                tracing::info!("already processed; skipping duplicate");
+                return Ok(Outcome::Duplicate);
+            }
+            Claim::Dead => return self.dead_letter_copy(m, e).await,
+            Claim::Deferred { remaining_ms } => {
+                let delay = Duration::from_millis(remaining_ms.max(0) as u64 + 100);
+                self.queue.retry_later(m, delay).await?;
+                tracing::info!(
+                    delay_ms = delay.as_millis() as u64,
+                    "event claimed by another worker; deferred until its lease ends"
+                );
+                return Ok(Outcome::Deferred);
+            }
+            Claim::Claimed {
+                lease_id,
+                reclaimed,
+                ..
+            } => (lease_id, reclaimed),
+        };
+        if reclaimed {
+            tracing::warn!("reclaiming expired claim");
+            metrics::counter!(t::EVENTS_RECLAIMED_TOTAL).increment(1);
+        }
+        let Some(data) = self.store.email_data(e.application_id, &e.event_id).await? else {
+            return self.missing(m, e, &lease_id).await;
+        };
+        let result = self.send_with_heartbeat(m, e, &lease_id, &data).await;
+        match result {
+            Ok(()) => {
+                if !self
+                    .store
+                    .finish_claim(&e.event_id, &lease_id, Finished::Done)
+                    .await?
+                {
+                    tracing::warn!(
+                        "the lease ended before the send was recorded; another attempt may send it again"
+                    );
+                }
+                self.queue.ack(m).await?;
+                self.log_sent(&data, e);
+                Ok(Outcome::Sent)
+            }
+            Err(error) => self.failed_send(m, e, &lease_id, error).await,
+        }
+    }
+
+    pub(super) async fn after_failure(
+        &self,
+        m: &Message,
+        e: &StatusChanged,
+        error: &SendError,
+        attempts: i64,
+        dead: bool,
+        first_failed_at: Option<i64>,
+    ) -> anyhow::Result<Outcome> {
+        if dead {
+            let reason = match error {
+                SendError::Permanent(_) => format!("rejected by the mail server: {error}"),
+                SendError::Transient(_) => {
+                    format!("gave up after {attempts} failed sends; last: {error}")
+                }
+            };
+            self.queue
+                .dead_letter(
+                    m,
+                    DeadLetterReason {
+                        event_id: Some(e.event_id.clone()),
+                        reason: reason.clone(),
+                        attempts,
+                        first_failed_at,
+                        copy_of_dead: false,
+                    },
+                )
+                .await?;
+            tracing::error!(attempts, "event dead-lettered: {reason}");
+            return Ok(Outcome::DeadLettered);
+        }
+        let delay = self.backoff(attempts);
+        self.queue.retry_later(m, delay).await?;
+        tracing::warn!(attempts, retry_in_secs = delay.as_secs(), error = %error,
+            "send failed (attempt {attempts} of {}); retrying in {}s: {error}", self.max_attempts, delay.as_secs());
+        Ok(Outcome::Failed)
+    }
+}

@@ -1,0 +1,188 @@
+//! The worker: receives status-change events, claims each event id, sends the email, records
+//! it, and acknowledges the message, keeping CONTRACT.md §6 for every outcome.
+//!
+//! Two claim modes (`CLAIM_MODE`):
+//! - `lease` (default): the claim commits at once with a lease on the database clock; the send
+//!   runs outside any transaction with a deadline, while a heartbeat extends the lease and the
+//!   message's visibility; the result is recorded only if the lease is still ours.
+//! - `transaction`: the claim, the send and the record share one database transaction, so a
+//!   connection is held during every send (the original design).
+
+mod batch;
+mod heartbeat;
+mod lease;
+mod run_loop;
+mod transaction;
+mod upkeep;
+
+use crate::config::{ClaimMode, Config};
+use crate::domain::event::{StatusChanged, parse_message};
+use crate::domain::mail::EmailData;
+use crate::email::{Mailer, Sender};
+use crate::queue::{DeadLetterReason, Message, Queue};
+use crate::store::Store;
+use crate::telemetry as t;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+use tracing::Instrument;
+
+/// How one message ended (the `outcome` label of `events_handled_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    Sent,
+    Duplicate,
+    Deferred,
+    Missing,
+    Failed,
+    DeadLettered,
+    Invalid,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Sent => "sent",
+            Outcome::Duplicate => "duplicate",
+            Outcome::Deferred => "deferred",
+            Outcome::Missing => "missing",
+            Outcome::Failed => "failed",
+            Outcome::DeadLettered => "dead_lettered",
+            Outcome::Invalid => "invalid",
+        }
+    }
+}
+
+/// Counts one handled message in the metrics.
+fn count(kind: &'static str, outcome: Outcome, start: Instant) {
+    metrics::counter!(t::EVENTS_HANDLED_TOTAL, "type" => kind, "outcome" => outcome.as_str())
+        .increment(1);
+    metrics::histogram!(t::EVENT_HANDLE_DURATION_SECONDS).record(start.elapsed().as_secs_f64());
+}
+
+const MAX_BACKOFF_SECS: f64 = 900.0;
+
+pub struct Worker {
+    store: Arc<dyn Store>,
+    queue: Arc<dyn Queue>,
+    mailer: Arc<dyn Mailer>,
+    sender: Sender,
+    mode: ClaimMode,
+    batch: bool,
+    visibility: Duration,
+    send_timeout: Duration,
+    max_attempts: i64,
+    concurrency: usize,
+    retention: Duration,
+    grace: Duration,
+    /// False while the queue (the database, with `QUEUE=db`) cannot be reached.
+    pub healthy: Arc<AtomicBool>,
+    /// Set when handling a message failed: the database is checked before receiving more.
+    store_trouble: AtomicBool,
+}
+
+impl Worker {
+    pub fn new(
+        config: &Config,
+        store: Arc<dyn Store>,
+        queue: Arc<dyn Queue>,
+        mailer: Arc<dyn Mailer>,
+    ) -> Worker {
+        Worker {
+            store,
+            queue,
+            mailer,
+            sender: Sender::from_config(config),
+            mode: config.claim_mode,
+            batch: config.worker_batch && config.claim_mode == ClaimMode::Lease,
+            visibility: Duration::from_secs(config.visibility_timeout_secs),
+            send_timeout: Duration::from_secs(config.email_send_timeout_secs),
+            max_attempts: config.max_attempts as i64,
+            concurrency: config.worker_concurrency,
+            retention: Duration::from_secs(config.processed_events_retention_days * 86_400),
+            grace: Duration::from_secs(config.shutdown_grace_secs),
+            healthy: Arc::new(AtomicBool::new(true)),
+            store_trouble: AtomicBool::new(false),
+        }
+    }
+
+    pub fn queue(&self) -> &Arc<dyn Queue> {
+        &self.queue
+    }
+
+    /// The delay before retry `n` (1-based): `min(visibility · 2^(n−1), 900)` s ± 10 %.
+    pub fn backoff(&self, attempts: i64) -> Duration {
+        let exp = (attempts.clamp(1, 32) - 1) as i32;
+        let base = (self.visibility.as_secs_f64() * 2f64.powi(exp)).min(MAX_BACKOFF_SECS);
+        let jitter: f64 = rand::Rng::gen_range(&mut rand::thread_rng(), 0.9..=1.1);
+        Duration::from_secs_f64(base * jitter)
+    }
+
+    /// Handles one message. An error means the infrastructure failed (not the send): the message
+    /// is left to reappear after its visibility timeout, and nothing counts as an attempt.
+    pub async fn handle(&self, m: &Message) -> anyhow::Result<Outcome> {
+        let start = Instant::now();
+        let (kind, outcome) = match parse_message(&m.body) {
+            Err(invalid) => {
+                tracing::warn!(event_id = invalid.event_id.as_deref().unwrap_or("-"), reason = %invalid.reason,
+                    "invalid message dead-lettered: {}", invalid.reason);
+                self.queue
+                    .dead_letter(
+                        m,
+                        DeadLetterReason {
+                            event_id: invalid.event_id,
+                            reason: format!("invalid message: {}", invalid.reason),
+                            attempts: 0,
+                            first_failed_at: None,
+                            copy_of_dead: false,
+                        },
+                    )
+                    .await?;
+                ("unknown", Outcome::Invalid)
+            }
+            Ok(event) => {
+                let span = tracing::info_span!("event", event_id = %event.event_id, application_id = event.application_id);
+                let outcome = match self.mode {
+                    ClaimMode::Lease => self.handle_lease(m, &event).instrument(span).await?,
+                    ClaimMode::Transaction => {
+                        self.handle_transaction(m, &event).instrument(span).await?
+                    }
+                };
+                (crate::domain::event::STATUS_CHANGED, outcome)
+            }
+        };
+        count(kind, outcome, start);
+        Ok(outcome)
+    }
+
+    /// A copy of an event that was dead-lettered: it goes to the dead letters too (where the
+    /// store keeps one per event), so that nothing is lost even if the first dead-lettering
+    /// never completed.
+    async fn dead_letter_copy(&self, m: &Message, e: &StatusChanged) -> anyhow::Result<Outcome> {
+        self.queue
+            .dead_letter(
+                m,
+                DeadLetterReason {
+                    event_id: Some(e.event_id.clone()),
+                    reason: "the event was dead-lettered earlier; this is a later copy".to_string(),
+                    attempts: 0,
+                    first_failed_at: None,
+                    copy_of_dead: true,
+                },
+            )
+            .await?;
+        tracing::info!("already dead-lettered; this copy joins it");
+        Ok(Outcome::DeadLettered)
+    }
+
+    fn log_sent(&self, data: &EmailData, e: &StatusChanged) {
+        tracing::info!(
+            "emailed user {} about application {}: {} -> {} (event {})",
+            data.candidate_id,
+            e.application_id,
+            e.old_status,
+            e.new_status,
+            e.event_id
+        );
+    }
+}

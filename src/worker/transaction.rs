@@ -1,0 +1,107 @@
+//! Transaction mode: the claim, the send and the record share one database transaction.
+
+use super::{Outcome, Worker};
+use crate::domain::event::StatusChanged;
+use crate::domain::mail::{EmailData, SendError};
+use crate::email;
+use crate::queue::Message;
+use crate::store::{SendFn, TxOutcome};
+use crate::telemetry as t;
+use std::sync::Arc;
+
+impl Worker {
+    pub(super) async fn handle_transaction(
+        &self,
+        m: &Message,
+        e: &StatusChanged,
+    ) -> anyhow::Result<Outcome> {
+        let mailer = self.mailer.clone();
+        let sender = self.sender.clone();
+        let timeout = self.send_timeout;
+        let event = e.clone();
+        let sent_to: Arc<std::sync::Mutex<Option<EmailData>>> = Arc::default();
+        let record = sent_to.clone();
+        let deliveries = m.receive_count;
+        let send: SendFn<'_> = Box::new(move |data: EmailData, attempts: i64| {
+            Box::pin(async move {
+                // Each failed send accounts for one delivery. A delivery beyond those found no
+                // recorded outcome: an earlier holder died (or lost the database) mid-send, and
+                // its claim ended with its transaction.
+                if deliveries > attempts + 1 {
+                    tracing::warn!("reclaiming expired claim");
+                    metrics::counter!(t::EVENTS_RECLAIMED_TOTAL).increment(1);
+                }
+                let message = email::status_email(
+                    &sender,
+                    &data,
+                    &event.event_id,
+                    event.old_status,
+                    event.new_status,
+                )
+                .map_err(|err| SendError::Permanent(format!("{err:#}")))?;
+                let result = tokio::time::timeout(timeout, mailer.send(&message))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(SendError::Transient(format!(
+                            "timed out after {}s",
+                            timeout.as_secs()
+                        )))
+                    });
+                if result.is_ok() {
+                    *record.lock().unwrap_or_else(|p| p.into_inner()) = Some(data);
+                }
+                result
+            })
+        });
+        // The transaction may wait on another worker's; keep the message hidden meanwhile.
+        let keep_hidden = async {
+            let mut every = tokio::time::interval(self.visibility / 3);
+            every.tick().await;
+            loop {
+                every.tick().await;
+                if let Err(err) = self.queue.extend(m, self.visibility).await {
+                    tracing::warn!(error = %err, "could not extend the message's visibility");
+                }
+            }
+        };
+        let outcome = tokio::select! {
+            o = self.store.process_in_transaction(&e.event_id, e.application_id, self.max_attempts, send) => o?,
+            _ = keep_hidden => unreachable!("the heartbeat never ends"),
+        };
+        match outcome {
+            TxOutcome::Sent => {
+                self.queue.ack(m).await?;
+                if let Some(data) = sent_to.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                    self.log_sent(data, e);
+                }
+                Ok(Outcome::Sent)
+            }
+            TxOutcome::Dead => self.dead_letter_copy(m, e).await,
+            TxOutcome::Duplicate => {
+                self.queue.ack(m).await?;
+                tracing::info!("already processed; skipping duplicate");
+                Ok(Outcome::Duplicate)
+            }
+            TxOutcome::Missing => {
+                self.queue.ack(m).await?;
+                tracing::warn!(
+                    "application {} or its history row for event {} no longer exists; nothing to send",
+                    e.application_id,
+                    e.event_id
+                );
+                Ok(Outcome::Missing)
+            }
+            TxOutcome::Failed { failure, error } => {
+                self.after_failure(
+                    m,
+                    e,
+                    &error,
+                    failure.attempts,
+                    failure.dead,
+                    Some(failure.first_failed_at),
+                )
+                .await
+            }
+        }
+    }
+}
