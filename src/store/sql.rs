@@ -184,12 +184,20 @@ macro_rules! impl_store {
             }
 
             async fn check_schema(&self) -> anyhow::Result<()> {
-                let applied: Vec<i64> = sqlx::query_scalar(
+                let applied: Vec<i64> = match sqlx::query_scalar(
                     "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version",
                 )
                 .fetch_all(&self.pool)
                 .await
-                .unwrap_or_default();
+                {
+                    Ok(v) => v,
+                    // The database answered but has no migrations table: nothing applied yet.
+                    Err(sqlx::Error::Database(_)) => Vec::new(),
+                    // Anything else (the database unreachable) is not a verdict on the schema.
+                    Err(e) => {
+                        return Err(anyhow::Error::from(e).context("cannot read the applied migrations"))
+                    }
+                };
                 let known: Vec<(i64, String)> = Self::MIGRATOR
                     .iter()
                     .map(|m| (m.version, m.description.to_string()))

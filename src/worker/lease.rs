@@ -20,11 +20,7 @@ impl Worker {
             .finish_claim(&e.event_id, lease_id, Finished::Missing)
             .await?;
         self.queue.ack(m).await?;
-        tracing::warn!(
-            "application {} or its history row for event {} no longer exists; nothing to send",
-            e.application_id,
-            e.event_id
-        );
+        self.log_missing(e);
         Ok(Outcome::Missing)
     }
 

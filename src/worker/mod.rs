@@ -185,4 +185,13 @@ impl Worker {
             e.event_id
         );
     }
+
+    /// The event's application (or its history row) is gone: nothing to send, in either mode.
+    fn log_missing(&self, e: &StatusChanged) {
+        tracing::warn!(
+            "application {} or its history row for event {} no longer exists; nothing to send",
+            e.application_id,
+            e.event_id
+        );
+    }
 }

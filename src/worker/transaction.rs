@@ -84,11 +84,7 @@ impl Worker {
             }
             TxOutcome::Missing => {
                 self.queue.ack(m).await?;
-                tracing::warn!(
-                    "application {} or its history row for event {} no longer exists; nothing to send",
-                    e.application_id,
-                    e.event_id
-                );
+                self.log_missing(e);
                 Ok(Outcome::Missing)
             }
             TxOutcome::Failed { failure, error } => {

@@ -238,6 +238,20 @@ async fn versions(conn: &mut sqlx::SqliteConnection) -> Vec<i64> {
 async fn only_migrate_and_serve_migrate_the_others_refuse_a_schema_that_differs() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("old.db").display());
+    // A new database: nothing applied, so every migration is pending, and none is applied.
+    let fresh = format!("sqlite://{}", dir.path().join("new.db").display());
+    let out = run(
+        dir.path(),
+        &["cleanup"],
+        &[("DATABASE_URL", fresh.as_str())],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("schema is behind") && out.stderr.contains("0001_init"),
+        "{}",
+        out.stderr
+    );
     // An old schema: only the first migration, as an earlier release left it.
     let first = dir.path().join("first");
     std::fs::create_dir(&first).unwrap();

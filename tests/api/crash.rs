@@ -360,17 +360,13 @@ async fn all_in_one_process_emails_a_status_change() {
     assert!(text.contains("To: candidate <cody@mail.example>"), "{text}");
     assert!(text.contains("X-Jobboard-Event-Id: "), "{text}");
     // The email is written before the send is recorded and counted.
+    let metrics = || async {
+        let r = client.get(format!("{base}/metrics")).send().await.unwrap();
+        r.text().await.unwrap()
+    };
     let sent = "events_handled_total{type=\"application.status_changed\",outcome=\"sent\"} 1";
     wait_until("the send is counted", || async {
-        client
-            .get(format!("{base}/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-            .contains(sent)
+        metrics().await.contains(sent)
     })
     .await;
     // A search missed and then hit, so every series the dashboard reads now exists.
@@ -382,15 +378,7 @@ async fn all_in_one_process_emails_a_status_change() {
             .unwrap();
         assert_eq!(r.status(), 200);
     }
-    let exported = client
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    crate::ops::dashboard_reads_only_exported_metrics(&exported);
+    crate::ops::dashboard_reads_only_exported_metrics(&metrics().await);
     std::process::Command::new("kill")
         .args(["-TERM", &child.id().unwrap().to_string()])
         .status()
