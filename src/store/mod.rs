@@ -1,12 +1,11 @@
 //! Persistence: one [`Store`] trait of use-case methods, each one transaction inside the
 //! implementation, with a PostgreSQL and a SQLite implementation that share everything but the
-//! SQL dialect (see `sql.rs`).
+//! SQL dialect (see `dialect.rs` and `sql/`).
 
+mod dialect;
 pub mod events;
-mod events_sql;
 pub mod idempotency;
 mod postgres;
-mod sql;
 mod sqlite;
 
 pub use events::*;

@@ -1,7 +1,6 @@
 //! PostgreSQL: row locks with `FOR UPDATE`, full-text search on a GIN-indexed tsvector.
 
-use super::events_sql::impl_event_store;
-use super::sql::{Dialect, impl_store};
+use super::dialect::Dialect;
 use sqlx::postgres::{PgPool, PgPoolOptions, Postgres};
 use std::time::Duration;
 
@@ -47,6 +46,7 @@ impl Dialect for PgDialect {
     const NOW_MS: &'static str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const FOR_SHARE: &'static str = " FOR SHARE";
+    const NAME: &'static str = "postgres";
     const LOCK_WHILE_PUBLISHING: bool = true;
 
     fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Postgres>, terms: &[String]) {
@@ -68,5 +68,10 @@ impl Dialect for PgDialect {
     }
 }
 
-impl_event_store!(PgStore, Postgres, PgDialect);
-impl_store!(PgStore, Postgres, PgDialect, "postgres");
+// The shared SQL (`sql/`), compiled for this backend.
+type Db = Postgres;
+type D = PgDialect;
+type S = PgStore;
+#[allow(clippy::duplicate_mod)]
+#[path = "sql/mod.rs"]
+mod sql;

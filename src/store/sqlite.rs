@@ -1,8 +1,7 @@
 //! SQLite: WAL mode, write transactions that take the write lock up front (`BEGIN IMMEDIATE`),
 //! full-text search on an FTS5 index.
 
-use super::events_sql::impl_event_store;
-use super::sql::{Dialect, impl_store};
+use super::dialect::Dialect;
 use sqlx::sqlite::{
     Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
     SqliteSynchronous,
@@ -66,6 +65,7 @@ impl Dialect for SqliteDialect {
     const NOW_MS: &'static str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
     const FOR_UPDATE: &'static str = "";
     const FOR_SHARE: &'static str = "";
+    const NAME: &'static str = "sqlite";
     const LOCK_WHILE_PUBLISHING: bool = false;
 
     fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Sqlite>, terms: &[String]) {
@@ -87,5 +87,10 @@ impl Dialect for SqliteDialect {
     }
 }
 
-impl_event_store!(SqliteStore, Sqlite, SqliteDialect);
-impl_store!(SqliteStore, Sqlite, SqliteDialect, "sqlite");
+// The shared SQL (`sql/`), compiled for this backend.
+type Db = Sqlite;
+type D = SqliteDialect;
+type S = SqliteStore;
+#[allow(clippy::duplicate_mod)]
+#[path = "sql/mod.rs"]
+mod sql;

@@ -1,0 +1,54 @@
+//! What differs between the backends ([`Dialect`]) and the few helpers every backend's SQL
+//! shares. The SQL itself is in `sql/`, written once and compiled once per backend.
+
+use super::StoreError;
+use crate::domain::{Conflict, search};
+
+/// The statements that differ between PostgreSQL and SQLite.
+pub(super) trait Dialect {
+    type Db: sqlx::Database;
+    /// Appended to a SELECT that must lock the rows it reads for the rest of the transaction
+    /// (SQLite needs nothing: its write transactions start with the database write lock).
+    const FOR_UPDATE: &'static str;
+    /// Appended to a SELECT whose rows must not change or vanish until the transaction ends.
+    const FOR_SHARE: &'static str;
+    /// Whether the outbox relay may keep its rows locked while it publishes them.
+    const LOCK_WHILE_PUBLISHING: bool;
+    /// Appended to the SELECT that picks queue messages: concurrent receivers skip each other's
+    /// rows (SQLite's single writer needs nothing).
+    const SKIP_LOCKED: &'static str;
+    /// The database clock as ms since the epoch, as an SQL expression.
+    const NOW_MS: &'static str;
+    /// The backend's name, as `Store::backend` reports it.
+    const NAME: &'static str;
+    /// Adds `AND <every term matches>` to a job query whose jobs table is aliased `j`.
+    fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Self::Db>, terms: &[String]);
+    /// Adds `AND <location_key contains needle>`.
+    fn push_location_match(qb: &mut sqlx::QueryBuilder<'_, Self::Db>, needle: String);
+}
+
+/// Maps a constraint violation to the given conflict; anything else stays an error.
+pub(super) fn constraint(e: sqlx::Error, conflict: Conflict) -> StoreError {
+    if let Some(db) = e.as_database_error()
+        && matches!(
+            db.kind(),
+            sqlx::error::ErrorKind::UniqueViolation | sqlx::error::ErrorKind::ForeignKeyViolation
+        )
+    {
+        return StoreError::Conflict(conflict);
+    }
+    e.into()
+}
+
+/// A job's searchable text.
+pub(super) fn job_terms(title: &str, description: &str, company: &str) -> String {
+    search::document_terms(&[title, description, company])
+}
+
+/// `$first, $first+1, …` for an `IN (…)` list of `n` values.
+pub(super) fn placeholders(first: usize, n: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

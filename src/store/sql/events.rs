@@ -1,0 +1,600 @@
+//! [`EventStore`]: the database queue, claims of events, dead letters, the outbox relay.
+
+use super::{D, Db, S, Tx, sql};
+use crate::domain::mail::{EmailData, SendError};
+use crate::store::dialect::{Dialect, placeholders};
+use crate::store::events::*;
+use crate::store::{StoreError, StoreResult};
+
+impl S {
+    async fn dead_letter_in(tx: &mut Tx, d: &NewDeadLetter) -> StoreResult<()> {
+        sqlx::query(sql::DEAD_LETTER_INSERT)
+            .bind(&d.event_id)
+            .bind(&d.reason)
+            .bind(d.attempts)
+            .bind(&d.body)
+            .bind(d.first_failed_at)
+            .bind(d.unless_present)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
+    /// Counts a failed send, creating the record if the claim was rolled back.
+    async fn record_failure<'c, E>(
+        e: E,
+        event_id: &str,
+        lease_id: Option<&str>,
+        error: &str,
+        max_attempts: i64,
+        permanent: bool,
+    ) -> StoreResult<Option<FailedClaim>>
+    where
+        E: sqlx::Executor<'c, Database = Db>,
+    {
+        let statement = match lease_id {
+            Some(_) => sql::CLAIM_FAIL_LEASED,
+            None => sql::CLAIM_FAIL_UNLEASED,
+        };
+        let query = sqlx::query_as::<_, (i64, String, i64)>(statement)
+            .bind(event_id)
+            .bind(error)
+            .bind(permanent)
+            .bind(max_attempts);
+        let query = match lease_id {
+            Some(lease) => query.bind(lease),
+            None => query,
+        };
+        let row = query.fetch_optional(e).await?;
+        Ok(row.map(|(attempts, status, first)| FailedClaim {
+            attempts,
+            dead: status == "dead",
+            first_failed_at: first,
+        }))
+    }
+}
+
+#[async_trait::async_trait]
+impl EventStore for S {
+    async fn queue_receive(&self, max: i64, visibility_ms: i64) -> StoreResult<Vec<QueuedMessage>> {
+        let receipt = uuid::Uuid::new_v4().to_string();
+        let mut tx = self.begin_write().await?;
+        let rows =
+            sqlx::query_as::<_, (i64, String, String, i64, Option<String>)>(sql::QUEUE_RECEIVE)
+                .bind(visibility_ms)
+                .bind(&receipt)
+                .bind(max)
+                .fetch_all(&mut *tx)
+                .await?;
+        tx.commit().await?;
+        let mut messages: Vec<QueuedMessage> = rows
+            .into_iter()
+            .map(
+                |(id, receipt, body, receive_count, event_id)| QueuedMessage {
+                    id,
+                    receipt,
+                    body,
+                    receive_count,
+                    event_id,
+                },
+            )
+            .collect();
+        messages.sort_by_key(|m| m.id);
+        Ok(messages)
+    }
+
+    async fn queue_ack(&self, id: i64, receipt: &str) -> StoreResult<bool> {
+        let done = sqlx::query(sql::QUEUE_ACK)
+            .bind(id)
+            .bind(receipt)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn queue_delay(&self, id: i64, receipt: &str, delay_ms: i64) -> StoreResult<bool> {
+        let done = sqlx::query(sql::QUEUE_DELAY)
+            .bind(id)
+            .bind(receipt)
+            .bind(delay_ms.max(0))
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn queue_dead_letter(
+        &self,
+        id: i64,
+        receipt: &str,
+        dead: NewDeadLetter,
+    ) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        Self::dead_letter_in(&mut tx, &dead).await?;
+        sqlx::query(sql::QUEUE_ACK)
+            .bind(id)
+            .bind(receipt)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn queue_enqueue(
+        &self,
+        event_id: Option<&str>,
+        application_id: Option<i64>,
+        body: &str,
+    ) -> StoreResult<i64> {
+        Ok(sqlx::query_scalar(sql::OUTBOX_INSERT)
+            .bind(event_id)
+            .bind(application_id)
+            .bind(body)
+            .bind(crate::timefmt::now())
+            .fetch_one(&self.pool)
+            .await?)
+    }
+
+    async fn queue_stats(&self) -> StoreResult<QueueStats> {
+        let (pending, oldest): (i64, Option<chrono::DateTime<chrono::Utc>>) =
+            sqlx::query_as(sql::QUEUE_STATS)
+                .fetch_one(&self.pool)
+                .await?;
+        let dead_letters: i64 = sqlx::query_scalar(sql::DEAD_LETTER_COUNT)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(QueueStats {
+            pending,
+            oldest_age_ms: oldest.map(|t| (chrono::Utc::now() - t).num_milliseconds().max(0)),
+            dead_letters,
+        })
+    }
+
+    async fn claim_event(&self, event_id: &str, lease_ms: i64) -> StoreResult<Claim> {
+        let lease_id = uuid::Uuid::new_v4().to_string();
+        let mut tx = self.begin_write().await?;
+        // The UNIQUE event_id decides between racing workers.
+        let inserted = sqlx::query(sql::CLAIM_INSERT)
+            .bind(event_id)
+            .bind(&lease_id)
+            .bind(lease_ms)
+            .execute(&mut *tx)
+            .await?;
+        if inserted.rows_affected() == 1 {
+            tx.commit().await?;
+            return Ok(Claim::Claimed {
+                lease_id,
+                reclaimed: false,
+                attempts: 0,
+            });
+        }
+        let (status, locked_until, attempts, now): (String, Option<i64>, i64, i64) =
+            sqlx::query_as(sql::CLAIM_READ_LOCKED)
+                .bind(event_id)
+                .fetch_one(&mut *tx)
+                .await?;
+        let claim = match status.as_str() {
+            "in_progress" if locked_until.unwrap_or(0) > now => {
+                return Ok(Claim::Deferred {
+                    remaining_ms: locked_until.unwrap_or(now) - now,
+                });
+            }
+            "in_progress" | "pending" => Claim::Claimed {
+                lease_id: lease_id.clone(),
+                reclaimed: status == "in_progress",
+                attempts,
+            },
+            "dead" => return Ok(Claim::Dead),
+            _ => return Ok(Claim::Duplicate),
+        };
+        sqlx::query(sql::CLAIM_TAKE)
+            .bind(event_id)
+            .bind(&lease_id)
+            .bind(lease_ms)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(claim)
+    }
+
+    async fn claim_new_events(
+        &self,
+        event_ids: &[String],
+        lease_ms: i64,
+    ) -> StoreResult<(String, Vec<String>)> {
+        let lease_id = uuid::Uuid::new_v4().to_string();
+        if event_ids.is_empty() {
+            return Ok((lease_id, Vec::new()));
+        }
+        let now = <D as Dialect>::NOW_MS;
+        let values = (0..event_ids.len())
+            .map(|i| format!("(${}, 'in_progress', $1, {now} + $2, 0, {now})", i + 3))
+            .collect::<Vec<_>>()
+            .join(", ");
+        // The UNIQUE event_id decides between racing workers, as for one claim.
+        let statement = format!(
+            "INSERT INTO processed_events (event_id, status, lease_id, locked_until, attempts, \
+             updated_at) VALUES {values} ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
+        );
+        let mut query = sqlx::query_scalar::<_, String>(&statement)
+            .bind(&lease_id)
+            .bind(lease_ms);
+        for id in event_ids {
+            query = query.bind(id);
+        }
+        let claimed = query.fetch_all(&self.pool).await?;
+        Ok((lease_id, claimed))
+    }
+
+    async fn finish_claims(
+        &self,
+        event_ids: &[String],
+        lease_id: &str,
+        finished: Finished,
+    ) -> StoreResult<Vec<String>> {
+        if event_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let statement = format!(
+            "UPDATE processed_events SET status = $2, lease_id = NULL, locked_until = NULL, \
+             updated_at = {} WHERE lease_id = $1 AND status = 'in_progress' AND event_id IN ({}) \
+             RETURNING event_id",
+            <D as Dialect>::NOW_MS,
+            placeholders(3, event_ids.len())
+        );
+        let mut query = sqlx::query_scalar::<_, String>(&statement)
+            .bind(lease_id)
+            .bind(finished.as_str());
+        for id in event_ids {
+            query = query.bind(id);
+        }
+        Ok(query.fetch_all(&self.pool).await?)
+    }
+
+    async fn email_data_many(
+        &self,
+        events: &[(i64, String)],
+    ) -> StoreResult<Vec<(String, EmailData)>> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let statement = format!(
+            "SELECT h.event_id, a.id AS application_id, u.id AS candidate_id, u.email, u.name, \
+             j.title AS job_title, c.name AS company FROM application_history h \
+             JOIN applications a ON a.id = h.application_id JOIN users u ON u.id = a.candidate_id \
+             JOIN jobs j ON j.id = a.job_id JOIN companies c ON c.id = j.company_id \
+             WHERE h.event_id IN ({})",
+            placeholders(1, events.len())
+        );
+        let mut query =
+            sqlx::query_as::<_, (String, i64, i64, String, String, String, String)>(&statement);
+        for (_, id) in events {
+            query = query.bind(id);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        let wanted: std::collections::HashMap<&str, i64> =
+            events.iter().map(|(app, id)| (id.as_str(), *app)).collect();
+        Ok(rows
+            .into_iter()
+            .filter(|(event_id, app, ..)| wanted.get(event_id.as_str()) == Some(app))
+            .map(
+                |(event_id, _, candidate_id, email, name, job_title, company)| {
+                    let data = EmailData {
+                        candidate_id,
+                        email,
+                        name,
+                        job_title,
+                        company,
+                    };
+                    (event_id, data)
+                },
+            )
+            .collect())
+    }
+
+    async fn queue_ack_many(&self, receipt: &str, ids: &[i64]) -> StoreResult<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let statement = format!(
+            "DELETE FROM outbox WHERE receipt = $1 AND id IN ({})",
+            placeholders(2, ids.len())
+        );
+        let mut query = sqlx::query(&statement).bind(receipt);
+        for id in ids {
+            query = query.bind(id);
+        }
+        Ok(query.execute(&self.pool).await?.rows_affected())
+    }
+
+    async fn extend_claim(
+        &self,
+        event_id: &str,
+        lease_id: &str,
+        lease_ms: i64,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(sql::CLAIM_EXTEND)
+            .bind(event_id)
+            .bind(lease_id)
+            .bind(lease_ms)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn finish_claim(
+        &self,
+        event_id: &str,
+        lease_id: &str,
+        finished: Finished,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(sql::CLAIM_FINISH)
+            .bind(event_id)
+            .bind(lease_id)
+            .bind(finished.as_str())
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn fail_claim(
+        &self,
+        event_id: &str,
+        lease_id: &str,
+        error: &str,
+        max_attempts: i64,
+        permanent: bool,
+    ) -> StoreResult<Option<FailedClaim>> {
+        Self::record_failure(
+            &self.pool,
+            event_id,
+            Some(lease_id),
+            error,
+            max_attempts,
+            permanent,
+        )
+        .await
+    }
+
+    async fn process_in_transaction(
+        &self,
+        event_id: &str,
+        application_id: i64,
+        max_attempts: i64,
+        send: SendFn<'_>,
+    ) -> StoreResult<TxOutcome> {
+        let mut tx = self.begin_write().await?;
+        // The claim. A concurrent transaction on the same event blocks here until it ends.
+        let claimed: Option<i64> = sqlx::query_scalar(sql::CLAIM_IN_TRANSACTION)
+            .bind(event_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(attempts) = claimed else {
+            let status = Self::claim_status(&mut tx, event_id).await?;
+            return Ok(if status.as_deref() == Some("dead") {
+                TxOutcome::Dead
+            } else {
+                TxOutcome::Duplicate
+            });
+        };
+        let data = sqlx::query_as::<_, EmailDataRow>(sql::EMAIL_DATA)
+            .bind(application_id)
+            .bind(event_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .map(EmailData::from);
+        let Some(data) = data else {
+            sqlx::query(sql::CLAIM_MISSING)
+                .bind(event_id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            return Ok(TxOutcome::Missing);
+        };
+        let error = match send(data, attempts).await {
+            Ok(()) => {
+                tx.commit().await?;
+                return Ok(TxOutcome::Sent);
+            }
+            Err(error) => error,
+        };
+        tx.rollback().await?;
+        let dead = matches!(error, SendError::Permanent(_)) || max_attempts <= 1;
+        let mut tx = self.begin_write().await?;
+        sqlx::query(sql::CLAIM_FOR_FAILURE)
+            .bind(event_id)
+            .execute(&mut *tx)
+            .await?;
+        let failure = Self::record_failure(
+            &mut *tx,
+            event_id,
+            None,
+            &error.to_string(),
+            max_attempts,
+            dead,
+        )
+        .await?;
+        let Some(failure) = failure else {
+            // A copy waiting on this transaction took the event after the rollback, and has
+            // sent it or is sending it: this copy is done.
+            let status = Self::claim_status(&mut tx, event_id).await?;
+            tx.commit().await?;
+            return match status.as_deref() {
+                Some("done" | "missing") => Ok(TxOutcome::Duplicate),
+                Some("dead") => Ok(TxOutcome::Dead),
+                _ => Err(StoreError::Other(anyhow::anyhow!(
+                    "event {event_id} changed while recording its failure"
+                ))),
+            };
+        };
+        tx.commit().await?;
+        Ok(TxOutcome::Failed { failure, error })
+    }
+
+    async fn email_data(
+        &self,
+        application_id: i64,
+        event_id: &str,
+    ) -> StoreResult<Option<EmailData>> {
+        Ok(sqlx::query_as::<_, EmailDataRow>(sql::EMAIL_DATA)
+            .bind(application_id)
+            .bind(event_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(EmailData::from))
+    }
+
+    async fn dead_letters(&self) -> StoreResult<Vec<DeadLetterRow>> {
+        Ok(sqlx::query_as::<_, DeadLetterRow>(sql::DEAD_LETTERS)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    async fn redrive(
+        &self,
+        ids: Option<&[i64]>,
+        include_invalid: bool,
+    ) -> StoreResult<RedriveResult> {
+        let mut tx = self.begin_write().await?;
+        let all: Vec<DeadLetterRow> = sqlx::query_as(sql::DEAD_LETTERS)
+            .fetch_all(&mut *tx)
+            .await?;
+        let mut result = RedriveResult::default();
+        let chosen: Vec<&DeadLetterRow> = match ids {
+            None => all.iter().collect(),
+            Some(ids) => {
+                let found: Vec<&DeadLetterRow> =
+                    all.iter().filter(|d| ids.contains(&d.id)).collect();
+                result.not_found = (ids.len() - found.len()) as u64;
+                found
+            }
+        };
+        for d in chosen {
+            if d.event_id.is_none() && !include_invalid {
+                result.skipped_invalid += 1;
+                continue;
+            }
+            sqlx::query(sql::OUTBOX_INSERT)
+                .bind(&d.event_id)
+                .bind(None::<i64>)
+                .bind(&d.body)
+                .bind(crate::timefmt::now())
+                .execute(&mut *tx)
+                .await?;
+            if let Some(event_id) = &d.event_id {
+                // Attempts start again from zero.
+                sqlx::query(sql::CLAIM_RESET)
+                    .bind(event_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            sqlx::query(sql::DEAD_LETTER_DELETE)
+                .bind(d.id)
+                .execute(&mut *tx)
+                .await?;
+            result.redriven += 1;
+        }
+        tx.commit().await?;
+        Ok(result)
+    }
+
+    async fn purge_dead_letters(&self, ids: Option<&[i64]>) -> StoreResult<u64> {
+        let mut tx = self.begin_write().await?;
+        let mut n = 0;
+        match ids {
+            None => {
+                n = sqlx::query(sql::DEAD_LETTERS_DELETE_ALL)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+            }
+            Some(ids) => {
+                for id in ids {
+                    n += sqlx::query(sql::DEAD_LETTER_DELETE)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?
+                        .rows_affected();
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(n)
+    }
+
+    async fn reset_dead_event(&self, event_id: &str) -> StoreResult<()> {
+        sqlx::query(sql::CLAIM_RESET)
+            .bind(event_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn relay_outbox(&self, limit: i64, publish: PublishFn<'_>) -> StoreResult<usize> {
+        let (mut tx, rows, accepted) = if <D as Dialect>::LOCK_WHILE_PUBLISHING {
+            // Row locks keep concurrent relays off each other's rows and block nothing else.
+            let mut tx = self.begin_write().await?;
+            let rows: Vec<(i64, String)> = sqlx::query_as(sql::OUTBOX_TO_RELAY)
+                .bind(limit)
+                .fetch_all(&mut *tx)
+                .await?;
+            if rows.is_empty() {
+                return Ok(0);
+            }
+            let accepted = publish(rows.iter().map(|(_, b)| b.clone()).collect()).await?;
+            (tx, rows, accepted)
+        } else {
+            // SQLite's lock is the whole database: never hold it across a network call.
+            // Two relays may then publish a row twice, which the worker's claim absorbs.
+            let rows: Vec<(i64, String)> = sqlx::query_as(sql::OUTBOX_TO_RELAY)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?;
+            if rows.is_empty() {
+                return Ok(0);
+            }
+            let accepted = publish(rows.iter().map(|(_, b)| b.clone()).collect()).await?;
+            (self.begin_write().await?, rows, accepted)
+        };
+        // Only what the queue accepted leaves the outbox; the rest waits for the next try.
+        for i in &accepted {
+            if let Some((id, _)) = rows.get(*i) {
+                sqlx::query(sql::OUTBOX_DELETE)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(accepted.len())
+    }
+
+    async fn outbox_pending(&self) -> StoreResult<i64> {
+        Ok(sqlx::query_scalar(sql::OUTBOX_COUNT)
+            .fetch_one(&self.pool)
+            .await?)
+    }
+
+    async fn delete_processed_events(&self, older_than_ms: i64, batch: i64) -> StoreResult<u64> {
+        let done = sqlx::query(sql::CLAIMS_EXPIRED_DELETE)
+            .bind(older_than_ms)
+            .bind(batch)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn now_ms(&self) -> StoreResult<i64> {
+        Ok(sqlx::query_scalar(sql::NOW_MS)
+            .fetch_one(&self.pool)
+            .await?)
+    }
+}
+
+impl S {
+    async fn claim_status(tx: &mut Tx, event_id: &str) -> StoreResult<Option<String>> {
+        Ok(sqlx::query_scalar(sql::CLAIM_STATUS)
+            .bind(event_id)
+            .fetch_optional(&mut **tx)
+            .await?)
+    }
+}

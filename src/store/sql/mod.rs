@@ -1,0 +1,94 @@
+//! The SQL of every store method, written once and compiled once per backend: `postgres.rs`
+//! and `sqlite.rs` each include this folder as a module of their own, after naming their
+//! database (`Db`), their [`Dialect`](crate::store::dialect::Dialect) (`D`) and their store (`S`).
+//! sqlx executors are concrete per database, so the code is the same and the types differ.
+//!
+//! Every write that answers an `Idempotency-Key` ends with [`S::commit_with`]: the response is
+//! stored in the write's own transaction, then it commits.
+
+mod events;
+mod idempotency;
+mod statements;
+mod store_impl;
+
+use super::{D, Db, S};
+use crate::store::{ApplicationRow, Idem, JobRow};
+use crate::store::{StoreError, StoreResult};
+use statements as sql;
+
+type Tx = sqlx::Transaction<'static, Db>;
+
+impl S {
+    /// Stores the idempotent request's response (if it has a key) and commits.
+    async fn commit_with<T>(mut tx: Tx, idem: Idem<'_, T>, value: &T) -> StoreResult<()> {
+        if let Some(c) = idem {
+            let done = sqlx::query(sql::IDEM_COMPLETE)
+                .bind(c.record_id)
+                .bind(c.status as i64)
+                .bind((c.render)(value))
+                .bind(c.token)
+                .execute(&mut *tx)
+                .await?;
+            if done.rows_affected() == 0 {
+                // A retry took the key over (this request ran past its lock): the write must
+                // not happen twice, so this one rolls back.
+                return Err(StoreError::Other(anyhow::anyhow!(
+                    "the idempotency key was taken over by a retry; not writing twice"
+                )));
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Runs a statement that deletes one row by id (`$1`), then [`S::commit_with`];
+    /// `NotFound` if there was none.
+    async fn delete_one(
+        &self,
+        statement: &'static str,
+        id: i64,
+        idem: Idem<'_, ()>,
+    ) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        let done = sqlx::query(statement).bind(id).execute(&mut *tx).await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Self::commit_with(tx, idem, &()).await
+    }
+
+    async fn job_in<'c, E>(e: E, id: i64) -> StoreResult<JobRow>
+    where
+        E: sqlx::Executor<'c, Database = Db>,
+    {
+        sqlx::query_as::<_, JobRow>(sql::JOB_BY_ID)
+            .bind(id)
+            .fetch_optional(e)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+
+    async fn application_in<'c, E>(e: E, id: i64) -> StoreResult<ApplicationRow>
+    where
+        E: sqlx::Executor<'c, Database = Db>,
+    {
+        sqlx::query_as::<_, ApplicationRow>(sql::APPLICATION_BY_ID)
+            .bind(id)
+            .fetch_optional(e)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+
+    /// Locks the row `statement` selects by id (`$1`) for the rest of the transaction and
+    /// returns its one column; `NotFound` if there is none.
+    async fn locked<T>(tx: &mut Tx, statement: &'static str, id: i64) -> StoreResult<T>
+    where
+        T: Send + Unpin + for<'r> sqlx::Decode<'r, Db> + sqlx::Type<Db>,
+    {
+        sqlx::query_scalar::<_, T>(statement)
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+}

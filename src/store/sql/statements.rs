@@ -1,0 +1,285 @@
+//! Every fixed statement, once. Those that differ by backend are put together from the
+//! [`Dialect`](crate::store::dialect::Dialect) constants at compile time, so each statement's
+//! text is the same on every call and is prepared once per connection.
+
+use super::D;
+use crate::store::dialect::Dialect;
+use const_format::concatcp;
+
+const NOW: &str = <D as Dialect>::NOW_MS;
+const FOR_UPDATE: &str = <D as Dialect>::FOR_UPDATE;
+
+// Users and sign-in
+
+pub const USER_SELECT: &str =
+    "SELECT id, email, name, role, password_hash, token_generation, created_at FROM users";
+pub const USER_BY_ID: &str = concatcp!(USER_SELECT, " WHERE id = $1");
+pub const USER_BY_EMAIL_KEY: &str = concatcp!(USER_SELECT, " WHERE email_key = $1");
+pub const USER_INSERT: &str = "INSERT INTO users (email, email_key, name, role, password_hash, \
+     created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
+pub const USER_SET_PASSWORD: &str = "UPDATE users SET password_hash = $1, \
+     token_generation = token_generation + 1 WHERE id = $2";
+pub const USER_DELETE: &str = "DELETE FROM users WHERE id = $1";
+pub const AUTH_FAILURE_INSERT: &str =
+    "INSERT INTO auth_failures (kind, key, at) VALUES ($1, $2, $3) RETURNING id";
+pub const AUTH_FAILURE_DELETE: &str = "DELETE FROM auth_failures WHERE id = $1";
+pub const AUTH_FAILURE_NTH: &str = "SELECT at FROM auth_failures WHERE kind = $1 AND key = $2 \
+     AND at > $3 ORDER BY at DESC LIMIT 1 OFFSET $4";
+pub const AUTH_FAILURE_CLEAR: &str = "DELETE FROM auth_failures WHERE kind = $1 AND key = $2";
+
+// Companies
+
+const COMPANY_COLUMNS: &str = "id, name, website, description, created_at";
+pub const COMPANY_SELECT: &str = concatcp!("SELECT ", COMPANY_COLUMNS, " FROM companies");
+pub const COMPANY_BY_ID: &str = concatcp!(COMPANY_SELECT, " WHERE id = $1");
+pub const COMPANY_INSERT: &str = concatcp!(
+    "INSERT INTO companies (name, website, description, created_at) VALUES ($1, $2, $3, $4) \
+     RETURNING ",
+    COMPANY_COLUMNS
+);
+pub const COMPANY_UPDATE: &str = concatcp!(
+    "UPDATE companies SET name = $1, website = $2, description = $3 WHERE id = $4 RETURNING ",
+    COMPANY_COLUMNS
+);
+/// Locks the company for the rest of the transaction.
+pub const COMPANY_NAME_LOCKED: &str =
+    concatcp!("SELECT name FROM companies WHERE id = $1", FOR_UPDATE);
+pub const COMPANY_DELETE: &str = "DELETE FROM companies WHERE id = $1";
+pub const COMPANY_JOB_COUNT: &str = "SELECT COUNT(*) FROM jobs WHERE company_id = $1";
+pub const COMPANY_JOB_TEXTS: &str = "SELECT id, title, description FROM jobs WHERE company_id = $1";
+pub const MEMBER_INSERT: &str =
+    "INSERT INTO company_members (company_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+pub const MEMBER_IS: &str =
+    "SELECT company_id FROM company_members WHERE company_id = $1 AND user_id = $2";
+pub const MEMBER_IDS: &str = "SELECT user_id FROM company_members WHERE company_id = $1";
+pub const MEMBER_DELETE: &str =
+    "DELETE FROM company_members WHERE company_id = $1 AND user_id = $2";
+pub const MEMBERS: &str = "SELECT u.id, u.name, u.email FROM company_members m \
+     JOIN users u ON u.id = m.user_id WHERE m.company_id = $1 ORDER BY u.id";
+pub const EMPLOYER_BY_EMAIL_KEY: &str =
+    "SELECT id FROM users WHERE email_key = $1 AND role = 'employer'";
+
+// Jobs
+
+pub const JOB_SELECT: &str = "SELECT j.id, j.company_id, c.name AS company_name, j.title, \
+     j.description, j.location, j.remote, j.salary_min, j.salary_max, j.employment_type, \
+     j.status, j.created_at, j.updated_at FROM jobs j JOIN companies c ON c.id = j.company_id";
+pub const JOB_BY_ID: &str = concatcp!(JOB_SELECT, " WHERE j.id = $1");
+pub const JOB_INSERT: &str = "INSERT INTO jobs (company_id, title, description, location, \
+     location_key, remote, salary_min, salary_max, employment_type, status, search_terms, \
+     created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) \
+     RETURNING id";
+/// Updates the job only if it still has the version (`updated_at`) its merge started from.
+pub const JOB_UPDATE: &str = "UPDATE jobs SET title = $1, description = $2, location = $3, \
+     location_key = $4, remote = $5, salary_min = $6, salary_max = $7, employment_type = $8, \
+     status = $9, search_terms = $10, updated_at = $11 WHERE id = $12 AND updated_at = $13";
+pub const JOB_COMPANY_NAME: &str =
+    "SELECT c.name FROM jobs j JOIN companies c ON c.id = j.company_id WHERE j.id = $1";
+pub const JOB_SET_TERMS: &str = "UPDATE jobs SET search_terms = $1 WHERE id = $2";
+/// Locked so that a concurrent close or delete waits for the application being made.
+pub const JOB_STATUS_SHARED: &str = concatcp!(
+    "SELECT status FROM jobs WHERE id = $1",
+    <D as Dialect>::FOR_SHARE
+);
+pub const JOB_DELETE: &str = "DELETE FROM jobs WHERE id = $1";
+
+// Applications
+
+pub const APPLICATION_SELECT: &str = "SELECT a.id, a.job_id, j.title AS job_title, \
+     j.company_id, c.name AS company_name, a.candidate_id, u.name AS candidate_name, \
+     u.email AS candidate_email, a.status, a.cover_letter, a.created_at, a.updated_at \
+     FROM applications a JOIN jobs j ON j.id = a.job_id JOIN companies c ON c.id = j.company_id \
+     JOIN users u ON u.id = a.candidate_id";
+pub const APPLICATION_BY_ID: &str = concatcp!(APPLICATION_SELECT, " WHERE a.id = $1");
+pub const APPLICATION_INSERT: &str = "INSERT INTO applications (job_id, candidate_id, status, \
+     cover_letter, created_at, updated_at) VALUES ($1, $2, 'submitted', $3, $4, $4) RETURNING id";
+pub const APPLICATION_STATUS_LOCKED: &str =
+    concatcp!("SELECT status FROM applications WHERE id = $1", FOR_UPDATE);
+pub const APPLICATION_SET_STATUS: &str =
+    "UPDATE applications SET status = $1, updated_at = $2 WHERE id = $3";
+pub const APPLICATION_DELETE: &str = "DELETE FROM applications WHERE id = $1";
+pub const HISTORY_INSERT: &str = "INSERT INTO application_history (application_id, old_status, \
+     new_status, changed_by, event_id, at) VALUES ($1, $2, $3, $4, $5, $6)";
+pub const HISTORY: &str = "SELECT old_status, new_status, changed_by, event_id, at \
+     FROM application_history WHERE application_id = $1 ORDER BY id";
+
+// The outbox and the database queue
+
+/// The transactional outbox: the event commits with the change or not at all.
+pub const OUTBOX_INSERT: &str = concatcp!(
+    "INSERT INTO outbox (event_id, application_id, body, created_at, visible_at) \
+     VALUES ($1, $2, $3, $4, ",
+    NOW,
+    ") RETURNING id"
+);
+pub const QUEUE_RECEIVE: &str = concatcp!(
+    "UPDATE outbox SET visible_at = ",
+    NOW,
+    " + $1, receive_count = receive_count + 1, receipt = $2 WHERE id IN (SELECT id FROM outbox \
+     WHERE visible_at <= ",
+    NOW,
+    " ORDER BY visible_at, id LIMIT $3",
+    <D as Dialect>::SKIP_LOCKED,
+    ") RETURNING id, receipt, body, receive_count, event_id"
+);
+pub const QUEUE_ACK: &str = "DELETE FROM outbox WHERE id = $1 AND receipt = $2";
+pub const QUEUE_DELAY: &str = concatcp!(
+    "UPDATE outbox SET visible_at = ",
+    NOW,
+    " + $3 WHERE id = $1 AND receipt = $2"
+);
+pub const QUEUE_STATS: &str = "SELECT COUNT(*), MIN(created_at) FROM outbox";
+pub const OUTBOX_COUNT: &str = "SELECT COUNT(*) FROM outbox";
+pub const OUTBOX_TO_RELAY: &str = concatcp!(
+    "SELECT id, body FROM outbox ORDER BY id LIMIT $1",
+    <D as Dialect>::SKIP_LOCKED
+);
+pub const OUTBOX_DELETE: &str = "DELETE FROM outbox WHERE id = $1";
+
+// Claims of events (processed_events)
+
+pub const CLAIM_INSERT: &str = concatcp!(
+    "INSERT INTO processed_events (event_id, status, lease_id, locked_until, attempts, \
+     updated_at) VALUES ($1, 'in_progress', $2, ",
+    NOW,
+    " + $3, 0, ",
+    NOW,
+    ") ON CONFLICT (event_id) DO NOTHING"
+);
+pub const CLAIM_READ_LOCKED: &str = concatcp!(
+    "SELECT status, locked_until, attempts, ",
+    NOW,
+    " FROM processed_events WHERE event_id = $1",
+    FOR_UPDATE
+);
+pub const CLAIM_TAKE: &str = concatcp!(
+    "UPDATE processed_events SET status = 'in_progress', lease_id = $2, locked_until = ",
+    NOW,
+    " + $3, updated_at = ",
+    NOW,
+    " WHERE event_id = $1"
+);
+pub const CLAIM_EXTEND: &str = concatcp!(
+    "UPDATE processed_events SET locked_until = ",
+    NOW,
+    " + $3 WHERE event_id = $1 AND lease_id = $2 AND status = 'in_progress'"
+);
+pub const CLAIM_FINISH: &str = concatcp!(
+    "UPDATE processed_events SET status = $3, lease_id = NULL, locked_until = NULL, \
+     updated_at = ",
+    NOW,
+    " WHERE event_id = $1 AND lease_id = $2 AND status = 'in_progress'"
+);
+const CLAIM_FAIL_SET: &str = concatcp!(
+    "UPDATE processed_events SET attempts = attempts + 1, \
+     status = CASE WHEN $3 OR attempts + 1 >= $4 THEN 'dead' ELSE 'pending' END, \
+     lease_id = NULL, locked_until = NULL, last_error = $2, \
+     first_failed_at = COALESCE(first_failed_at, ",
+    NOW,
+    "), updated_at = ",
+    NOW,
+    " WHERE event_id = $1 AND status = 'in_progress'"
+);
+const CLAIM_FAIL_RETURNING: &str = " RETURNING attempts, status, first_failed_at";
+/// Counts a failed send of the claim held under lease `$5`.
+pub const CLAIM_FAIL_LEASED: &str =
+    concatcp!(CLAIM_FAIL_SET, " AND lease_id = $5", CLAIM_FAIL_RETURNING);
+/// Counts a failed send of a claim with no lease (transaction mode).
+pub const CLAIM_FAIL_UNLEASED: &str = concatcp!(CLAIM_FAIL_SET, CLAIM_FAIL_RETURNING);
+pub const CLAIM_STATUS: &str = "SELECT status FROM processed_events WHERE event_id = $1";
+/// Transaction mode's claim: a new row, or a pending one (released by an earlier failure).
+pub const CLAIM_IN_TRANSACTION: &str = concatcp!(
+    "INSERT INTO processed_events (event_id, status, attempts, updated_at) VALUES ($1, 'done', \
+     0, ",
+    NOW,
+    ") ON CONFLICT (event_id) DO UPDATE SET status = 'done', lease_id = NULL, \
+     locked_until = NULL, updated_at = ",
+    NOW,
+    " WHERE processed_events.status IN ('pending', 'in_progress') RETURNING attempts"
+);
+/// Transaction mode, after a failed send: the claim again, for counting the failure.
+pub const CLAIM_FOR_FAILURE: &str = concatcp!(
+    "INSERT INTO processed_events (event_id, status, attempts, updated_at) \
+     VALUES ($1, 'in_progress', 0, ",
+    NOW,
+    ") ON CONFLICT (event_id) DO UPDATE SET status = 'in_progress' \
+     WHERE processed_events.status = 'pending'"
+);
+pub const CLAIM_MISSING: &str =
+    "UPDATE processed_events SET status = 'missing' WHERE event_id = $1";
+/// Forgets a dead or released event's failures, so that a redriven copy starts from zero.
+pub const CLAIM_RESET: &str =
+    "DELETE FROM processed_events WHERE event_id = $1 AND status IN ('dead', 'pending')";
+pub const CLAIMS_EXPIRED_DELETE: &str = "DELETE FROM processed_events WHERE event_id IN \
+     (SELECT event_id FROM processed_events WHERE status IN ('done', 'missing', 'dead') \
+     AND updated_at < $1 LIMIT $2)";
+
+/// The email's data, only while the application and its history row for the event exist.
+pub const EMAIL_DATA: &str = "SELECT u.id AS candidate_id, u.email, u.name, \
+     j.title AS job_title, c.name AS company FROM application_history h \
+     JOIN applications a ON a.id = h.application_id JOIN users u ON u.id = a.candidate_id \
+     JOIN jobs j ON j.id = a.job_id JOIN companies c ON c.id = j.company_id \
+     WHERE a.id = $1 AND h.event_id = $2";
+
+// Dead letters
+
+const DEAD_LETTER_COLUMNS: &str =
+    "id, event_id, reason, attempts, body, first_failed_at, last_failed_at";
+pub const DEAD_LETTERS: &str = concatcp!(
+    "SELECT ",
+    DEAD_LETTER_COLUMNS,
+    " FROM dead_letters ORDER BY id"
+);
+/// A later copy of a dead-lettered event (`$6`) adds no second dead letter.
+pub const DEAD_LETTER_INSERT: &str = concatcp!(
+    "INSERT INTO dead_letters (event_id, reason, attempts, body, first_failed_at, \
+     last_failed_at) SELECT $1, $2, $3, $4, COALESCE($5, ",
+    NOW,
+    "), ",
+    NOW,
+    " WHERE NOT $6 OR CAST($1 AS TEXT) IS NULL \
+     OR NOT EXISTS (SELECT 1 FROM dead_letters WHERE event_id = $1)"
+);
+pub const DEAD_LETTER_COUNT: &str = "SELECT COUNT(*) FROM dead_letters";
+pub const DEAD_LETTER_DELETE: &str = "DELETE FROM dead_letters WHERE id = $1";
+pub const DEAD_LETTERS_DELETE_ALL: &str = "DELETE FROM dead_letters";
+
+// Idempotency keys
+
+pub const IDEM_DELETE_EXPIRED: &str = concatcp!(
+    "DELETE FROM idempotency_keys WHERE user_id = $1 AND method = $2 AND route = $3 \
+     AND key = $4 AND created_at < ",
+    NOW,
+    " - $5"
+);
+pub const IDEM_INSERT: &str = concatcp!(
+    "INSERT INTO idempotency_keys (user_id, method, route, key, request_hash, state, \
+     lock_token, locked_until, created_at) VALUES ($1, $2, $3, $4, $5, 'in_flight', $7, ",
+    NOW,
+    " + $6, ",
+    NOW,
+    ") ON CONFLICT DO NOTHING RETURNING id"
+);
+pub const IDEM_READ_LOCKED: &str = concatcp!(
+    "SELECT id, request_hash, state, locked_until, response_status, response_body, ",
+    NOW,
+    " FROM idempotency_keys WHERE user_id = $1 AND method = $2 AND route = $3 AND key = $4",
+    FOR_UPDATE
+);
+pub const IDEM_TAKE_OVER: &str = concatcp!(
+    "UPDATE idempotency_keys SET locked_until = ",
+    NOW,
+    " + $2, lock_token = $3 WHERE id = $1"
+);
+/// Stores the response, if this request (`$4`) still holds the key.
+pub const IDEM_COMPLETE: &str = "UPDATE idempotency_keys SET state = 'done', \
+     locked_until = NULL, response_status = $2, response_body = $3 \
+     WHERE id = $1 AND state = 'in_flight' AND lock_token = $4";
+pub const IDEM_RELEASE: &str =
+    "DELETE FROM idempotency_keys WHERE id = $1 AND state = 'in_flight' AND lock_token = $2";
+pub const IDEM_EXPIRED_DELETE: &str = "DELETE FROM idempotency_keys WHERE id IN \
+     (SELECT id FROM idempotency_keys WHERE created_at < $1 LIMIT $2)";
+
+pub const NOW_MS: &str = concatcp!("SELECT ", NOW);
+pub const MIGRATIONS_APPLIED: &str =
+    "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version";

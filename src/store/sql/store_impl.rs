@@ -1,0 +1,608 @@
+//! [`Store`]: accounts, companies, jobs and applications.
+
+use super::{D, Db, S, sql};
+use crate::domain::{Actor, ApplicationStatus, Conflict};
+use crate::store::dialect::{Dialect, constraint, job_terms};
+use crate::store::*;
+use chrono::{DateTime, Utc};
+use sqlx::{QueryBuilder, Row};
+
+fn push_job_filters(qb: &mut QueryBuilder<'_, Db>, s: &JobSearch) {
+    qb.push(" WHERE j.status = 'open'");
+    if !s.terms.is_empty() {
+        D::push_terms_match(qb, &s.terms);
+    }
+    if let Some(loc) = &s.location {
+        D::push_location_match(qb, loc.clone());
+    }
+    if let Some(remote) = s.remote {
+        qb.push(" AND j.remote = ").push_bind(remote);
+    }
+    if let Some(company) = s.company_id {
+        qb.push(" AND j.company_id = ").push_bind(company);
+    }
+    if let Some(min) = s.salary_min {
+        qb.push(" AND (j.salary_max IS NULL OR j.salary_max >= ")
+            .push_bind(min)
+            .push(")");
+    }
+    if let Some(t) = &s.employment_type {
+        qb.push(" AND j.employment_type = ").push_bind(t.clone());
+    }
+}
+
+fn push_application_filters(
+    qb: &mut QueryBuilder<'_, Db>,
+    viewer: ApplicationViewer,
+    job_id: Option<i64>,
+    status: Option<ApplicationStatus>,
+) {
+    match viewer {
+        ApplicationViewer::Candidate(id) => {
+            qb.push(" WHERE a.candidate_id = ").push_bind(id);
+        }
+        ApplicationViewer::Employer(id) => {
+            qb.push(
+                " WHERE j.company_id IN (SELECT company_id FROM company_members WHERE user_id = ",
+            )
+            .push_bind(id)
+            .push(")");
+        }
+    }
+    if let Some(job) = job_id {
+        qb.push(" AND a.job_id = ").push_bind(job);
+    }
+    if let Some(st) = status {
+        qb.push(" AND a.status = ").push_bind(st.as_str());
+    }
+}
+
+type Query<'q> = sqlx::query::Query<'q, Db, <Db as sqlx::Database>::Arguments<'q>>;
+
+/// Binds a job's fields in the order `JOB_INSERT` and `JOB_UPDATE` share.
+fn bind_job<'q>(query: Query<'q>, f: &'q JobFields, company: &str) -> Query<'q> {
+    query
+        .bind(&f.title)
+        .bind(&f.description)
+        .bind(&f.location)
+        .bind(f.location.to_lowercase())
+        .bind(f.remote)
+        .bind(f.salary_min)
+        .bind(f.salary_max)
+        .bind(f.employment_type.as_str())
+        .bind(f.status.as_str())
+        .bind(job_terms(&f.title, &f.description, company))
+}
+
+fn push_page(qb: &mut QueryBuilder<'_, Db>, order: &str, page: Page) {
+    qb.push(order)
+        .push(" LIMIT ")
+        .push_bind(page.size)
+        .push(" OFFSET ")
+        .push_bind(page.offset());
+}
+
+#[async_trait::async_trait]
+impl Store for S {
+    fn backend(&self) -> &'static str {
+        D::NAME
+    }
+
+    async fn migrate(&self) -> anyhow::Result<()> {
+        Self::MIGRATOR.run(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn check_schema(&self) -> anyhow::Result<()> {
+        let applied: Vec<i64> = match sqlx::query_scalar(sql::MIGRATIONS_APPLIED)
+            .fetch_all(&self.pool)
+            .await
+        {
+            Ok(v) => v,
+            // The database answered but has no migrations table: nothing applied yet.
+            Err(sqlx::Error::Database(_)) => Vec::new(),
+            // Anything else (the database unreachable) is not a verdict on the schema.
+            Err(e) => {
+                return Err(anyhow::Error::from(e).context("cannot read the applied migrations"));
+            }
+        };
+        let known: Vec<(i64, String)> = Self::MIGRATOR
+            .iter()
+            .map(|m| (m.version, m.description.to_string()))
+            .collect();
+        crate::store::schema_verdict(&applied, &known)
+    }
+
+    async fn ping(&self) -> anyhow::Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn create_user(&self, u: NewUser) -> StoreResult<UserRow> {
+        let id: i64 = sqlx::query_scalar(sql::USER_INSERT)
+            .bind(&u.email)
+            .bind(&u.email_key)
+            .bind(&u.name)
+            .bind(u.role.as_str())
+            .bind(&u.password_hash)
+            .bind(crate::timefmt::now())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| constraint(e, Conflict::EmailTaken))?;
+        self.user_by_id(id).await
+    }
+
+    async fn user_by_id(&self, id: i64) -> StoreResult<UserRow> {
+        sqlx::query_as::<_, UserRow>(sql::USER_BY_ID)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+
+    async fn user_by_email_key(&self, key: &str) -> StoreResult<UserRow> {
+        sqlx::query_as::<_, UserRow>(sql::USER_BY_EMAIL_KEY)
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+
+    async fn change_password(
+        &self,
+        user_id: i64,
+        hash: &str,
+        idem: Idem<'_, ()>,
+    ) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        let done = sqlx::query(sql::USER_SET_PASSWORD)
+            .bind(hash)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Self::commit_with(tx, idem, &()).await
+    }
+
+    async fn delete_user(&self, user_id: i64) -> StoreResult<()> {
+        let done = sqlx::query(sql::USER_DELETE)
+            .bind(user_id)
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    async fn record_auth_failure(
+        &self,
+        kind: FailureKind,
+        key: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<i64> {
+        Ok(sqlx::query_scalar(sql::AUTH_FAILURE_INSERT)
+            .bind(kind.as_str())
+            .bind(key)
+            .bind(at)
+            .fetch_one(&self.pool)
+            .await?)
+    }
+
+    async fn delete_auth_failures(&self, ids: &[i64]) -> StoreResult<()> {
+        for id in ids {
+            sqlx::query(sql::AUTH_FAILURE_DELETE)
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn nth_recent_auth_failure(
+        &self,
+        kind: FailureKind,
+        key: &str,
+        since: DateTime<Utc>,
+        n: i64,
+    ) -> StoreResult<Option<DateTime<Utc>>> {
+        Ok(sqlx::query_scalar(sql::AUTH_FAILURE_NTH)
+            .bind(kind.as_str())
+            .bind(key)
+            .bind(since)
+            .bind(n - 1)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    async fn clear_auth_failures(&self, kind: FailureKind, key: &str) -> StoreResult<()> {
+        sqlx::query(sql::AUTH_FAILURE_CLEAR)
+            .bind(kind.as_str())
+            .bind(key)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn create_company(
+        &self,
+        owner: i64,
+        f: CompanyFields,
+        idem: Idem<'_, CompanyRow>,
+    ) -> StoreResult<CompanyRow> {
+        let mut tx = self.begin_write().await?;
+        let row = sqlx::query_as::<_, CompanyRow>(sql::COMPANY_INSERT)
+            .bind(&f.name)
+            .bind(&f.website)
+            .bind(&f.description)
+            .bind(crate::timefmt::now())
+            .fetch_one(&mut *tx)
+            .await?;
+        sqlx::query(sql::MEMBER_INSERT)
+            .bind(row.id)
+            .bind(owner)
+            .execute(&mut *tx)
+            .await?;
+        Self::commit_with(tx, idem, &row).await?;
+        Ok(row)
+    }
+
+    async fn company(&self, id: i64) -> StoreResult<CompanyRow> {
+        sqlx::query_as::<_, CompanyRow>(sql::COMPANY_BY_ID)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+
+    async fn list_companies(
+        &self,
+        member: Option<i64>,
+        page: Page,
+    ) -> StoreResult<(Vec<CompanyRow>, i64)> {
+        let filter = |qb: &mut QueryBuilder<'_, Db>| {
+            if let Some(user) = member {
+                qb.push(" WHERE id IN (SELECT company_id FROM company_members WHERE user_id = ")
+                    .push_bind(user)
+                    .push(")");
+            }
+        };
+        let mut tx = self.begin_read().await?;
+        let mut count = QueryBuilder::<Db>::new("SELECT COUNT(*) FROM companies");
+        filter(&mut count);
+        let total: i64 = count.build_query_scalar().fetch_one(&mut *tx).await?;
+        let mut list = QueryBuilder::<Db>::new(sql::COMPANY_SELECT);
+        filter(&mut list);
+        push_page(&mut list, " ORDER BY created_at DESC, id DESC", page);
+        let rows = list
+            .build_query_as::<CompanyRow>()
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok((rows, total))
+    }
+
+    async fn is_member(&self, company_id: i64, user_id: i64) -> StoreResult<bool> {
+        let found: Option<i64> = sqlx::query_scalar(sql::MEMBER_IS)
+            .bind(company_id)
+            .bind(user_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(found.is_some())
+    }
+
+    async fn update_company(
+        &self,
+        id: i64,
+        f: CompanyFields,
+        idem: Idem<'_, CompanyRow>,
+    ) -> StoreResult<CompanyRow> {
+        let mut tx = self.begin_write().await?;
+        let old_name: String = Self::locked(&mut tx, sql::COMPANY_NAME_LOCKED, id).await?;
+        let row = sqlx::query_as::<_, CompanyRow>(sql::COMPANY_UPDATE)
+            .bind(&f.name)
+            .bind(&f.website)
+            .bind(&f.description)
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        if old_name != f.name {
+            // The company name is searchable text of every one of its jobs.
+            let jobs: Vec<(i64, String, String)> = sqlx::query_as(sql::COMPANY_JOB_TEXTS)
+                .bind(id)
+                .fetch_all(&mut *tx)
+                .await?;
+            for (job_id, title, description) in jobs {
+                sqlx::query(sql::JOB_SET_TERMS)
+                    .bind(job_terms(&title, &description, &f.name))
+                    .bind(job_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        Self::commit_with(tx, idem, &row).await?;
+        Ok(row)
+    }
+
+    async fn delete_company(&self, id: i64, idem: Idem<'_, ()>) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        let _: String = Self::locked(&mut tx, sql::COMPANY_NAME_LOCKED, id).await?;
+        let jobs: i64 = sqlx::query_scalar(sql::COMPANY_JOB_COUNT)
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        if jobs > 0 {
+            return Err(StoreError::Conflict(Conflict::CompanyHasJobs));
+        }
+        sqlx::query(sql::COMPANY_DELETE)
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| constraint(e, Conflict::CompanyHasJobs))?;
+        Self::commit_with(tx, idem, &()).await
+    }
+
+    async fn members(&self, company_id: i64) -> StoreResult<Vec<MemberRow>> {
+        Ok(sqlx::query_as::<_, MemberRow>(sql::MEMBERS)
+            .bind(company_id)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    async fn add_member(
+        &self,
+        company_id: i64,
+        email_key: &str,
+        idem: Idem<'_, ()>,
+    ) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        let user: i64 = sqlx::query_scalar(sql::EMPLOYER_BY_EMAIL_KEY)
+            .bind(email_key)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        sqlx::query(sql::MEMBER_INSERT)
+            .bind(company_id)
+            .bind(user)
+            .execute(&mut *tx)
+            .await
+            // The only constraint that can fail: the company vanished meanwhile.
+            .map_err(|e| match constraint(e, Conflict::LastMember) {
+                StoreError::Conflict(_) => StoreError::NotFound,
+                other => other,
+            })?;
+        Self::commit_with(tx, idem, &()).await
+    }
+
+    async fn remove_member(
+        &self,
+        company_id: i64,
+        user_id: i64,
+        idem: Idem<'_, ()>,
+    ) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        // Lock the company so that two removals cannot both see two members.
+        let _: String = Self::locked(&mut tx, sql::COMPANY_NAME_LOCKED, company_id).await?;
+        let members: Vec<i64> = sqlx::query_scalar(sql::MEMBER_IDS)
+            .bind(company_id)
+            .fetch_all(&mut *tx)
+            .await?;
+        if !members.contains(&user_id) {
+            return Err(StoreError::NotFound);
+        }
+        if members.len() == 1 {
+            return Err(StoreError::Conflict(Conflict::LastMember));
+        }
+        sqlx::query(sql::MEMBER_DELETE)
+            .bind(company_id)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        Self::commit_with(tx, idem, &()).await
+    }
+
+    async fn create_job(
+        &self,
+        company_id: i64,
+        f: JobFields,
+        idem: Idem<'_, JobRow>,
+    ) -> StoreResult<JobRow> {
+        let mut tx = self.begin_write().await?;
+        let company: String = Self::locked(&mut tx, sql::COMPANY_NAME_LOCKED, company_id).await?;
+        let now = crate::timefmt::now();
+        let id: i64 = bind_job(sqlx::query(sql::JOB_INSERT).bind(company_id), &f, &company)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get(0)?;
+        let row = Self::job_in(&mut *tx, id).await?;
+        Self::commit_with(tx, idem, &row).await?;
+        Ok(row)
+    }
+
+    async fn job(&self, id: i64) -> StoreResult<JobRow> {
+        Self::job_in(&self.pool, id).await
+    }
+
+    async fn update_job(
+        &self,
+        id: i64,
+        f: JobFields,
+        expected: DateTime<Utc>,
+        idem: Idem<'_, JobRow>,
+    ) -> StoreResult<Option<JobRow>> {
+        let mut tx = self.begin_write().await?;
+        let company: String = sqlx::query_scalar(sql::JOB_COMPANY_NAME)
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        let mut now = crate::timefmt::now();
+        if now <= expected {
+            // updated_at is the version the next merge checks; it must move forward.
+            now = expected + chrono::Duration::microseconds(1);
+        }
+        let done = bind_job(sqlx::query(sql::JOB_UPDATE), &f, &company)
+            .bind(now)
+            .bind(id)
+            .bind(expected)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
+        let row = Self::job_in(&mut *tx, id).await?;
+        Self::commit_with(tx, idem, &row).await?;
+        Ok(Some(row))
+    }
+
+    async fn delete_job(&self, id: i64, idem: Idem<'_, ()>) -> StoreResult<()> {
+        self.delete_one(sql::JOB_DELETE, id, idem).await
+    }
+
+    async fn search_jobs(&self, s: &JobSearch) -> StoreResult<(Vec<JobRow>, i64)> {
+        let mut tx = self.begin_read().await?;
+        let mut count = QueryBuilder::<Db>::new("SELECT COUNT(*) FROM jobs j");
+        push_job_filters(&mut count, s);
+        let total: i64 = count.build_query_scalar().fetch_one(&mut *tx).await?;
+        let rows = if total > s.page.offset() {
+            let mut list = QueryBuilder::<Db>::new(sql::JOB_SELECT);
+            push_job_filters(&mut list, s);
+            push_page(&mut list, " ORDER BY j.created_at DESC, j.id DESC", s.page);
+            list.build_query_as::<JobRow>().fetch_all(&mut *tx).await?
+        } else {
+            Vec::new()
+        };
+        tx.commit().await?;
+        Ok((rows, total))
+    }
+
+    async fn apply(
+        &self,
+        job_id: i64,
+        candidate_id: i64,
+        cover_letter: Option<String>,
+        idem: Idem<'_, ApplicationRow>,
+    ) -> StoreResult<ApplicationRow> {
+        let mut tx = self.begin_write().await?;
+        let status: String = Self::locked(&mut tx, sql::JOB_STATUS_SHARED, job_id).await?;
+        if status != "open" {
+            return Err(StoreError::Conflict(Conflict::JobClosed));
+        }
+        let now = crate::timefmt::now();
+        // The UNIQUE (job_id, candidate_id) constraint decides races, not a prior check.
+        let id: i64 = sqlx::query_scalar(sql::APPLICATION_INSERT)
+            .bind(job_id)
+            .bind(candidate_id)
+            .bind(&cover_letter)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| constraint(e, Conflict::AlreadyApplied))?;
+        sqlx::query(sql::HISTORY_INSERT)
+            .bind(id)
+            .bind(None::<&str>)
+            .bind(ApplicationStatus::Submitted.as_str())
+            .bind(candidate_id)
+            .bind(None::<&str>)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        let row = Self::application_in(&mut *tx, id).await?;
+        Self::commit_with(tx, idem, &row).await?;
+        Ok(row)
+    }
+
+    async fn application(&self, id: i64) -> StoreResult<ApplicationRow> {
+        Self::application_in(&self.pool, id).await
+    }
+
+    async fn list_applications(
+        &self,
+        viewer: ApplicationViewer,
+        job_id: Option<i64>,
+        status: Option<ApplicationStatus>,
+        page: Page,
+    ) -> StoreResult<(Vec<ApplicationRow>, i64)> {
+        let mut tx = self.begin_read().await?;
+        let mut count = QueryBuilder::<Db>::new(
+            "SELECT COUNT(*) FROM applications a JOIN jobs j ON j.id = a.job_id",
+        );
+        push_application_filters(&mut count, viewer, job_id, status);
+        let total: i64 = count.build_query_scalar().fetch_one(&mut *tx).await?;
+        let mut list = QueryBuilder::<Db>::new(sql::APPLICATION_SELECT);
+        push_application_filters(&mut list, viewer, job_id, status);
+        push_page(&mut list, " ORDER BY a.created_at DESC, a.id DESC", page);
+        let rows = list
+            .build_query_as::<ApplicationRow>()
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok((rows, total))
+    }
+
+    async fn change_status(
+        &self,
+        id: i64,
+        to: ApplicationStatus,
+        actor: Actor,
+        changed_by: i64,
+        idem: Idem<'_, ApplicationRow>,
+    ) -> StoreResult<StatusChange> {
+        let mut tx = self.begin_write().await?;
+        let current: String = Self::locked(&mut tx, sql::APPLICATION_STATUS_LOCKED, id).await?;
+        let from = ApplicationStatus::parse(&current)
+            .ok_or_else(|| anyhow::anyhow!("unknown stored status {current:?}"))?;
+        let moves = from
+            .check_move(to, actor)
+            .map_err(|e| StoreError::Conflict(Conflict::InvalidTransition(e)))?;
+        let mut event_id = None;
+        if moves {
+            let now = crate::timefmt::now();
+            let event = crate::domain::event::StatusChanged::new(id, from, to, now);
+            sqlx::query(sql::APPLICATION_SET_STATUS)
+                .bind(to.as_str())
+                .bind(now)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(sql::HISTORY_INSERT)
+                .bind(id)
+                .bind(from.as_str())
+                .bind(to.as_str())
+                .bind(changed_by)
+                .bind(&event.event_id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            // The transactional outbox: the event commits with the change or not at all.
+            sqlx::query(sql::OUTBOX_INSERT)
+                .bind(&event.event_id)
+                .bind(id)
+                .bind(event.to_json())
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            event_id = Some(event.event_id);
+        }
+        let application = Self::application_in(&mut *tx, id).await?;
+        Self::commit_with(tx, idem, &application).await?;
+        Ok(StatusChange {
+            application,
+            event_id,
+        })
+    }
+
+    async fn delete_application(&self, id: i64, idem: Idem<'_, ()>) -> StoreResult<()> {
+        self.delete_one(sql::APPLICATION_DELETE, id, idem).await
+    }
+
+    async fn history(&self, application_id: i64) -> StoreResult<Vec<HistoryRow>> {
+        Ok(sqlx::query_as::<_, HistoryRow>(sql::HISTORY)
+            .bind(application_id)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+}
