@@ -17,6 +17,7 @@ mod jobs;
 mod ops;
 mod proxy;
 mod readme;
+mod reliability;
 mod search;
 mod smtp;
 mod sqs;
