@@ -114,7 +114,7 @@ impl Queue for DbQueue {
             attempts: r.attempts,
             body: m.body.clone(),
             first_failed_at: r.first_failed_at,
-            unless_present: r.copy_of_dead,
+            invalid: r.invalid,
         };
         self.store
             .queue_dead_letter(id_of(m)?, &m.receipt, dead)

@@ -43,8 +43,9 @@ pub struct DeadLetterReason {
     pub attempts: i64,
     /// ms since the epoch of the first failure, if known.
     pub first_failed_at: Option<i64>,
-    /// A later copy of an event that was dead-lettered already: the database queue keeps one.
-    pub copy_of_dead: bool,
+    /// The message could not be read as an event: it is kept whatever event id it claims,
+    /// where an event's own failures keep one dead letter per event.
+    pub invalid: bool,
 }
 
 /// Which dead letters a command is about.

@@ -124,8 +124,8 @@ pub struct NewDeadLetter {
     pub body: String,
     /// When the first failure happened; `None`: now.
     pub first_failed_at: Option<i64>,
-    /// Add it only if the event has no dead letter yet (a later copy of a dead event).
-    pub unless_present: bool,
+    /// Not readable as an event: kept whatever event id it claims (see `DeadLetterReason`).
+    pub invalid: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

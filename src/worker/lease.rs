@@ -134,7 +134,7 @@ impl Worker {
                         reason: reason.clone(),
                         attempts,
                         first_failed_at,
-                        copy_of_dead: false,
+                        invalid: false,
                     },
                 )
                 .await?;

@@ -134,7 +134,7 @@ impl Worker {
                             reason: format!("invalid message: {}", invalid.reason),
                             attempts: 0,
                             first_failed_at: None,
-                            copy_of_dead: false,
+                            invalid: true,
                         },
                     )
                     .await?;
@@ -167,7 +167,7 @@ impl Worker {
                     reason: "the event was dead-lettered earlier; this is a later copy".to_string(),
                     attempts: 0,
                     first_failed_at: None,
-                    copy_of_dead: true,
+                    invalid: false,
                 },
             )
             .await?;

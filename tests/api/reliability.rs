@@ -28,7 +28,7 @@ fn dead_letter(event_id: &str, reason: &str) -> NewDeadLetter {
         attempts: 5,
         body: format!(r#"{{"event_id":"{event_id}"}}"#),
         first_failed_at: None,
-        unless_present: true,
+        invalid: false,
     }
 }
 
@@ -43,12 +43,20 @@ async fn the_database_refuses_a_second_dead_letter_for_an_event(app: TestApp) {
         .expect("the first dead letter");
     let second = try_exec(&app, INSERT_DEAD).await;
     assert!(second.is_err(), "a second dead letter for e-1 was stored");
-    // Messages whose event id could not be read have none, and each keeps its own.
-    let no_id = "INSERT INTO dead_letters (event_id, reason, attempts, body, first_failed_at, \
-         last_failed_at) VALUES (NULL, 'invalid message', 1, 'x', 1, 2)";
-    try_exec(&app, no_id).await.unwrap();
-    try_exec(&app, no_id).await.unwrap();
-    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM dead_letters").await, 3);
+    // Messages that are not readable events each keep their own, with or without an event id.
+    for event_id in ["NULL", "NULL", "'e-1'", "'e-1'"] {
+        let invalid = format!(
+            "INSERT INTO dead_letters (event_id, reason, attempts, body, first_failed_at, \
+             last_failed_at, invalid) VALUES ({event_id}, 'invalid message: x', 0, 'x', 1, 2, {})",
+            if app.backend == Backend::Sqlite {
+                "1"
+            } else {
+                "TRUE"
+            }
+        );
+        try_exec(&app, &invalid).await.unwrap();
+    }
+    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM dead_letters").await, 5);
 }
 
 /// Copies of one event dead-lettered at the same moment leave one dead letter, and every copy
@@ -89,22 +97,33 @@ async fn concurrent_copies_of_a_dead_event_leave_one_dead_letter(app: TestApp) {
 }
 
 /// A database that already holds duplicate dead letters (from before the rule) migrates to
-/// one per event, keeping the first.
+/// one per event, keeping the first, and keeps every invalid message's own.
 async fn migrating_keeps_the_first_of_duplicate_dead_letters(app: TestApp) {
+    // The schema as the release before left it.
     app.exec("DROP INDEX dead_letters_event_id").await;
+    app.exec("ALTER TABLE dead_letters DROP COLUMN invalid")
+        .await;
     app.exec("DELETE FROM _sqlx_migrations WHERE version = 4")
         .await;
     app.exec(INSERT_DEAD).await;
     app.exec(&INSERT_DEAD.replace("send failed", "a later copy"))
         .await;
+    let invalid = INSERT_DEAD
+        .replace("'e-1'", "'e-2'")
+        .replace("send failed", "invalid message: unknown type");
+    app.exec(&invalid).await;
+    app.exec(&invalid).await;
     app.state.store.migrate().await.expect("the migration");
-    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM dead_letters").await, 1);
+    let kept = "SELECT COUNT(*) FROM dead_letters WHERE event_id = 'e-1'";
+    assert_eq!(app.scalar_i64(kept).await, 1);
     assert_eq!(
-        app.scalar_text("SELECT reason FROM dead_letters")
+        app.scalar_text("SELECT reason FROM dead_letters WHERE event_id = 'e-1'")
             .await
             .as_deref(),
         Some("send failed")
     );
+    let invalid_kept = "SELECT COUNT(*) FROM dead_letters WHERE event_id = 'e-2' AND invalid";
+    assert_eq!(app.scalar_i64(invalid_kept).await, 2);
     assert!(try_exec(&app, INSERT_DEAD).await.is_err());
 }
 

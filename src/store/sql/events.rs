@@ -14,7 +14,7 @@ impl S {
             .bind(d.attempts)
             .bind(&d.body)
             .bind(d.first_failed_at)
-            .bind(d.unless_present)
+            .bind(d.invalid)
             .execute(&mut **tx)
             .await?;
         Ok(())

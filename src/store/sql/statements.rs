@@ -230,15 +230,15 @@ pub const DEAD_LETTERS: &str = concatcp!(
     DEAD_LETTER_COLUMNS,
     " FROM dead_letters ORDER BY id"
 );
-/// A later copy of a dead-lettered event (`$6`) adds no second dead letter.
+/// One dead letter per event, decided by the unique index: a later copy of a dead-lettered
+/// event adds none. Messages that are not readable events (`$6`) each keep their own.
 pub const DEAD_LETTER_INSERT: &str = concatcp!(
     "INSERT INTO dead_letters (event_id, reason, attempts, body, first_failed_at, \
-     last_failed_at) SELECT $1, $2, $3, $4, COALESCE($5, ",
+     last_failed_at, invalid) VALUES ($1, $2, $3, $4, COALESCE($5, ",
     NOW,
     "), ",
     NOW,
-    " WHERE NOT $6 OR CAST($1 AS TEXT) IS NULL \
-     OR NOT EXISTS (SELECT 1 FROM dead_letters WHERE event_id = $1)"
+    ", $6) ON CONFLICT (event_id) WHERE NOT invalid DO NOTHING"
 );
 pub const DEAD_LETTER_COUNT: &str = "SELECT COUNT(*) FROM dead_letters";
 pub const DEAD_LETTER_DELETE: &str = "DELETE FROM dead_letters WHERE id = $1";
