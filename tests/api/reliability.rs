@@ -2,7 +2,12 @@
 //! before its fix.
 
 use crate::helpers::{Backend, TestApp};
-use jobboard::store::NewDeadLetter;
+use jobboard::domain::mail::SendError;
+use jobboard::store::{Claim, NewDeadLetter, SendFn, TxOutcome};
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 /// Runs a statement on the test database, returning the database's refusal instead of
 /// panicking on it.
@@ -127,7 +132,118 @@ async fn migrating_keeps_the_first_of_duplicate_dead_letters(app: TestApp) {
     assert!(try_exec(&app, INSERT_DEAD).await.is_err());
 }
 
+/// A status change through the API: its application id and event id.
+async fn status_change(app: &TestApp) -> (i64, String) {
+    let s = app.scenario().await;
+    app.patch(
+        &format!("/api/applications/{}", s.application_id),
+        Some(&s.employer.token),
+        json!({"status": "reviewing"}),
+    )
+    .await
+    .expect(200);
+    let event_id = app
+        .scalar_text(&format!(
+            "SELECT event_id FROM application_history WHERE application_id = {} \
+             AND event_id IS NOT NULL",
+            s.application_id
+        ))
+        .await
+        .expect("an event id");
+    (s.application_id, event_id)
+}
+
+/// A send that counts its calls and fails (transiently) when told to, after `pause`.
+fn counting_send(sends: Arc<AtomicUsize>, fail: bool, pause: Duration) -> SendFn<'static> {
+    Box::new(move |_data, _attempts| {
+        Box::pin(async move {
+            sends.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(pause).await;
+            if fail {
+                Err(SendError::Transient("421 try again later".into()))
+            } else {
+                Ok(())
+            }
+        })
+    })
+}
+
+/// During a rolling deploy that switches `CLAIM_MODE`, a `transaction`-mode worker finds an
+/// event another worker holds under a live lease: it must not send it too.
+async fn transaction_mode_leaves_a_live_lease_alone(app: TestApp) {
+    let store = app.state.store.clone();
+    let (application_id, event_id) = status_change(&app).await;
+    let Claim::Claimed { lease_id, .. } = store.claim_event(&event_id, 60_000).await.unwrap()
+    else {
+        panic!("the lease worker claims the new event");
+    };
+    let sends = Arc::new(AtomicUsize::new(0));
+    let send = counting_send(sends.clone(), false, Duration::ZERO);
+    let outcome = store
+        .process_in_transaction(&event_id, application_id, 5, send)
+        .await
+        .unwrap();
+    assert_eq!(
+        sends.load(Ordering::SeqCst),
+        0,
+        "sent under another's lease"
+    );
+    assert!(!matches!(outcome, TxOutcome::Sent), "{outcome:?}");
+    assert!(
+        store
+            .extend_claim(&event_id, &lease_id, 60_000)
+            .await
+            .unwrap(),
+        "the lease is still its holder's"
+    );
+}
+
+/// A `transaction`-mode send fails; while its transaction rolls back, a `lease`-mode worker
+/// claims the event. Counting the failure must not clear that worker's lease.
+async fn a_failed_transaction_send_leaves_a_new_lease_alone(app: TestApp) {
+    let store = app.state.store.clone();
+    let (application_id, event_id) = status_change(&app).await;
+    let sends = Arc::new(AtomicUsize::new(0));
+    let claimer = {
+        let (store, event_id) = (store.clone(), event_id.clone());
+        tokio::spawn(async move {
+            // Waits behind the transaction's claim, and takes the event when it rolls back.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            store.claim_event(&event_id, 60_000).await.unwrap()
+        })
+    };
+    let send = counting_send(sends.clone(), true, Duration::from_millis(400));
+    let outcome = store
+        .process_in_transaction(&event_id, application_id, 5, send)
+        .await;
+    let claim = claimer.await.unwrap();
+    match claim {
+        Claim::Claimed { lease_id, .. } => {
+            // The lease worker won the event after the rollback: its lease must be intact.
+            assert!(
+                store
+                    .extend_claim(&event_id, &lease_id, 60_000)
+                    .await
+                    .unwrap(),
+                "the failure of the transaction-mode copy cleared the new lease ({outcome:?})"
+            );
+            assert!(outcome.is_ok(), "{outcome:?}");
+        }
+        Claim::Deferred { .. } => {
+            // The failure was counted first and the event waits out its backoff.
+            assert!(
+                matches!(outcome, Ok(TxOutcome::Failed { .. })),
+                "{outcome:?}"
+            );
+        }
+        other => panic!("unexpected claim {other:?} ({outcome:?})"),
+    }
+    assert_eq!(sends.load(Ordering::SeqCst), 1);
+}
+
 crate::each_store!(
+    transaction_mode_leaves_a_live_lease_alone,
+    a_failed_transaction_send_leaves_a_new_lease_alone,
     the_database_refuses_a_second_dead_letter_for_an_event,
     concurrent_copies_of_a_dead_event_leave_one_dead_letter,
     migrating_keeps_the_first_of_duplicate_dead_letters,
