@@ -99,6 +99,10 @@ pub enum TxOutcome {
     /// The event was dead-lettered earlier.
     Dead,
     Missing,
+    /// A `lease`-mode worker holds the event under a live lease for this long.
+    Deferred {
+        remaining_ms: i64,
+    },
     Failed {
         failure: FailedClaim,
         error: SendError,

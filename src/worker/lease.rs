@@ -6,7 +6,6 @@ use crate::domain::mail::SendError;
 use crate::queue::{DeadLetterReason, Message};
 use crate::store::{Claim, Finished};
 use crate::telemetry as t;
-use std::time::Duration;
 
 impl Worker {
     /// The event's application or history row is gone: nothing to send.
@@ -68,15 +67,7 @@ impl Worker {
                 return Ok(Outcome::Duplicate);
             }
             Claim::Dead => return self.dead_letter_copy(m, e).await,
-            Claim::Deferred { remaining_ms } => {
-                let delay = Duration::from_millis(remaining_ms.max(0) as u64 + 100);
-                self.queue.retry_later(m, delay).await?;
-                tracing::info!(
-                    delay_ms = delay.as_millis() as u64,
-                    "event claimed by another worker; deferred until its lease ends"
-                );
-                return Ok(Outcome::Deferred);
-            }
+            Claim::Deferred { remaining_ms } => return self.defer(m, remaining_ms).await,
             Claim::Claimed {
                 lease_id,
                 reclaimed,

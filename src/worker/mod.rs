@@ -194,4 +194,16 @@ impl Worker {
             e.event_id
         );
     }
+
+    /// Another worker holds the event under a live lease, in either mode: the message comes
+    /// back when that lease ends.
+    async fn defer(&self, m: &Message, remaining_ms: i64) -> anyhow::Result<Outcome> {
+        let delay = Duration::from_millis(remaining_ms.max(0) as u64 + 100);
+        self.queue.retry_later(m, delay).await?;
+        tracing::info!(
+            delay_ms = delay.as_millis() as u64,
+            "event claimed by another worker; deferred until its lease ends"
+        );
+        Ok(Outcome::Deferred)
+    }
 }

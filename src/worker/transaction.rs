@@ -82,6 +82,7 @@ impl Worker {
                 tracing::info!("already processed; skipping duplicate");
                 Ok(Outcome::Duplicate)
             }
+            TxOutcome::Deferred { remaining_ms } => self.defer(m, remaining_ms).await,
             TxOutcome::Missing => {
                 self.queue.ack(m).await?;
                 self.log_missing(e);

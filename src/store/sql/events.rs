@@ -369,11 +369,17 @@ impl EventStore for S {
             .fetch_optional(&mut *tx)
             .await?;
         let Some(attempts) = claimed else {
-            let status = Self::claim_status(&mut tx, event_id).await?;
-            return Ok(if status.as_deref() == Some("dead") {
-                TxOutcome::Dead
-            } else {
-                TxOutcome::Duplicate
+            let (status, locked_until, now): (String, Option<i64>, i64) =
+                sqlx::query_as(sql::CLAIM_STATE)
+                    .bind(event_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            return Ok(match (status.as_str(), locked_until) {
+                ("dead", _) => TxOutcome::Dead,
+                ("in_progress", Some(until)) if until > now => TxOutcome::Deferred {
+                    remaining_ms: until - now,
+                },
+                _ => TxOutcome::Duplicate,
             });
         };
         let data = sqlx::query_as::<_, EmailDataRow>(sql::EMAIL_DATA)
@@ -414,12 +420,12 @@ impl EventStore for S {
         )
         .await?;
         let Some(failure) = failure else {
-            // A copy waiting on this transaction took the event after the rollback, and has
-            // sent it or is sending it: this copy is done.
+            // A copy waiting on this transaction took the event after the rollback (in either
+            // mode), and has sent it or is sending it under its own claim: this copy is done.
             let status = Self::claim_status(&mut tx, event_id).await?;
             tx.commit().await?;
             return match status.as_deref() {
-                Some("done" | "missing") => Ok(TxOutcome::Duplicate),
+                Some("done" | "missing" | "in_progress") => Ok(TxOutcome::Duplicate),
                 Some("dead") => Ok(TxOutcome::Dead),
                 _ => Err(StoreError::Other(anyhow::anyhow!(
                     "event {event_id} changed while recording its failure"

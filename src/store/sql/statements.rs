@@ -184,10 +184,16 @@ const CLAIM_FAIL_RETURNING: &str = " RETURNING attempts, status, first_failed_at
 /// Counts a failed send of the claim held under lease `$5`.
 pub const CLAIM_FAIL_LEASED: &str =
     concatcp!(CLAIM_FAIL_SET, " AND lease_id = $5", CLAIM_FAIL_RETURNING);
-/// Counts a failed send of a claim with no lease (transaction mode).
-pub const CLAIM_FAIL_UNLEASED: &str = concatcp!(CLAIM_FAIL_SET, CLAIM_FAIL_RETURNING);
+/// Counts a failed send of a claim with no lease (transaction mode); a claim that a `lease`-mode
+/// worker took meanwhile is its own.
+pub const CLAIM_FAIL_UNLEASED: &str = concatcp!(
+    CLAIM_FAIL_SET,
+    " AND lease_id IS NULL",
+    CLAIM_FAIL_RETURNING
+);
 pub const CLAIM_STATUS: &str = "SELECT status FROM processed_events WHERE event_id = $1";
-/// Transaction mode's claim: a new row, or a pending one (released by an earlier failure).
+/// Transaction mode's claim: a new row, a pending one (released by an earlier failure), or one
+/// whose lease (a `lease`-mode worker's) has expired; never a live lease.
 pub const CLAIM_IN_TRANSACTION: &str = concatcp!(
     "INSERT INTO processed_events (event_id, status, attempts, updated_at) VALUES ($1, 'done', \
      0, ",
@@ -195,7 +201,15 @@ pub const CLAIM_IN_TRANSACTION: &str = concatcp!(
     ") ON CONFLICT (event_id) DO UPDATE SET status = 'done', lease_id = NULL, \
      locked_until = NULL, updated_at = ",
     NOW,
-    " WHERE processed_events.status IN ('pending', 'in_progress') RETURNING attempts"
+    " WHERE processed_events.status = 'pending' OR (processed_events.status = 'in_progress' \
+     AND COALESCE(processed_events.locked_until, 0) <= ",
+    NOW,
+    ") RETURNING attempts"
+);
+pub const CLAIM_STATE: &str = concatcp!(
+    "SELECT status, locked_until, ",
+    NOW,
+    " FROM processed_events WHERE event_id = $1"
 );
 /// Transaction mode, after a failed send: the claim again, for counting the failure.
 pub const CLAIM_FOR_FAILURE: &str = concatcp!(
