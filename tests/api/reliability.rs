@@ -2,6 +2,7 @@
 //! before its fix.
 
 use crate::helpers::{Backend, TestApp};
+use crate::worker::{Harness, wait_until};
 use jobboard::domain::mail::SendError;
 use jobboard::store::{Claim, NewDeadLetter, SendFn, TxOutcome};
 use serde_json::json;
@@ -242,6 +243,53 @@ async fn a_failed_transaction_send_leaves_a_new_lease_alone(app: TestApp) {
         other => panic!("unexpected claim {other:?} ({outcome:?})"),
     }
     assert_eq!(sends.load(Ordering::SeqCst), 1);
+}
+
+/// A worker whose lease is taken from it mid-send (it ran past its lease and another worker
+/// reclaimed the event) must stop keeping the message hidden: that is now the other's to do.
+async fn a_lost_lease_stops_the_heartbeat(h: Harness) {
+    h.smtp.set_delay(Duration::from_secs(8));
+    let (_, event_id) = h.status_change().await;
+    // A beat every 4 s; the send gives up after 6 s.
+    let worker = h
+        .worker_with(&[
+            ("VISIBILITY_TIMEOUT_SECS", "12"),
+            ("EMAIL_SEND_TIMEOUT_SECS", "6"),
+        ])
+        .await;
+    let run = tokio::spawn(async move { worker.run_until_empty().await });
+    wait_until("the event is claimed", || async {
+        h.processed_status(&event_id).await.as_deref() == Some("in_progress")
+    })
+    .await;
+    h.app
+        .exec("UPDATE processed_events SET lease_id = 'another-worker'")
+        .await;
+    let visible_at = "SELECT MAX(visible_at) FROM outbox";
+    let before = h.app.scalar_i64(visible_at).await;
+    // Past the first beat, before the send gives up.
+    tokio::time::sleep(Duration::from_millis(5000)).await;
+    let after = h.app.scalar_i64(visible_at).await;
+    assert_eq!(
+        before, after,
+        "the message's visibility was extended after the lease was lost"
+    );
+    h.smtp.set_delay(Duration::ZERO);
+    run.abort();
+}
+
+mod a_lost_lease_stops_the_heartbeat {
+    use crate::helpers::Backend;
+    use crate::worker::Harness;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        super::a_lost_lease_stops_the_heartbeat(Harness::new(Backend::Sqlite, "lease").await).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_unbatched() {
+        let h = Harness::new(Backend::Postgres, "lease-unbatched").await;
+        super::a_lost_lease_stops_the_heartbeat(h).await
+    }
 }
 
 crate::each_store!(
