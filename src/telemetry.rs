@@ -13,6 +13,7 @@ pub const OUTBOX_PENDING: &str = "outbox_pending";
 pub const EVENTS_HANDLED_TOTAL: &str = "events_handled_total";
 pub const EVENT_HANDLE_DURATION_SECONDS: &str = "event_handle_duration_seconds";
 pub const EVENTS_RECLAIMED_TOTAL: &str = "events_reclaimed_total";
+pub const LEASES_LOST_TOTAL: &str = "leases_lost_total";
 pub const DEAD_LETTERS: &str = "dead_letters";
 pub const QUEUE_OLDEST_AGE_SECONDS: &str = "queue_oldest_age_seconds";
 pub const PROCESSED_EVENTS_DELETED_TOTAL: &str = "processed_events_deleted_total";
@@ -80,6 +81,11 @@ fn describe() {
     // them have a series to read.
     metrics::counter!(EVENTS_RECLAIMED_TOTAL).increment(0);
     metrics::counter!(PROCESSED_EVENTS_DELETED_TOTAL).increment(0);
+    metrics::counter!(LEASES_LOST_TOTAL).increment(0);
+    metrics::describe_counter!(
+        LEASES_LOST_TOTAL,
+        "Sends whose lease another worker took over before they finished"
+    );
     metrics::describe_counter!(
         HTTP_REQUESTS_TOTAL,
         "HTTP requests by method, route template and status"

@@ -5,6 +5,7 @@ use crate::domain::event::StatusChanged;
 use crate::domain::mail::{EmailData, SendError};
 use crate::email;
 use crate::queue::Message;
+use crate::telemetry as t;
 
 impl Worker {
     /// Sends with a deadline while a heartbeat keeps the claim and the message ours.
@@ -30,7 +31,15 @@ impl Worker {
                     .await
                 {
                     Ok(true) => {}
-                    Ok(false) => tracing::warn!("lost the lease during the send"),
+                    Ok(false) => {
+                        // Another worker took the event over: the message and the claim are
+                        // its to keep now. The send runs to its end (stopping it midway could
+                        // not take back what the server already has), and its record will
+                        // find the lease gone.
+                        tracing::warn!("lost the lease during the send; no longer extending it");
+                        metrics::counter!(t::LEASES_LOST_TOTAL).increment(1);
+                        return std::future::pending::<()>().await;
+                    }
                     Err(err) => tracing::warn!(error = %err, "could not extend the lease"),
                 }
                 if let Err(err) = self.queue.extend(m, self.visibility).await {
