@@ -94,7 +94,7 @@ impl fmt::Debug for DatabaseUrl {
 /// start of the help text; a test checks them against the parsers.
 #[derive(Debug, Clone, Args)]
 pub struct Config {
-    /// production enforces the production rules (JWT_SECRET, EMAIL_BACKEND, SMTP_URL)
+    /// production enforces the rules for JWT_SECRET, EMAIL_BACKEND and SMTP_URL
     #[arg(
         long,
         env = "APP_ENV",
@@ -123,7 +123,7 @@ pub struct Config {
     /// job-search cache in Redis, shared by every API process [unset: in-process cache]
     #[arg(long, env = "REDIS_URL", value_parser = parse::redis_url)]
     pub redis_url: Option<SecretString>,
-    /// prefix of every Redis key, so that several deployments (or test runs) can share a server
+    /// prefix of every Redis key, to share one Redis between deployments
     #[arg(long, env = "REDIS_KEY_PREFIX", default_value = "jobboard:")]
     pub redis_key_prefix: String,
     /// 1-86400: seconds a search result stays cached
@@ -134,7 +134,7 @@ pub struct Config {
     #[arg(long, env = "SEARCH_CACHE_MAX_MB", default_value = "16",
           value_parser = parse::ranged(1, 65_536))]
     pub search_cache_max_mb: u64,
-    /// db: the database is the queue; sqs: Amazon SQS, standard queues
+    /// the database is the queue, or Amazon SQS (standard queues)
     #[arg(
         long,
         env = "QUEUE",
@@ -186,7 +186,7 @@ pub struct Config {
     #[arg(long, env = "PROCESSED_EVENTS_RETENTION_DAYS", default_value = "14",
           value_parser = parse::ranged(1, 36_500))]
     pub processed_events_retention_days: u64,
-    /// console prints (refused in production); file writes .eml files; smtp sends to SMTP_URL
+    /// console prints (refused in production), file writes .eml files, smtp sends
     #[arg(
         long,
         env = "EMAIL_BACKEND",
@@ -228,7 +228,7 @@ pub struct Config {
         default_value = "json"
     )]
     pub log_format: LogFormat,
-    /// the log filter; checked here, read by the logger
+    /// log filter, such as info or jobboard=debug (the logger reads it; checked here)
     #[arg(long, env = "RUST_LOG", default_value = "info", value_parser = parse::log_filter)]
     pub rust_log: String,
 }
