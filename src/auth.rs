@@ -6,6 +6,7 @@ use argon2::password_hash::{
     PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng,
 };
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
 
 const ISSUER: &str = "jobboard";
@@ -56,7 +57,7 @@ impl Tokens {
     /// Uses `JWT_SECRET` (or a random secret, with a warning) and `JWT_SECRET_PREVIOUS`.
     pub fn from_config(config: &Config) -> Tokens {
         let secret = match &config.jwt_secret {
-            Some(s) => s.0.clone().into_bytes(),
+            Some(s) => s.expose_secret().as_bytes().to_vec(),
             None => {
                 tracing::warn!(
                     "JWT_SECRET is not set: using a random secret, so tokens stop working when the process restarts"
@@ -69,7 +70,7 @@ impl Tokens {
         };
         let mut decoding = vec![DecodingKey::from_secret(&secret)];
         if let Some(prev) = &config.jwt_secret_previous {
-            decoding.push(DecodingKey::from_secret(prev.0.as_bytes()));
+            decoding.push(DecodingKey::from_secret(prev.expose_secret().as_bytes()));
         }
         // HS256 only: a token with any other `alg`, `none` included, fails validation.
         let mut validation = Validation::new(Algorithm::HS256);

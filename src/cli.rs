@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
     long_about = "A job-board backend: jobs, search, applications, and one email per status change.\n\n\
         With no command, runs everything in one process on the default SQLite database: \
         migrations, the API on BIND_ADDR, the worker and the hourly cleanup.",
-    after_help = crate::config::HELP
+    after_help = crate::config::help()
 )]
 pub struct Cli {
     #[command(subcommand)]

@@ -120,7 +120,10 @@ pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Mailer>> {
                 .smtp_url
                 .as_ref()
                 .context("SMTP_URL is required with EMAIL_BACKEND=smtp")?;
-            Arc::new(SmtpMailer::from_url(&url.0, timeout)?)
+            Arc::new(SmtpMailer::from_url(
+                secrecy::ExposeSecret::expose_secret(url),
+                timeout,
+            )?)
         }
     })
 }

@@ -11,6 +11,7 @@ use crate::relay::Relay;
 use crate::store::{self, Store};
 use crate::worker::Worker;
 use anyhow::Context;
+use secrecy::ExposeSecret;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -79,8 +80,12 @@ pub async fn app_state(
     let ttl = Duration::from_secs(config.search_cache_ttl_secs);
     let cache: Arc<dyn SearchCache> = match &config.redis_url {
         Some(url) => {
-            tracing::info!(redis = %redact_url(&url.0), "search cache in Redis");
-            Arc::new(RedisCache::new(&url.0, &config.redis_key_prefix, ttl)?)
+            tracing::info!(redis = %redact_url(url.expose_secret()), "search cache in Redis");
+            Arc::new(RedisCache::new(
+                url.expose_secret(),
+                &config.redis_key_prefix,
+                ttl,
+            )?)
         }
         None => Arc::new(MemoryCache::new(
             ttl,
