@@ -278,6 +278,123 @@ async fn a_lost_lease_stops_the_heartbeat(h: Harness) {
     run.abort();
 }
 
+/// Makes the database refuse to record any event as done until `allow_done` (a blip right
+/// after the mail server accepted the message).
+async fn refuse_done(app: &TestApp) {
+    app.exec(match app.backend {
+        Backend::Sqlite => {
+            "CREATE TRIGGER refuse_done BEFORE UPDATE ON processed_events \
+             WHEN NEW.status = 'done' BEGIN SELECT RAISE(ABORT, 'database blip'); END;"
+        }
+        Backend::Postgres => {
+            "CREATE FUNCTION refuse_done() RETURNS trigger AS $$ BEGIN \
+             IF NEW.status = 'done' THEN RAISE EXCEPTION 'database blip'; END IF; \
+             RETURN NEW; END $$ LANGUAGE plpgsql; \
+             CREATE TRIGGER refuse_done BEFORE UPDATE ON processed_events \
+             FOR EACH ROW EXECUTE FUNCTION refuse_done();"
+        }
+    })
+    .await;
+}
+
+async fn allow_done(app: &TestApp) {
+    app.exec(match app.backend {
+        Backend::Sqlite => "DROP TRIGGER refuse_done",
+        Backend::Postgres => "DROP TRIGGER refuse_done ON processed_events",
+    })
+    .await;
+}
+
+/// The mail server accepted two emails, then recording them failed for a moment: the worker
+/// retries the record within its lease instead of letting a redelivery send them again.
+async fn a_record_that_fails_after_the_send_is_retried_not_resent(h: Harness) {
+    let (_, first) = h.status_change().await;
+    let (_, second) = h.status_change().await;
+    refuse_done(&h.app).await;
+    let worker = h.worker().await;
+    let run = tokio::spawn(async move { worker.run_until_empty().await });
+    wait_until("both are sent", || async { h.smtp.mails().len() >= 2 }).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    allow_done(&h.app).await;
+    let _ = run.await.unwrap();
+    // Whatever was left: its lease and its message's visibility run out, and a worker retries.
+    h.app
+        .exec("UPDATE processed_events SET locked_until = 0 WHERE status = 'in_progress'")
+        .await;
+    h.later().await;
+    let _ = h.worker().await.run_until_empty().await;
+    for event_id in [&first, &second] {
+        assert_eq!(h.smtp.count_for(event_id), 1, "{event_id} was sent again");
+        assert_eq!(h.processed_status(event_id).await.as_deref(), Some("done"));
+    }
+}
+
+/// In a batch, each send is recorded as soon as it is accepted (grouped over a few
+/// milliseconds), not when the slowest send of the batch ends: a worker killed meanwhile would
+/// send again everything whose record was waiting.
+async fn a_batch_records_each_send_promptly(h: Harness) {
+    let (_, slow) = h.status_change().await;
+    let (_, b) = h.status_change().await;
+    let (_, c) = h.status_change().await;
+    h.smtp.stall_matching(&slow, Duration::from_millis(1800));
+    let worker = h.worker().await;
+    let run = tokio::spawn(async move { worker.run_until_empty().await });
+    wait_until("the quick two are sent", || async {
+        h.smtp.count_for(&b) == 1 && h.smtp.count_for(&c) == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        h.smtp.count_for(&slow),
+        0,
+        "the slow send is still in flight"
+    );
+    for event_id in [&b, &c] {
+        assert_eq!(
+            h.processed_status(event_id).await.as_deref(),
+            Some("done"),
+            "an accepted send waits for the rest of its batch to be recorded"
+        );
+    }
+    let _ = run.await.unwrap();
+    assert_eq!(h.smtp.count_for(&slow), 1);
+}
+
+mod a_record_that_fails_after_the_send_is_retried_not_resent {
+    use crate::helpers::Backend;
+    use crate::worker::Harness;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_batched() {
+        let h = Harness::new(Backend::Sqlite, "lease").await;
+        super::a_record_that_fails_after_the_send_is_retried_not_resent(h).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_batched() {
+        let h = Harness::new(Backend::Postgres, "lease").await;
+        super::a_record_that_fails_after_the_send_is_retried_not_resent(h).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_unbatched() {
+        let h = Harness::new(Backend::Postgres, "lease-unbatched").await;
+        super::a_record_that_fails_after_the_send_is_retried_not_resent(h).await
+    }
+}
+
+mod a_batch_records_each_send_promptly {
+    use crate::helpers::Backend;
+    use crate::worker::Harness;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        super::a_batch_records_each_send_promptly(Harness::new(Backend::Sqlite, "lease").await)
+            .await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        let h = Harness::new(Backend::Postgres, "lease").await;
+        super::a_batch_records_each_send_promptly(h).await
+    }
+}
+
 mod a_lost_lease_stops_the_heartbeat {
     use crate::helpers::Backend;
     use crate::worker::Harness;

@@ -58,6 +58,8 @@ struct State {
     /// Refuse the next messages with this reply, one per message.
     refusals: Vec<String>,
     delay: Duration,
+    /// Messages whose text contains the first part wait this much longer.
+    stall: Option<(String, Duration)>,
 }
 
 #[derive(Clone)]
@@ -106,6 +108,11 @@ impl SmtpServer {
     /// Waits this long before accepting each message.
     pub fn set_delay(&self, d: Duration) {
         self.state.lock().unwrap().delay = d;
+    }
+
+    /// Holds each message whose text contains `needle` this much longer before accepting it.
+    pub fn stall_matching(&self, needle: &str, d: Duration) {
+        self.state.lock().unwrap().stall = Some((needle.to_string(), d));
     }
 
     pub fn mails(&self) -> Vec<Mail> {
@@ -166,7 +173,11 @@ async fn session(socket: tokio::net::TcpStream, state: Arc<Mutex<State>>) -> std
                 } else {
                     Some(st.refusals.remove(0))
                 };
-                (refusal, st.delay)
+                let stall = match &st.stall {
+                    Some((needle, d)) if raw.contains(needle.as_str()) => *d,
+                    _ => Duration::ZERO,
+                };
+                (refusal, st.delay + stall)
             };
             if let Some(reply) = refusal {
                 write.write_all(format!("{reply}\r\n").as_bytes()).await?;
