@@ -14,6 +14,7 @@ pub const EVENTS_HANDLED_TOTAL: &str = "events_handled_total";
 pub const EVENT_HANDLE_DURATION_SECONDS: &str = "event_handle_duration_seconds";
 pub const EVENTS_RECLAIMED_TOTAL: &str = "events_reclaimed_total";
 pub const LEASES_LOST_TOTAL: &str = "leases_lost_total";
+pub const RECORD_RETRIES_TOTAL: &str = "record_retries_total";
 pub const DEAD_LETTERS: &str = "dead_letters";
 pub const QUEUE_OLDEST_AGE_SECONDS: &str = "queue_oldest_age_seconds";
 pub const PROCESSED_EVENTS_DELETED_TOTAL: &str = "processed_events_deleted_total";
@@ -82,6 +83,10 @@ fn describe() {
     metrics::counter!(EVENTS_RECLAIMED_TOTAL).increment(0);
     metrics::counter!(PROCESSED_EVENTS_DELETED_TOTAL).increment(0);
     metrics::counter!(LEASES_LOST_TOTAL).increment(0);
+    metrics::describe_counter!(
+        RECORD_RETRIES_TOTAL,
+        "Records of accepted sends that needed retries, by result (recovered, gave_up)"
+    );
     metrics::describe_counter!(
         LEASES_LOST_TOTAL,
         "Sends whose lease another worker took over before they finished"

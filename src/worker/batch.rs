@@ -1,17 +1,19 @@
-//! Batching: the new events of one receive claimed, read, recorded and acknowledged together.
+//! Batching: the new events of one receive claimed and read together, and their sends
+//! recorded and acknowledged in groups as the mail server accepts them.
 
+use super::record::GROUP_WINDOW;
 use super::{Outcome, Worker, count};
 use crate::domain::event::{StatusChanged, parse_message};
 use crate::domain::mail::EmailData;
 use crate::queue::Message;
-use crate::store::Finished;
 use std::time::Instant;
 use tracing::Instrument;
 
 impl Worker {
     /// Handles one receive's messages. In lease mode with `WORKER_BATCH`, the new events of the
-    /// batch are claimed in one statement, their email data read in one query, the sent ones
-    /// recorded in one statement and acknowledged in one call; each event is still sent once,
+    /// batch are claimed in one statement and their email data read in one query; the sends
+    /// accepted within a few milliseconds of each other are recorded in one statement and
+    /// acknowledged in one call, as soon as they are accepted; each event is still sent once,
     /// and a failed send releases only its own claim. Anything unusual (an invalid message, an
     /// event seen before, a copy of an event in the same batch) goes through `handle`.
     pub async fn handle_batch(&self, batch: &[Message]) -> Vec<anyhow::Result<Outcome>> {
@@ -93,8 +95,12 @@ impl Worker {
                 Ok(rows) => rows.into_iter().collect(),
                 Err(err) => return all_failed(err.into()),
             };
-        let sends = mine.iter().map(|(i, e)| {
+        // Each accepted send is reported here, and recorded and acknowledged with whatever
+        // else was accepted within GROUP_WINDOW: never later than its own group.
+        let (accepted, mut reports) = tokio::sync::mpsc::unbounded_channel::<usize>();
+        let sends: Vec<_> = mine.iter().enumerate().map(|(k, (i, e))| {
             let data = data.remove(&e.event_id);
+            let accepted = accepted.clone();
             async move {
                 let m = &batch[*i];
                 let span = tracing::info_span!("event", event_id = %e.event_id, application_id = e.application_id);
@@ -106,7 +112,10 @@ impl Worker {
                     .instrument(span.clone())
                     .await;
                 match sent {
-                    Ok(()) => (Some(data), Ok(Outcome::Sent)),
+                    Ok(()) => {
+                        let _ = accepted.send(k);
+                        (Some(data), Ok(Outcome::Sent))
+                    }
                     Err(error) => (
                         None,
                         self.failed_send(m, e, lease_id, error)
@@ -115,52 +124,56 @@ impl Worker {
                     ),
                 }
             }
-        });
-        // The data of each sent email (none if it was not sent), and each outcome.
-        let mut results: Vec<(Option<EmailData>, anyhow::Result<Outcome>)> =
-            futures::future::join_all(sends).await;
-        let sent: Vec<usize> = results
-            .iter()
-            .enumerate()
-            .filter(|(_, (d, _))| d.is_some())
-            .map(|(k, _)| k)
-            .collect();
-        if sent.is_empty() {
-            return results.into_iter().map(|(_, r)| r).collect();
-        }
-        let sent_ids: Vec<String> = sent.iter().map(|&k| mine[k].1.event_id.clone()).collect();
-        let recorded = match self
-            .store
-            .finish_claims(&sent_ids, lease_id, Finished::Done)
-            .await
-        {
-            Ok(ids) => ids.into_iter().collect::<std::collections::HashSet<_>>(),
-            Err(err) => {
-                let err = anyhow::Error::from(err);
-                for &k in &sent {
-                    results[k].1 = Err(anyhow::anyhow!("{err:#}"));
+        }).collect();
+        drop(accepted);
+        let recorder = async {
+            let mut recorded: Vec<(usize, Result<(), String>)> = Vec::new();
+            while let Some(first) = reports.recv().await {
+                let mut group = vec![first];
+                let window = tokio::time::sleep(GROUP_WINDOW);
+                tokio::pin!(window);
+                loop {
+                    tokio::select! {
+                        next = reports.recv() => match next {
+                            Some(k) => group.push(k),
+                            None => break,
+                        },
+                        _ = &mut window => break,
+                    }
                 }
-                return results.into_iter().map(|(_, r)| r).collect();
+                let result = self.record_group(batch, mine, &group, lease_id).await;
+                let result = result.map_err(|err| format!("{err:#}"));
+                recorded.extend(group.into_iter().map(|k| (k, result.clone())));
             }
+            recorded
         };
-        for id in &sent_ids {
-            if !recorded.contains(id) {
-                tracing::warn!(event_id = %id,
-                    "the lease ended before the send was recorded; another attempt may send it again");
-            }
-        }
-        let acked: Vec<Message> = sent.iter().map(|&k| batch[mine[k].0].clone()).collect();
-        if let Err(err) = self.queue.ack_many(&acked).await {
-            for &k in &sent {
-                results[k].1 = Err(anyhow::anyhow!("{err:#}"));
-            }
-            return results.into_iter().map(|(_, r)| r).collect();
-        }
-        for &k in &sent {
-            if let Some(data) = &results[k].0 {
-                self.log_sent(data, &mine[k].1);
+        let (mut results, recorded): (Vec<(Option<EmailData>, anyhow::Result<Outcome>)>, _) =
+            futures::future::join(futures::future::join_all(sends), recorder).await;
+        for (k, result) in recorded {
+            match result {
+                Ok(()) => {
+                    if let Some(data) = &results[k].0 {
+                        self.log_sent(data, &mine[k].1);
+                    }
+                }
+                Err(err) => results[k].1 = Err(anyhow::anyhow!(err)),
             }
         }
         results.into_iter().map(|(_, r)| r).collect()
+    }
+
+    /// Records and acknowledges one group of accepted sends (indexes into `mine`).
+    async fn record_group(
+        &self,
+        batch: &[Message],
+        mine: &[(usize, StatusChanged)],
+        group: &[usize],
+        lease_id: &str,
+    ) -> anyhow::Result<()> {
+        let ids: Vec<String> = group.iter().map(|&k| mine[k].1.event_id.clone()).collect();
+        self.record_done(&ids, lease_id).await?;
+        let acked: Vec<Message> = group.iter().map(|&k| batch[mine[k].0].clone()).collect();
+        self.queue.ack_many(&acked).await?;
+        Ok(())
     }
 }

@@ -84,15 +84,8 @@ impl Worker {
         let result = self.send_with_heartbeat(m, e, &lease_id, &data).await;
         match result {
             Ok(()) => {
-                if !self
-                    .store
-                    .finish_claim(&e.event_id, &lease_id, Finished::Done)
-                    .await?
-                {
-                    tracing::warn!(
-                        "the lease ended before the send was recorded; another attempt may send it again"
-                    );
-                }
+                self.record_done(std::slice::from_ref(&e.event_id), &lease_id)
+                    .await?;
                 self.queue.ack(m).await?;
                 self.log_sent(&data, e);
                 Ok(Outcome::Sent)

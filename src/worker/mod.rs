@@ -11,6 +11,7 @@
 mod batch;
 mod heartbeat;
 mod lease;
+mod record;
 mod run_loop;
 mod transaction;
 mod upkeep;
