@@ -5,12 +5,15 @@
 //!
 //! A case is an `async fn name(store: Arc<dyn Store>)` listed in its module's
 //! `each_backend!(...)`, which generates one `#[tokio::test]` per backend, named
-//! `<module>::<backend>::<case>` (so `cargo test --test store sqlite` runs one backend).
+//! `<module>::<backend>::<case>` (so `cargo test --test store sqlite` runs one backend). The
+//! generated modules are named after the backends, so a module holds one `each_backend!`; a
+//! second list (such as `fresh:` cases) goes in a submodule.
 //!
 //! Adding a backend: write an `async fn` in `harness.rs` that opens an unmigrated store on a
-//! fresh database and returns a [`harness::TestDb`] (the guard it holds removes the database
-//! when the test ends), then add one line `name => harness::that_fn` to the list in
-//! `each_backend!` below, `name` being what its `Store::backend()` answers. Every case then runs on it too.
+//! fresh database and returns a [`harness::TestDb`] (whose guard removes the database when the
+//! test ends), then add one line to the list in `each_backend!` below,
+//! `$crate::each_backend!(@one $migrate $cases name => $crate::harness::that_fn);`, where
+//! `name` is what the store's `backend()` answers. Every case then runs on it too.
 
 mod harness;
 
