@@ -1,0 +1,397 @@
+//! Applications: applying, listing, the status workflow with its history and outbox event.
+
+use crate::harness::*;
+use jobboard::domain::{Actor, ApplicationStatus, Conflict, JobStatus, Role, TransitionError};
+use jobboard::store::{ApplicationViewer, Page, Store};
+use std::sync::Arc;
+
+crate::each_backend!(
+    apply_records_the_submission,
+    apply_refuses_twice_closed_and_missing_jobs,
+    list_applications_shows_each_viewer_theirs,
+    change_status_writes_history_and_one_event,
+    change_status_refuses_what_the_workflow_forbids,
+    delete_application_takes_its_history,
+);
+
+async fn apply_records_the_submission(store: Arc<dyn Store>) {
+    let s = scenario(&store).await;
+    let a = &s.application;
+    assert_eq!(a.status(), ApplicationStatus::Submitted);
+    assert_eq!(
+        (a.job_id, a.job_title.as_str()),
+        (s.job.id, "Rust engineer")
+    );
+    assert_eq!(
+        (a.company_id, a.company_name.as_str()),
+        (s.company.id, s.company.name.as_str())
+    );
+    assert_eq!(
+        (a.candidate_id, &a.candidate_name, &a.candidate_email),
+        (s.candidate.id, &s.candidate.name, &s.candidate.email)
+    );
+    assert_eq!(a.cover_letter.as_deref(), Some("Hello"));
+    assert_eq!(a.created_at, a.updated_at);
+    let read = store.application(a.id).await.expect("read");
+    assert_eq!(
+        (read.status, read.created_at),
+        (a.status.clone(), a.created_at)
+    );
+
+    let history = store.history(a.id).await.unwrap();
+    assert_eq!(history.len(), 1);
+    let h = &history[0];
+    assert_eq!(h.old_status, None);
+    assert_eq!(h.new_status, "submitted");
+    assert_eq!(h.changed_by, s.candidate.id);
+    assert_eq!(h.event_id, None, "a submission emits no event");
+    assert_eq!(h.at, a.created_at);
+    assert_eq!(store.outbox_pending().await.unwrap(), 0);
+
+    // No cover letter is stored as none.
+    let other = user(&store, Role::Candidate).await;
+    let bare = store.apply(s.job.id, other.id, None, None).await.unwrap();
+    assert_eq!(bare.cover_letter, None);
+    assert_not_found(store.application(bare.id + 1000).await);
+    assert!(store.history(bare.id + 1000).await.unwrap().is_empty());
+}
+
+async fn apply_refuses_twice_closed_and_missing_jobs(store: Arc<dyn Store>) {
+    let s = scenario(&store).await;
+    assert_conflict(
+        store.apply(s.job.id, s.candidate.id, None, None).await,
+        Conflict::AlreadyApplied,
+    );
+    let mut closed = job_fields("Closed");
+    closed.status = JobStatus::Closed;
+    let closed = job(&store, s.company.id, closed).await;
+    assert_conflict(
+        store.apply(closed.id, s.candidate.id, None, None).await,
+        Conflict::JobClosed,
+    );
+    assert_not_found(
+        store
+            .apply(closed.id + 1000, s.candidate.id, None, None)
+            .await,
+    );
+    let (_, total) = store
+        .list_applications(
+            ApplicationViewer::Candidate(s.candidate.id),
+            None,
+            None,
+            Page::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(total, 1, "nothing refused was stored");
+
+    // A withdrawn application still counts; a deleted one does not.
+    store
+        .change_status(
+            s.application.id,
+            ApplicationStatus::Withdrawn,
+            Actor::Candidate,
+            s.candidate.id,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_conflict(
+        store.apply(s.job.id, s.candidate.id, None, None).await,
+        Conflict::AlreadyApplied,
+    );
+    store
+        .delete_application(s.application.id, None)
+        .await
+        .unwrap();
+    store
+        .apply(s.job.id, s.candidate.id, None, None)
+        .await
+        .expect("apply again after deleting");
+}
+
+async fn list_applications_shows_each_viewer_theirs(store: Arc<dyn Store>) {
+    let s = scenario(&store).await;
+    let second_job = job(&store, s.company.id, job_fields("Second")).await;
+    let other_candidate = user(&store, Role::Candidate).await;
+    let a2 = store
+        .apply(second_job.id, s.candidate.id, None, None)
+        .await
+        .unwrap();
+    let a3 = store
+        .apply(second_job.id, other_candidate.id, None, None)
+        .await
+        .unwrap();
+    store
+        .change_status(
+            a3.id,
+            ApplicationStatus::Reviewing,
+            Actor::Employer,
+            s.employer.id,
+            None,
+        )
+        .await
+        .unwrap();
+    // Another company's application, which this employer must not see.
+    let other = scenario(&store).await;
+
+    let list = |viewer, job_id, status, page| {
+        let store = store.clone();
+        async move {
+            let (rows, total) = store
+                .list_applications(viewer, job_id, status, page)
+                .await
+                .expect("list");
+            (rows.iter().map(|r| r.id).collect::<Vec<_>>(), total)
+        }
+    };
+    let all = Page::default();
+    let employer = ApplicationViewer::Employer(s.employer.id);
+    // Newest first.
+    assert_eq!(
+        list(employer, None, None, all).await,
+        (vec![a3.id, a2.id, s.application.id], 3)
+    );
+    assert_eq!(
+        list(
+            ApplicationViewer::Candidate(s.candidate.id),
+            None,
+            None,
+            all
+        )
+        .await,
+        (vec![a2.id, s.application.id], 2)
+    );
+    assert_eq!(
+        list(employer, Some(second_job.id), None, all).await,
+        (vec![a3.id, a2.id], 2)
+    );
+    assert_eq!(
+        list(employer, None, Some(ApplicationStatus::Reviewing), all).await,
+        (vec![a3.id], 1)
+    );
+    assert_eq!(
+        list(
+            employer,
+            Some(s.job.id),
+            Some(ApplicationStatus::Reviewing),
+            all
+        )
+        .await,
+        (vec![], 0)
+    );
+    let two = |page| Page { page, size: 2 };
+    assert_eq!(
+        list(employer, None, None, two(1)).await,
+        (vec![a3.id, a2.id], 3)
+    );
+    assert_eq!(
+        list(employer, None, None, two(2)).await,
+        (vec![s.application.id], 3)
+    );
+    assert_eq!(list(employer, None, None, two(3)).await, (vec![], 3));
+    assert_eq!(
+        list(
+            ApplicationViewer::Employer(other.employer.id),
+            None,
+            None,
+            all
+        )
+        .await,
+        (vec![other.application.id], 1)
+    );
+    // A candidate is not an employer of anything, and an employer applied to nothing.
+    assert_eq!(
+        list(ApplicationViewer::Employer(s.candidate.id), None, None, all).await,
+        (vec![], 0)
+    );
+    assert_eq!(
+        list(ApplicationViewer::Candidate(s.employer.id), None, None, all).await,
+        (vec![], 0)
+    );
+}
+
+async fn change_status_writes_history_and_one_event(store: Arc<dyn Store>) {
+    let s = scenario(&store).await;
+    let id = s.application.id;
+    let change = store
+        .change_status(
+            id,
+            ApplicationStatus::Reviewing,
+            Actor::Employer,
+            s.employer.id,
+            None,
+        )
+        .await
+        .expect("move");
+    let event_id = change.event_id.expect("a move emits an event");
+    assert_eq!(change.application.status(), ApplicationStatus::Reviewing);
+    assert!(change.application.updated_at > s.application.updated_at);
+    assert_eq!(
+        store.application(id).await.unwrap().status(),
+        ApplicationStatus::Reviewing
+    );
+
+    let history = store.history(id).await.unwrap();
+    assert_eq!(history.len(), 2);
+    let h = &history[1];
+    assert_eq!(
+        (h.old_status.as_deref(), h.new_status.as_str()),
+        (Some("submitted"), "reviewing")
+    );
+    assert_eq!(h.changed_by, s.employer.id);
+    assert_eq!(h.event_id.as_deref(), Some(event_id.as_str()));
+    assert_eq!(h.at, change.application.updated_at);
+
+    // Exactly one event, on the outbox, carrying the move.
+    assert_eq!(store.outbox_pending().await.unwrap(), 1);
+    let messages = store.queue_receive(10, 60_000).await.unwrap();
+    assert_eq!(messages.len(), 1);
+    assert_eq!(messages[0].event_id.as_deref(), Some(event_id.as_str()));
+    let body: serde_json::Value = serde_json::from_str(&messages[0].body).expect("JSON body");
+    assert_eq!(body["type"], "application.status_changed");
+    assert_eq!(body["event_id"], event_id.as_str());
+    assert_eq!(body["application_id"], id);
+    assert_eq!(body["old_status"], "submitted");
+    assert_eq!(body["new_status"], "reviewing");
+
+    // Asking for the status it already has is no move: no history, no event.
+    let same = store
+        .change_status(
+            id,
+            ApplicationStatus::Reviewing,
+            Actor::Employer,
+            s.employer.id,
+            None,
+        )
+        .await
+        .expect("no move");
+    assert_eq!(same.event_id, None);
+    assert_eq!(same.application.status(), ApplicationStatus::Reviewing);
+    assert_eq!(same.application.updated_at, change.application.updated_at);
+    assert_eq!(store.history(id).await.unwrap().len(), 2);
+    assert_eq!(store.outbox_pending().await.unwrap(), 1);
+
+    // The candidate withdraws: a second event with an id of its own.
+    let withdrawn = store
+        .change_status(
+            id,
+            ApplicationStatus::Withdrawn,
+            Actor::Candidate,
+            s.candidate.id,
+            None,
+        )
+        .await
+        .expect("withdraw");
+    let second = withdrawn.event_id.expect("an event");
+    assert_ne!(second, event_id);
+    assert_eq!(store.outbox_pending().await.unwrap(), 2);
+    let history = store.history(id).await.unwrap();
+    assert_eq!(history.len(), 3);
+    assert_eq!(history[2].changed_by, s.candidate.id);
+    assert_eq!(history[2].new_status, "withdrawn");
+}
+
+async fn change_status_refuses_what_the_workflow_forbids(store: Arc<dyn Store>) {
+    let s = scenario(&store).await;
+    let id = s.application.id;
+    let refused = store
+        .change_status(
+            id,
+            ApplicationStatus::Hired,
+            Actor::Employer,
+            s.employer.id,
+            None,
+        )
+        .await;
+    assert_conflict(
+        refused,
+        Conflict::InvalidTransition(TransitionError {
+            from: ApplicationStatus::Submitted,
+            to: ApplicationStatus::Hired,
+            allowed: vec![ApplicationStatus::Reviewing, ApplicationStatus::Rejected],
+        }),
+    );
+    // Candidates only withdraw.
+    assert!(matches!(
+        store
+            .change_status(
+                id,
+                ApplicationStatus::Reviewing,
+                Actor::Candidate,
+                s.candidate.id,
+                None
+            )
+            .await,
+        Err(jobboard::store::StoreError::Conflict(
+            Conflict::InvalidTransition(_)
+        ))
+    ));
+    store
+        .change_status(
+            id,
+            ApplicationStatus::Rejected,
+            Actor::Employer,
+            s.employer.id,
+            None,
+        )
+        .await
+        .unwrap();
+    // A final status allows nothing.
+    assert_conflict(
+        store
+            .change_status(
+                id,
+                ApplicationStatus::Withdrawn,
+                Actor::Candidate,
+                s.candidate.id,
+                None,
+            )
+            .await,
+        Conflict::InvalidTransition(TransitionError {
+            from: ApplicationStatus::Rejected,
+            to: ApplicationStatus::Withdrawn,
+            allowed: vec![],
+        }),
+    );
+    // Nothing refused was written: the submission and the one rejection.
+    assert_eq!(store.history(id).await.unwrap().len(), 2);
+    assert_eq!(store.outbox_pending().await.unwrap(), 1);
+    assert_eq!(
+        store.application(id).await.unwrap().status(),
+        ApplicationStatus::Rejected
+    );
+
+    assert_not_found(
+        store
+            .change_status(
+                id + 1000,
+                ApplicationStatus::Reviewing,
+                Actor::Employer,
+                s.employer.id,
+                None,
+            )
+            .await,
+    );
+}
+
+async fn delete_application_takes_its_history(store: Arc<dyn Store>) {
+    let s = scenario(&store).await;
+    let id = s.application.id;
+    store
+        .change_status(
+            id,
+            ApplicationStatus::Reviewing,
+            Actor::Employer,
+            s.employer.id,
+            None,
+        )
+        .await
+        .unwrap();
+    store.delete_application(id, None).await.expect("delete");
+    assert_not_found(store.application(id).await);
+    assert!(store.history(id).await.unwrap().is_empty());
+    assert_not_found(store.delete_application(id, None).await);
+    // The job stays.
+    store.job(s.job.id).await.expect("job stays");
+}

@@ -1,0 +1,618 @@
+//! Event processing: claims with leases (one and many at once), failures counted up to a dead
+//! letter, redrive and purge, the transaction mode, the email's data, and retention.
+
+use crate::harness::*;
+use futures::FutureExt;
+use jobboard::domain::mail::{EmailData, SendError};
+use jobboard::domain::{Actor, ApplicationStatus};
+use jobboard::store::{
+    Claim, FailedClaim, Finished, NewDeadLetter, RedriveResult, Store, TxOutcome,
+};
+use std::sync::{Arc, Mutex};
+
+crate::each_backend!(
+    a_claim_holds_a_lease_until_finished,
+    an_expired_lease_is_taken_over,
+    failures_count_up_to_dead,
+    many_new_events_are_claimed_at_once,
+    dead_letters_are_redriven_and_purged,
+    transaction_mode_sends_once,
+    email_data_follows_the_application,
+    finished_records_are_deleted_in_batches,
+);
+
+const LEASE: i64 = 60_000;
+
+/// Claims `event_id`; panics unless it was claimed.
+async fn claim(store: &Arc<dyn Store>, event_id: &str) -> (String, bool, i64) {
+    claim_for(store, event_id, LEASE).await
+}
+
+async fn claim_for(store: &Arc<dyn Store>, event_id: &str, lease_ms: i64) -> (String, bool, i64) {
+    match store.claim_event(event_id, lease_ms).await.expect("claim") {
+        Claim::Claimed {
+            lease_id,
+            reclaimed,
+            attempts,
+        } => (lease_id, reclaimed, attempts),
+        other => panic!("expected a claim on {event_id}, got {other:?}"),
+    }
+}
+
+async fn a_claim_holds_a_lease_until_finished(store: Arc<dyn Store>) {
+    let (lease, reclaimed, attempts) = claim(&store, "ev-1").await;
+    assert!(!reclaimed);
+    assert_eq!(attempts, 0);
+    match store.claim_event("ev-1", LEASE).await.unwrap() {
+        Claim::Deferred { remaining_ms } => {
+            assert!(remaining_ms > 0 && remaining_ms <= LEASE, "{remaining_ms}")
+        }
+        other => panic!("expected Deferred, got {other:?}"),
+    }
+    assert!(store.extend_claim("ev-1", &lease, LEASE).await.unwrap());
+    assert!(!store.extend_claim("ev-1", "not-ours", LEASE).await.unwrap());
+    assert!(!store.extend_claim("ev-2", &lease, LEASE).await.unwrap());
+    assert!(
+        !store
+            .finish_claim("ev-1", "not-ours", Finished::Done)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .finish_claim("ev-1", &lease, Finished::Done)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.claim_event("ev-1", LEASE).await.unwrap(),
+        Claim::Duplicate
+    );
+    assert!(
+        !store
+            .finish_claim("ev-1", &lease, Finished::Done)
+            .await
+            .unwrap(),
+        "finished once"
+    );
+    assert!(!store.extend_claim("ev-1", &lease, LEASE).await.unwrap());
+
+    // A missing application ends the event the same way.
+    let (lease, ..) = claim(&store, "ev-2").await;
+    assert!(
+        store
+            .finish_claim("ev-2", &lease, Finished::Missing)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.claim_event("ev-2", LEASE).await.unwrap(),
+        Claim::Duplicate
+    );
+}
+
+async fn an_expired_lease_is_taken_over(store: Arc<dyn Store>) {
+    // A claim whose lease is already over, as if its worker had died.
+    let (old, ..) = claim_for(&store, "ev", -1000).await;
+    let (new, reclaimed, attempts) = claim(&store, "ev").await;
+    assert!(reclaimed, "taken over from a lease that ran out");
+    assert_eq!(attempts, 0);
+    assert_ne!(new, old);
+    // The old holder can no longer touch it.
+    assert!(!store.extend_claim("ev", &old, LEASE).await.unwrap());
+    assert!(
+        !store
+            .finish_claim("ev", &old, Finished::Done)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .fail_claim("ev", &old, "late", 3, false)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(
+        store
+            .finish_claim("ev", &new, Finished::Done)
+            .await
+            .unwrap()
+    );
+}
+
+async fn failures_count_up_to_dead(store: Arc<dyn Store>) {
+    let (lease, ..) = claim(&store, "ev").await;
+    assert_eq!(
+        store
+            .fail_claim("ev", "not-ours", "x", 3, false)
+            .await
+            .unwrap(),
+        None
+    );
+    let first = store
+        .fail_claim("ev", &lease, "timeout", 3, false)
+        .await
+        .unwrap()
+        .expect("our lease");
+    assert_eq!((first.attempts, first.dead), (1, false));
+    assert!(first.first_failed_at > 0);
+    // Released: claimable at once, not as a takeover, with the attempts so far.
+    let (lease, reclaimed, attempts) = claim(&store, "ev").await;
+    assert_eq!((reclaimed, attempts), (false, 1));
+    let second = store
+        .fail_claim("ev", &lease, "timeout", 3, false)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        second,
+        FailedClaim {
+            attempts: 2,
+            dead: false,
+            first_failed_at: first.first_failed_at
+        }
+    );
+    let (lease, _, attempts) = claim(&store, "ev").await;
+    assert_eq!(attempts, 2);
+    let third = store
+        .fail_claim("ev", &lease, "timeout", 3, false)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((third.attempts, third.dead), (3, true), "max attempts");
+    assert_eq!(store.claim_event("ev", LEASE).await.unwrap(), Claim::Dead);
+
+    // A permanent failure is dead at once.
+    let (lease, ..) = claim(&store, "perm").await;
+    let failed = store
+        .fail_claim("perm", &lease, "550 no such user", 10, true)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((failed.attempts, failed.dead), (1, true));
+    assert_eq!(store.claim_event("perm", LEASE).await.unwrap(), Claim::Dead);
+
+    // Forgetting a dead event's failures lets a redriven copy start from zero; finished events
+    // are not forgotten.
+    store.reset_dead_event("perm").await.unwrap();
+    assert_eq!(claim(&store, "perm").await.2, 0);
+    let (lease, ..) = claim(&store, "done").await;
+    store
+        .finish_claim("done", &lease, Finished::Done)
+        .await
+        .unwrap();
+    store.reset_dead_event("done").await.unwrap();
+    assert_eq!(
+        store.claim_event("done", LEASE).await.unwrap(),
+        Claim::Duplicate
+    );
+}
+
+async fn many_new_events_are_claimed_at_once(store: Arc<dyn Store>) {
+    let (held, ..) = claim(&store, "a").await;
+    let (lease, ..) = claim(&store, "done").await;
+    store
+        .finish_claim("done", &lease, Finished::Done)
+        .await
+        .unwrap();
+
+    let ids = ["a", "b", "c", "done"].map(String::from);
+    let (lease, mut claimed) = store.claim_new_events(&ids, LEASE).await.expect("claim");
+    claimed.sort();
+    assert_eq!(claimed, ["b", "c"], "only ids with no record yet");
+    assert_ne!(lease, held);
+    match store.claim_event("b", LEASE).await.unwrap() {
+        Claim::Deferred { .. } => {}
+        other => panic!("b is leased: {other:?}"),
+    }
+    let (_, none) = store.claim_new_events(&[], LEASE).await.unwrap();
+    assert!(none.is_empty());
+
+    let mut finished = store
+        .finish_claims(&ids, &lease, Finished::Done)
+        .await
+        .expect("finish");
+    finished.sort();
+    assert_eq!(finished, ["b", "c"], "only the ids under this lease");
+    assert_eq!(
+        store.claim_event("b", LEASE).await.unwrap(),
+        Claim::Duplicate
+    );
+    assert!(matches!(
+        store.claim_event("a", LEASE).await.unwrap(),
+        Claim::Deferred { .. }
+    ));
+    assert!(
+        store
+            .finish_claims(&ids, &lease, Finished::Missing)
+            .await
+            .unwrap()
+            .is_empty(),
+        "finished once"
+    );
+    assert!(
+        store
+            .finish_claims(&[], &lease, Finished::Done)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .finish_claim("a", &held, Finished::Done)
+            .await
+            .unwrap()
+    );
+}
+
+fn letter(event_id: Option<&str>) -> NewDeadLetter {
+    NewDeadLetter {
+        event_id: event_id.map(str::to_string),
+        reason: "failed".to_string(),
+        attempts: 3,
+        body: format!("body {event_id:?}"),
+        first_failed_at: None,
+        unless_present: false,
+    }
+}
+
+/// Puts a message on the queue and moves it to the dead letters at once.
+async fn dead_letter(store: &Arc<dyn Store>, event_id: Option<&str>) {
+    let id = store.queue_enqueue(event_id, None, "b").await.unwrap();
+    // Received with no visibility, so that other waiting messages stay visible.
+    let m = store
+        .queue_receive(100, -1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|m| m.id == id)
+        .expect("the new message");
+    store
+        .queue_dead_letter(m.id, &m.receipt, letter(event_id))
+        .await
+        .unwrap();
+}
+
+async fn dead_letters_are_redriven_and_purged(store: Arc<dyn Store>) {
+    // "ev" died after its attempts ran out; the other letter has no usable event id.
+    let (lease, ..) = claim(&store, "ev").await;
+    store
+        .fail_claim("ev", &lease, "boom", 1, false)
+        .await
+        .unwrap();
+    dead_letter(&store, Some("ev")).await;
+    dead_letter(&store, None).await;
+    let letters = store.dead_letters().await.unwrap();
+    assert_eq!(letters.len(), 2);
+    assert_eq!(store.outbox_pending().await.unwrap(), 0);
+
+    let result = store.redrive(None, false).await.expect("redrive");
+    assert_eq!(
+        result,
+        RedriveResult {
+            redriven: 1,
+            not_found: 0,
+            skipped_invalid: 1
+        }
+    );
+    let left = store.dead_letters().await.unwrap();
+    assert_eq!(
+        left.iter().map(|d| d.id).collect::<Vec<_>>(),
+        [letters[1].id]
+    );
+    // Back on the queue with its body, and its attempts start again.
+    let m = store.queue_receive(10, 60_000).await.unwrap();
+    assert_eq!(m.len(), 1);
+    assert_eq!(
+        (m[0].event_id.as_deref(), m[0].body.as_str()),
+        (Some("ev"), "body Some(\"ev\")")
+    );
+    assert_eq!(claim(&store, "ev").await.2, 0);
+    assert!(store.queue_ack(m[0].id, &m[0].receipt).await.unwrap());
+
+    let result = store
+        .redrive(Some(&[letters[1].id, 9_999]), true)
+        .await
+        .unwrap();
+    assert_eq!(
+        result,
+        RedriveResult {
+            redriven: 1,
+            not_found: 1,
+            skipped_invalid: 0
+        }
+    );
+    assert!(store.dead_letters().await.unwrap().is_empty());
+    assert_eq!(store.outbox_pending().await.unwrap(), 1);
+    assert_eq!(
+        store.redrive(None, true).await.unwrap(),
+        RedriveResult::default()
+    );
+
+    for id in ["x", "y", "z"] {
+        dead_letter(&store, Some(id)).await;
+    }
+    let ids: Vec<i64> = store
+        .dead_letters()
+        .await
+        .unwrap()
+        .iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(
+        store
+            .purge_dead_letters(Some(&[ids[0], 9_999]))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(store.dead_letters().await.unwrap().len(), 2);
+    assert_eq!(store.purge_dead_letters(None).await.unwrap(), 2);
+    assert!(store.dead_letters().await.unwrap().is_empty());
+    assert_eq!(store.purge_dead_letters(None).await.unwrap(), 0);
+}
+
+/// A send that records what it was given and answers `result`.
+fn sender(
+    calls: &Arc<Mutex<Vec<(EmailData, i64)>>>,
+    result: Result<(), SendError>,
+) -> jobboard::store::SendFn<'static> {
+    let calls = calls.clone();
+    Box::new(move |data, attempts| {
+        calls.lock().unwrap().push((data, attempts));
+        async move { result }.boxed()
+    })
+}
+
+/// Moves the scenario's application on, returning the new event's id.
+async fn status_event(store: &Arc<dyn Store>, s: &Scenario, to: ApplicationStatus) -> String {
+    store
+        .change_status(s.application.id, to, Actor::Employer, s.employer.id, None)
+        .await
+        .unwrap()
+        .event_id
+        .expect("an event")
+}
+
+async fn transaction_mode_sends_once(store: Arc<dyn Store>) {
+    let s = scenario(&store).await;
+    let app = s.application.id;
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let ev = status_event(&store, &s, ApplicationStatus::Reviewing).await;
+
+    let out = store
+        .process_in_transaction(&ev, app, 3, sender(&calls, Ok(())))
+        .await
+        .expect("process");
+    assert_eq!(out, TxOutcome::Sent);
+    {
+        let calls = calls.lock().unwrap();
+        assert_eq!(calls.len(), 1);
+        let (data, attempts) = &calls[0];
+        assert_eq!(*attempts, 0);
+        assert_eq!(
+            data,
+            &EmailData {
+                candidate_id: s.candidate.id,
+                email: s.candidate.email.clone(),
+                name: s.candidate.name.clone(),
+                job_title: s.job.title.clone(),
+                company: s.company.name.clone(),
+            }
+        );
+    }
+    let out = store
+        .process_in_transaction(&ev, app, 3, sender(&calls, Ok(())))
+        .await
+        .unwrap();
+    assert_eq!(out, TxOutcome::Duplicate);
+    assert_eq!(calls.lock().unwrap().len(), 1, "not sent twice");
+    assert_eq!(
+        store.claim_event(&ev, LEASE).await.unwrap(),
+        Claim::Duplicate
+    );
+
+    // A failed send rolls the claim back and counts the attempt; the next try sees it.
+    let ev = status_event(&store, &s, ApplicationStatus::Interview).await;
+    let out = store
+        .process_in_transaction(
+            &ev,
+            app,
+            3,
+            sender(&calls, Err(SendError::Transient("421".into()))),
+        )
+        .await
+        .unwrap();
+    let TxOutcome::Failed { failure, error } = out else {
+        panic!("expected Failed, got {out:?}")
+    };
+    assert_eq!((failure.attempts, failure.dead), (1, false));
+    assert_eq!(error, SendError::Transient("421".into()));
+    let out = store
+        .process_in_transaction(&ev, app, 3, sender(&calls, Ok(())))
+        .await
+        .unwrap();
+    assert_eq!(out, TxOutcome::Sent);
+    assert_eq!(
+        calls.lock().unwrap().last().unwrap().1,
+        1,
+        "attempts so far"
+    );
+
+    // A permanent failure, or the last attempt, is dead; a dead event is not sent again.
+    let ev = status_event(&store, &s, ApplicationStatus::Offered).await;
+    let out = store
+        .process_in_transaction(
+            &ev,
+            app,
+            3,
+            sender(&calls, Err(SendError::Permanent("550".into()))),
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(&out, TxOutcome::Failed { failure, .. } if failure.dead && failure.attempts == 1),
+        "{out:?}"
+    );
+    let sent = calls.lock().unwrap().len();
+    let out = store
+        .process_in_transaction(&ev, app, 3, sender(&calls, Ok(())))
+        .await
+        .unwrap();
+    assert_eq!(out, TxOutcome::Dead);
+    assert_eq!(calls.lock().unwrap().len(), sent);
+    let ev = status_event(&store, &s, ApplicationStatus::Hired).await;
+    let out = store
+        .process_in_transaction(
+            &ev,
+            app,
+            1,
+            sender(&calls, Err(SendError::Transient("421".into()))),
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(&out, TxOutcome::Failed { failure, .. } if failure.dead),
+        "{out:?}"
+    );
+
+    // An event whose application is gone ends as missing, without a send.
+    let other = scenario(&store).await;
+    let ev = status_event(&store, &other, ApplicationStatus::Reviewing).await;
+    store
+        .delete_application(other.application.id, None)
+        .await
+        .unwrap();
+    let sent = calls.lock().unwrap().len();
+    let out = store
+        .process_in_transaction(&ev, other.application.id, 3, sender(&calls, Ok(())))
+        .await
+        .unwrap();
+    assert_eq!(out, TxOutcome::Missing);
+    assert_eq!(calls.lock().unwrap().len(), sent);
+    let out = store
+        .process_in_transaction(&ev, other.application.id, 3, sender(&calls, Ok(())))
+        .await
+        .unwrap();
+    assert_eq!(out, TxOutcome::Duplicate);
+}
+
+async fn email_data_follows_the_application(store: Arc<dyn Store>) {
+    let s = scenario(&store).await;
+    let other = scenario(&store).await;
+    let ev = status_event(&store, &s, ApplicationStatus::Reviewing).await;
+    let other_ev = status_event(&store, &other, ApplicationStatus::Rejected).await;
+    let want = EmailData {
+        candidate_id: s.candidate.id,
+        email: s.candidate.email.clone(),
+        name: s.candidate.name.clone(),
+        job_title: s.job.title.clone(),
+        company: s.company.name.clone(),
+    };
+    assert_eq!(
+        store.email_data(s.application.id, &ev).await.unwrap(),
+        Some(want.clone())
+    );
+    assert_eq!(
+        store.email_data(s.application.id, "unknown").await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.email_data(other.application.id, &ev).await.unwrap(),
+        None,
+        "the event is not of that application"
+    );
+
+    let many = store
+        .email_data_many(&[
+            (s.application.id, ev.clone()),
+            (other.application.id, other_ev.clone()),
+            (s.application.id, "unknown".to_string()),
+        ])
+        .await
+        .unwrap();
+    let mut got: Vec<(String, EmailData)> = many;
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    let other_data = store
+        .email_data(other.application.id, &other_ev)
+        .await
+        .unwrap()
+        .expect("other data");
+    assert_eq!(other_data.candidate_id, other.candidate.id);
+    let mut want_many = vec![(ev.clone(), want.clone()), (other_ev.clone(), other_data)];
+    want_many.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(got, want_many);
+    assert!(
+        store
+            .email_data_many(&[(other.application.id, ev.clone())])
+            .await
+            .unwrap()
+            .is_empty(),
+        "the event is not of that application"
+    );
+    assert!(store.email_data_many(&[]).await.unwrap().is_empty());
+
+    // The data is read at send time: a rename shows, a deletion leaves nothing.
+    store
+        .update_company(s.company.id, company_fields("Renamed"), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .email_data(s.application.id, &ev)
+            .await
+            .unwrap()
+            .map(|d| d.company),
+        Some("Renamed".to_string())
+    );
+    store
+        .delete_application(s.application.id, None)
+        .await
+        .unwrap();
+    assert_eq!(store.email_data(s.application.id, &ev).await.unwrap(), None);
+    assert!(
+        store
+            .email_data_many(&[(s.application.id, ev)])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn finished_records_are_deleted_in_batches(store: Arc<dyn Store>) {
+    for (id, finished) in [("done", Finished::Done), ("missing", Finished::Missing)] {
+        let (lease, ..) = claim(&store, id).await;
+        store.finish_claim(id, &lease, finished).await.unwrap();
+    }
+    let (lease, ..) = claim(&store, "dead").await;
+    store
+        .fail_claim("dead", &lease, "x", 1, true)
+        .await
+        .unwrap();
+    let (lease, ..) = claim(&store, "pending").await;
+    store
+        .fail_claim("pending", &lease, "x", 5, false)
+        .await
+        .unwrap();
+    claim(&store, "leased").await;
+
+    assert_eq!(store.delete_processed_events(0, 10).await.unwrap(), 0);
+    let soon = store.now_ms().await.unwrap() + 1000;
+    assert_eq!(store.delete_processed_events(soon, 2).await.unwrap(), 2);
+    assert_eq!(
+        store.delete_processed_events(soon, 10).await.unwrap(),
+        1,
+        "only finished and dead records"
+    );
+    // The deleted ones are forgotten: a new copy of such an event is claimed afresh.
+    for id in ["done", "missing", "dead"] {
+        assert_eq!(claim(&store, id).await.2, 0, "{id}");
+    }
+    // The others keep their state.
+    assert_eq!(claim(&store, "pending").await.2, 1);
+    assert!(matches!(
+        store.claim_event("leased", LEASE).await.unwrap(),
+        Claim::Deferred { .. }
+    ));
+}

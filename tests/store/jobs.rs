@@ -1,0 +1,253 @@
+//! Jobs: creation, the optimistic update, deletion, and search with its filters and totals.
+
+use crate::harness::*;
+use jobboard::domain::{EmploymentType, JobStatus, Role, search};
+use jobboard::store::{JobSearch, Page, Store};
+use std::sync::Arc;
+
+crate::each_backend!(
+    jobs_are_created_and_read,
+    update_job_refuses_a_stale_version,
+    delete_job_takes_its_applications,
+    search_applies_every_filter,
+    search_pages_keep_their_total,
+);
+
+async fn jobs_are_created_and_read(store: Arc<dyn Store>) {
+    let owner = user(&store, Role::Employer).await;
+    let c = company(&store, owner.id, "Acme").await;
+    let fields = jobboard::store::JobFields {
+        title: "Data analyst".to_string(),
+        description: "Numbers".to_string(),
+        location: "Remote EU".to_string(),
+        remote: true,
+        salary_min: None,
+        salary_max: Some(90_000),
+        employment_type: EmploymentType::Contract,
+        status: JobStatus::Closed,
+    };
+    let created = store
+        .create_job(c.id, fields.clone(), None)
+        .await
+        .expect("create");
+    assert_eq!(created.fields(), fields);
+    assert_eq!(
+        (created.company_id, created.company_name.as_str()),
+        (c.id, "Acme")
+    );
+    assert_eq!(created.created_at, created.updated_at);
+    let read = store.job(created.id).await.expect("read");
+    assert_eq!(read.fields(), fields);
+    assert_eq!(read.updated_at, created.updated_at);
+
+    assert_not_found(store.job(created.id + 1000).await);
+    assert_not_found(
+        store
+            .create_job(c.id + 1000, job_fields("Nowhere"), None)
+            .await,
+    );
+}
+
+async fn update_job_refuses_a_stale_version(store: Arc<dyn Store>) {
+    let owner = user(&store, Role::Employer).await;
+    let c = company(&store, owner.id, "Acme").await;
+    let original = job(&store, c.id, job_fields("Welder")).await;
+
+    let mut changed = original.fields();
+    changed.title = "Senior welder".to_string();
+    changed.status = JobStatus::Closed;
+    let updated = store
+        .update_job(original.id, changed.clone(), original.updated_at, None)
+        .await
+        .expect("update")
+        .expect("the version matched");
+    assert_eq!(updated.fields(), changed);
+    assert!(
+        updated.updated_at > original.updated_at,
+        "the version moves"
+    );
+    assert_eq!(updated.created_at, original.created_at);
+
+    // A writer that read the original version loses, and changes nothing.
+    let mut stale = original.fields();
+    stale.title = "Junior welder".to_string();
+    let refused = store
+        .update_job(original.id, stale, original.updated_at, None)
+        .await
+        .expect("no error");
+    assert!(refused.is_none(), "{refused:?}");
+    let read = store.job(original.id).await.unwrap();
+    assert_eq!(read.fields(), changed);
+    assert_eq!(read.updated_at, updated.updated_at);
+
+    // A version the job never had is stale too, even a later one.
+    let future = updated.updated_at + chrono::Duration::seconds(5);
+    let refused = store
+        .update_job(original.id, original.fields(), future, None)
+        .await
+        .unwrap();
+    assert!(refused.is_none(), "{refused:?}");
+    assert_eq!(store.job(original.id).await.unwrap().fields(), changed);
+
+    assert_not_found(
+        store
+            .update_job(original.id + 1000, changed, updated.updated_at, None)
+            .await,
+    );
+}
+
+async fn delete_job_takes_its_applications(store: Arc<dyn Store>) {
+    let s = scenario(&store).await;
+    store.delete_job(s.job.id, None).await.expect("delete");
+    assert_not_found(store.job(s.job.id).await);
+    assert_not_found(store.application(s.application.id).await);
+    assert!(store.history(s.application.id).await.unwrap().is_empty());
+    assert_not_found(store.delete_job(s.job.id, None).await);
+    store.company(s.company.id).await.expect("company stays");
+}
+
+fn search_for(q: &str) -> JobSearch {
+    JobSearch {
+        terms: search::query_terms(q).expect("short words"),
+        ..JobSearch::default()
+    }
+}
+
+async fn search_applies_every_filter(store: Arc<dyn Store>) {
+    let owner = user(&store, Role::Employer).await;
+    let acme = company(&store, owner.id, "Acme").await;
+    let globex = company(&store, owner.id, "Globex").await;
+    let mut f = job_fields("Rust Engineers");
+    f.location = "Berlin, Germany".to_string();
+    let rust_berlin = job(&store, acme.id, f).await;
+    let mut f = job_fields("Rust engineer");
+    f.location = "Paris".to_string();
+    f.remote = true;
+    f.salary_min = None;
+    f.salary_max = None;
+    f.employment_type = EmploymentType::PartTime;
+    let rust_remote = job(&store, globex.id, f).await;
+    let mut f = job_fields("Go engineer");
+    f.salary_max = Some(40_000);
+    f.salary_min = Some(30_000);
+    let go = job(&store, acme.id, f).await;
+    let mut f = job_fields("Rust engineer, closed");
+    f.status = JobStatus::Closed;
+    job(&store, acme.id, f).await;
+
+    let ids = |search: JobSearch| {
+        let store = store.clone();
+        async move {
+            let (rows, total) = store.search_jobs(&search).await.expect("search");
+            assert_eq!(total, rows.len() as i64, "one page holds them all");
+            rows.iter().map(|r| r.id).collect::<Vec<_>>()
+        }
+    };
+    // Open jobs only, newest first.
+    assert_eq!(
+        ids(JobSearch::default()).await,
+        [go.id, rust_remote.id, rust_berlin.id]
+    );
+    // Every term must match; plurals meet singulars; the company name is searchable.
+    assert_eq!(
+        ids(search_for("rust engineer")).await,
+        [rust_remote.id, rust_berlin.id]
+    );
+    assert_eq!(ids(search_for("ENGINEERS")).await.len(), 3);
+    assert_eq!(ids(search_for("rust acme")).await, [rust_berlin.id]);
+    assert!(ids(search_for("rust cobol")).await.is_empty());
+    assert!(
+        ids(search_for("closed")).await.is_empty(),
+        "closed is hidden"
+    );
+    assert!(
+        ids(search_for("rus")).await.is_empty(),
+        "whole words, not prefixes"
+    );
+
+    let with = |edit: &dyn Fn(&mut JobSearch)| {
+        let mut s = JobSearch::default();
+        edit(&mut s);
+        s
+    };
+    assert_eq!(
+        ids(with(&|s| s.location = Some("berlin".into()))).await,
+        [go.id, rust_berlin.id]
+    );
+    assert_eq!(
+        ids(with(&|s| s.location = Some("germ".into()))).await,
+        [go.id, rust_berlin.id],
+        "a substring of the location"
+    );
+    assert_eq!(
+        ids(with(&|s| s.remote = Some(true))).await,
+        [rust_remote.id]
+    );
+    assert_eq!(
+        ids(with(&|s| s.remote = Some(false))).await,
+        [go.id, rust_berlin.id]
+    );
+    assert_eq!(
+        ids(with(&|s| s.company_id = Some(globex.id))).await,
+        [rust_remote.id]
+    );
+    // A job pays enough when its maximum reaches the minimum asked for, or it names none.
+    assert_eq!(
+        ids(with(&|s| s.salary_min = Some(60_000))).await,
+        [rust_remote.id, rust_berlin.id]
+    );
+    assert_eq!(
+        ids(with(&|s| s.salary_min = Some(40_000))).await,
+        [go.id, rust_remote.id, rust_berlin.id]
+    );
+    assert_eq!(
+        ids(with(&|s| s.salary_min = Some(70_001))).await,
+        [rust_remote.id]
+    );
+    assert_eq!(
+        ids(with(&|s| s.employment_type = Some("part_time".into()))).await,
+        [rust_remote.id]
+    );
+    // Filters combine.
+    let mut all = search_for("engineer");
+    all.location = Some("berlin".into());
+    all.salary_min = Some(50_000);
+    all.remote = Some(false);
+    all.company_id = Some(acme.id);
+    all.employment_type = Some("full_time".into());
+    assert_eq!(ids(all).await, [rust_berlin.id]);
+}
+
+async fn search_pages_keep_their_total(store: Arc<dyn Store>) {
+    let owner = user(&store, Role::Employer).await;
+    let c = company(&store, owner.id, "Acme").await;
+    let mut made = Vec::new();
+    for i in 0..5 {
+        made.push(
+            job(&store, c.id, job_fields(&format!("Welder {i}")))
+                .await
+                .id,
+        );
+    }
+    made.reverse();
+    let mut seen = Vec::new();
+    for page in 1..=3 {
+        let search = JobSearch {
+            terms: vec!["welder".into()],
+            page: Page { page, size: 2 },
+            ..JobSearch::default()
+        };
+        let (rows, total) = store.search_jobs(&search).await.unwrap();
+        assert_eq!(total, 5, "page {page}");
+        assert_eq!(rows.len(), if page < 3 { 2 } else { 1 }, "page {page}");
+        seen.extend(rows.iter().map(|r| r.id));
+    }
+    assert_eq!(seen, made, "pages in order, none twice");
+    let past = JobSearch {
+        page: Page { page: 4, size: 2 },
+        ..JobSearch::default()
+    };
+    let (rows, total) = store.search_jobs(&past).await.unwrap();
+    assert!(rows.is_empty());
+    assert_eq!(total, 5, "a page past the end still counts them");
+}
