@@ -253,7 +253,7 @@ fn letter(event_id: Option<&str>) -> NewDeadLetter {
         attempts: 3,
         body: format!("body {event_id:?}"),
         first_failed_at: None,
-        unless_present: false,
+        invalid: false,
     }
 }
 

@@ -126,14 +126,14 @@ async fn ack_many_deletes_only_its_own_receive(store: Arc<dyn Store>) {
     assert_eq!(store.outbox_pending().await.unwrap(), 0);
 }
 
-fn dead(event_id: Option<&str>, reason: &str, unless_present: bool) -> NewDeadLetter {
+fn dead(event_id: Option<&str>, reason: &str, invalid: bool) -> NewDeadLetter {
     NewDeadLetter {
         event_id: event_id.map(str::to_string),
         reason: reason.to_string(),
         attempts: 5,
         body: format!("body of {event_id:?}"),
         first_failed_at: Some(1_000),
-        unless_present,
+        invalid,
     }
 }
 
@@ -144,7 +144,11 @@ async fn dead_lettering_moves_a_message_once_per_event(store: Arc<dyn Store>) {
     }
     let got = store.queue_receive(3, 60_000).await.unwrap();
     store
-        .queue_dead_letter(got[0].id, &got[0].receipt, dead(Some("ev"), "broken", true))
+        .queue_dead_letter(
+            got[0].id,
+            &got[0].receipt,
+            dead(Some("ev"), "broken", false),
+        )
         .await
         .expect("dead letter");
     assert_eq!(
@@ -163,13 +167,13 @@ async fn dead_lettering_moves_a_message_once_per_event(store: Arc<dyn Store>) {
 
     // A later copy of the same event leaves the queue but adds no second dead letter...
     store
-        .queue_dead_letter(got[1].id, &got[1].receipt, dead(Some("ev"), "again", true))
+        .queue_dead_letter(got[1].id, &got[1].receipt, dead(Some("ev"), "again", false))
         .await
         .unwrap();
     assert_eq!(store.outbox_pending().await.unwrap(), 1);
     assert_eq!(store.dead_letters().await.unwrap().len(), 1);
-    // ...unless asked to add one anyway.
-    let mut letter = dead(Some("ev"), "third", false);
+    // ...unless it is a message that could not be read as an event: each of those keeps its own.
+    let mut letter = dead(Some("ev"), "third", true);
     letter.first_failed_at = None;
     store
         .queue_dead_letter(got[2].id, &got[2].receipt, letter)
