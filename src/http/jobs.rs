@@ -3,7 +3,7 @@
 use super::companies::member_company;
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser, QueryParams, double_option};
-use super::idempotency::{self, IdemCtx, IdemKey, completion, json_body};
+use super::idempotency::{Idempotent, json_body};
 use super::openapi::Problem;
 use crate::cache::Lookup;
 use crate::domain::{EmploymentType, JobStatus, Role, search, validate};
@@ -209,31 +209,27 @@ fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
     }
 }
 
+/// A job as a stored response answers it.
+fn job_json(j: &JobRow) -> String {
+    json_body(&JobOut::from(j.clone()))
+}
+
 /// Publish a job for one of the caller's companies.
 #[utoipa::path(post, path = "/api/jobs", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "jobs", security(("bearer" = [])), request_body = JobIn,
     responses((status = 201, body = JobOut), (status = 403, body = Problem),
               (status = 404, description = "no such company among the caller's", body = Problem), (status = 422, body = Problem)))]
-async fn create(State(st): State<AppState>, user: AuthUser, key: IdemKey, body: Body) -> Response {
-    let (st, user, body) = (&st, &user, &body);
-    idempotency::run(st, user, key, &body.bytes, |idem| async move {
-        create_inner(st, user, body, idem).await
-    })
-    .await
-}
-
-async fn create_inner(
-    st: &AppState,
-    user: &AuthUser,
-    body: &Body,
-    idem: Option<IdemCtx>,
-) -> ApiResult<Response> {
+async fn create(
+    State(st): State<AppState>,
+    user: AuthUser,
+    idem: Idempotent<Body>,
+) -> ApiResult<(StatusCode, Json<JobOut>)> {
     user.require(Role::Employer, "publish jobs")?;
     // The company decides visibility (404) before the rest of the body is judged (422).
-    let loose = body.json_value(false)?;
+    let loose = idem.body.json_value(false)?;
     if let Some(company_id) = loose.get("company_id").and_then(|v| v.as_i64()) {
-        member_company(st, user, company_id).await?;
+        member_company(&st, &user, company_id).await?;
     }
-    let input: JobIn = body.json(false)?;
+    let input: JobIn = idem.body.json(false)?;
     let fields = validate_job(
         Draft {
             title: input.title,
@@ -247,14 +243,13 @@ async fn create_inner(
         },
         FieldErrors::default(),
     )?;
-    let render = |j: &JobRow| json_body(&JobOut::from(j.clone()));
-    let done = completion(&idem, StatusCode::CREATED, &render)?;
+    let done = idem.completion(StatusCode::CREATED, &job_json)?;
     let job = st
         .store
         .create_job(input.company_id, fields, done.as_ref())
         .await?;
     st.cache.bump().await;
-    Ok((StatusCode::CREATED, Json(JobOut::from(job))).into_response())
+    Ok((StatusCode::CREATED, Json(JobOut::from(job))))
 }
 
 /// One job (public; closed jobs included).
@@ -280,27 +275,11 @@ async fn update(
     State(st): State<AppState>,
     user: AuthUser,
     ids: Ids,
-    key: IdemKey,
-    body: Body,
-) -> Response {
-    let (st, user, body) = (&st, &user, &body);
-    idempotency::run(st, user, key, &body.bytes, |idem| async move {
-        update_inner(st, user, ids, body, idem).await
-    })
-    .await
-}
-
-async fn update_inner(
-    st: &AppState,
-    user: &AuthUser,
-    ids: Ids,
-    body: &Body,
-    idem: Option<IdemCtx>,
-) -> ApiResult<Response> {
-    let mut job = member_job(st, user, ids.one()).await?;
-    let patch: JobPatch = body.json(false)?;
-    let render = |j: &JobRow| json_body(&JobOut::from(j.clone()));
-    let done = completion(&idem, StatusCode::OK, &render)?;
+    idem: Idempotent<Body>,
+) -> ApiResult<Json<JobOut>> {
+    let mut job = member_job(&st, &user, ids.one()).await?;
+    let patch: JobPatch = idem.body.json(false)?;
+    let done = idem.completion(StatusCode::OK, &job_json)?;
     // Merge and write conditionally on updated_at; a concurrent write makes us merge again.
     for _ in 0..5 {
         let fields = merge(&job, &patch)?;
@@ -310,7 +289,7 @@ async fn update_inner(
             .await?
         {
             st.cache.bump().await;
-            return Ok(Json(JobOut::from(updated)).into_response());
+            return Ok(Json(JobOut::from(updated)));
         }
         job = st.store.job(job.id).await?;
     }
@@ -364,16 +343,17 @@ fn merge(job: &JobRow, p: &JobPatch) -> ApiResult<JobFields> {
 /// Delete a job with its applications and their history; no email is sent.
 #[utoipa::path(delete, path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     responses((status = 204), (status = 404, body = Problem)))]
-async fn remove(State(st): State<AppState>, user: AuthUser, ids: Ids, key: IdemKey) -> Response {
-    let (st, user) = (&st, &user);
-    idempotency::run(st, user, key, b"", |idem| async move {
-        let job = member_job(st, user, ids.one()).await?;
-        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new())?;
-        st.store.delete_job(job.id, done.as_ref()).await?;
-        st.cache.bump().await;
-        Ok(StatusCode::NO_CONTENT.into_response())
-    })
-    .await
+async fn remove(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+    idem: Idempotent,
+) -> ApiResult<StatusCode> {
+    let job = member_job(&st, &user, ids.one()).await?;
+    let done = idem.no_content()?;
+    st.store.delete_job(job.id, done.as_ref()).await?;
+    st.cache.bump().await;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Search open jobs, newest first. Every word of `q` must match a whole word of the title,

@@ -49,6 +49,7 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(|| async {
             ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED)
         })
+        .layer(middleware::from_fn(idempotency::settle))
         .layer(middleware::from_fn(problem_fallback))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(middleware::from_fn(record_metrics));
