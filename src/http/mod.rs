@@ -10,6 +10,7 @@ pub mod idempotency;
 pub mod jobs;
 pub mod openapi;
 pub mod ops;
+pub mod search;
 mod serve;
 mod state;
 
