@@ -3,7 +3,7 @@
 
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, Ids, JsonBody, QueryParams};
-use super::idempotency::{Idempotent, json_body};
+use super::idempotency::{Idempotent, json_of};
 use super::openapi::Problem;
 use crate::domain::{Actor, ApplicationStatus, Role, validate};
 use crate::http::AppState;
@@ -133,11 +133,6 @@ impl JsonBody for StatusIn {
     const FIELDS: &'static [&'static str] = &["status"];
 }
 
-/// An application as a stored response answers it.
-fn application_json(a: &ApplicationRow) -> String {
-    json_body(&ApplicationOut::from(a.clone()))
-}
-
 /// The application if the caller may see it; 404 otherwise.
 async fn visible(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<ApplicationRow> {
     let app = st.store.application(id).await?;
@@ -174,7 +169,10 @@ async fn apply(
         ),
         None => None,
     };
-    let done = idem.completion(StatusCode::CREATED, &application_json)?;
+    let done = idem.completion(
+        StatusCode::CREATED,
+        &json_of::<ApplicationRow, ApplicationOut>,
+    )?;
     let app = st
         .store
         .apply(job.id, user.id(), cover_letter, done.as_ref())
@@ -257,7 +255,7 @@ async fn change_status(
             "must be one of reviewing, interview, offered, hired, rejected",
         )
     })?;
-    let done = idem.completion(StatusCode::OK, &application_json)?;
+    let done = idem.completion(StatusCode::OK, &json_of::<ApplicationRow, ApplicationOut>)?;
     let change = st
         .store
         .change_status(app.id, to, Actor::Employer, user.id(), done.as_ref())
@@ -281,7 +279,7 @@ async fn withdraw(
 ) -> ApiResult<Json<ApplicationOut>> {
     user.require(Role::Candidate, "withdraw applications")?;
     let app = visible(&st, &user, ids.one()).await?;
-    let done = idem.completion(StatusCode::OK, &application_json)?;
+    let done = idem.completion(StatusCode::OK, &json_of::<ApplicationRow, ApplicationOut>)?;
     let withdrawn = ApplicationStatus::Withdrawn;
     let change = st
         .store

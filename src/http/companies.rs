@@ -2,7 +2,7 @@
 
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser, QueryParams, double_option};
-use super::idempotency::{Idempotent, json_body};
+use super::idempotency::{Idempotent, json_of};
 use super::openapi::Problem;
 use crate::domain::{Role, validate};
 use crate::http::AppState;
@@ -139,11 +139,6 @@ fn validate_fields(
     }
 }
 
-/// A company as a stored response answers it.
-fn company_json(c: &CompanyRow) -> String {
-    json_body(&CompanyOut::from(c.clone()))
-}
-
 /// The company, if the caller is one of its members; 404 otherwise (never 403, so existence
 /// does not leak).
 pub async fn member_company(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<CompanyRow> {
@@ -170,7 +165,7 @@ async fn create(
         input.website.as_deref(),
         input.description.as_deref(),
     )?;
-    let done = idem.completion(StatusCode::CREATED, &company_json)?;
+    let done = idem.completion(StatusCode::CREATED, &json_of::<CompanyRow, CompanyOut>)?;
     let company = st
         .store
         .create_company(user.id(), fields, done.as_ref())
@@ -232,7 +227,7 @@ async fn update(
     let description = patch.description.unwrap_or(current.description.clone());
     let fields = validate_fields(&name, website.as_deref(), description.as_deref())?;
     let renamed = fields.name != current.name;
-    let done = idem.completion(StatusCode::OK, &company_json)?;
+    let done = idem.completion(StatusCode::OK, &json_of::<CompanyRow, CompanyOut>)?;
     let company = st
         .store
         .update_company(current.id, fields, done.as_ref())

@@ -220,9 +220,10 @@ impl<B> Idempotent<B> {
     }
 }
 
-/// A JSON body exactly as `Json` would send it.
-pub fn json_body<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_default()
+/// The body `Json(O::from(row))` sends, for a stored response:
+/// `idem.completion(StatusCode::OK, &json_of::<JobRow, JobOut>)`.
+pub fn json_of<R: Clone, O: From<R> + serde::Serialize>(row: &R) -> String {
+    serde_json::to_string(&O::from(row.clone())).unwrap_or_default()
 }
 
 fn replay(status: u16, body: String) -> Response {

@@ -3,7 +3,7 @@
 use super::companies::member_company;
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser, double_option};
-use super::idempotency::{Idempotent, json_body};
+use super::idempotency::{Idempotent, json_of};
 use super::openapi::Problem;
 use super::search::search_jobs;
 use crate::domain::{EmploymentType, JobStatus, Role, validate};
@@ -198,11 +198,6 @@ fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
     }
 }
 
-/// A job as a stored response answers it.
-fn job_json(j: &JobRow) -> String {
-    json_body(&JobOut::from(j.clone()))
-}
-
 /// Publish a job for one of the caller's companies.
 #[utoipa::path(post, path = "/api/jobs", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "jobs", security(("bearer" = [])), request_body = JobIn,
     responses((status = 201, body = JobOut), (status = 403, body = Problem),
@@ -232,7 +227,7 @@ async fn create(
         },
         FieldErrors::default(),
     )?;
-    let done = idem.completion(StatusCode::CREATED, &job_json)?;
+    let done = idem.completion(StatusCode::CREATED, &json_of::<JobRow, JobOut>)?;
     let job = st
         .store
         .create_job(input.company_id, fields, done.as_ref())
@@ -268,7 +263,7 @@ async fn update(
 ) -> ApiResult<Json<JobOut>> {
     let mut job = member_job(&st, &user, ids.one()).await?;
     let patch: JobPatch = idem.body.json(false)?;
-    let done = idem.completion(StatusCode::OK, &job_json)?;
+    let done = idem.completion(StatusCode::OK, &json_of::<JobRow, JobOut>)?;
     // Merge and write conditionally on updated_at; a concurrent write makes us merge again.
     for _ in 0..5 {
         let fields = merge(&job, &patch)?;
