@@ -2,14 +2,13 @@
 
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, JsonBody, client_addr};
-use super::idempotency::{self, IdemCtx, IdemKey, completion};
+use super::idempotency::Idempotent;
 use crate::auth;
 use crate::domain::{Role, validate};
 use crate::http::AppState;
 use crate::store::{FailureKind, NewUser, StoreError, UserRow};
 use axum::extract::{ConnectInfo, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
@@ -271,23 +270,9 @@ async fn me(user: AuthUser) -> Json<UserOut> {
 async fn change_password(
     State(st): State<AppState>,
     user: AuthUser,
-    key: IdemKey,
-    body: Body,
-) -> Response {
-    let (st, user, body) = (&st, &user, &body);
-    idempotency::run(st, user, key, &body.bytes, |idem| async move {
-        change_password_inner(st, user, body, idem).await
-    })
-    .await
-}
-
-async fn change_password_inner(
-    st: &AppState,
-    user: &AuthUser,
-    body: &Body,
-    idem: Option<IdemCtx>,
-) -> ApiResult<Response> {
-    let input: PasswordIn = body.json(false)?;
+    idem: Idempotent<Body>,
+) -> ApiResult<StatusCode> {
+    let input: PasswordIn = idem.body.json(false)?;
     let mut errors = FieldErrors::default();
     errors.check("new_password", validate::new_password(&input.new_password));
     let current = input.current_password;
@@ -298,7 +283,7 @@ async fn change_password_inner(
     errors.into_result()?;
     let new = input.new_password;
     let new_hash = blocking(move || auth::hash_password(&new)).await??;
-    let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new())?;
+    let done = idem.no_content()?;
     st.store
         .change_password(user.id(), &new_hash, done.as_ref())
         .await?;
@@ -307,26 +292,24 @@ async fn change_password_inner(
         "user {} changed their password",
         user.id()
     );
-    Ok(StatusCode::NO_CONTENT.into_response())
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Delete the caller's account with their applications.
 #[utoipa::path(delete, path = "/api/me", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "accounts", security(("bearer" = [])),
     responses((status = 204), (status = 401, body = super::openapi::Problem)))]
-async fn delete_me(State(st): State<AppState>, user: AuthUser, key: IdemKey) -> Response {
-    let (st, user) = (&st, &user);
+async fn delete_me(
+    State(st): State<AppState>,
+    user: AuthUser,
+    idem: Idempotent,
+) -> ApiResult<StatusCode> {
     // The account's idempotency records go with it, this request's included.
-    idempotency::run(st, user, key, b"", |idem| async move {
-        if let Some(c) = &idem {
-            c.check()?;
-        }
-        st.store.delete_user(user.id()).await?;
-        tracing::info!(
-            user_id = user.id(),
-            "user {} deleted their account",
-            user.id()
-        );
-        Ok(StatusCode::NO_CONTENT.into_response())
-    })
-    .await
+    idem.check()?;
+    st.store.delete_user(user.id()).await?;
+    tracing::info!(
+        user_id = user.id(),
+        "user {} deleted their account",
+        user.id()
+    );
+    Ok(StatusCode::NO_CONTENT)
 }

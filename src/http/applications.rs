@@ -3,14 +3,13 @@
 
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, Ids, JsonBody, QueryParams};
-use super::idempotency::{self, IdemCtx, IdemKey, completion, json_body};
+use super::idempotency::{Idempotent, json_of};
 use super::openapi::Problem;
 use crate::domain::{Actor, ApplicationStatus, Role, validate};
 use crate::http::AppState;
 use crate::store::{ApplicationRow, ApplicationViewer, HistoryRow};
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
@@ -158,26 +157,11 @@ async fn apply(
     State(st): State<AppState>,
     user: AuthUser,
     ids: Ids,
-    key: IdemKey,
-    body: Body,
-) -> Response {
-    let (st, user, body) = (&st, &user, &body);
-    idempotency::run(st, user, key, &body.bytes, |idem| async move {
-        apply_inner(st, user, ids, body, idem).await
-    })
-    .await
-}
-
-async fn apply_inner(
-    st: &AppState,
-    user: &AuthUser,
-    ids: Ids,
-    body: &Body,
-    idem: Option<IdemCtx>,
-) -> ApiResult<Response> {
+    idem: Idempotent<Body>,
+) -> ApiResult<(StatusCode, Json<ApplicationOut>)> {
     user.require(Role::Candidate, "apply to jobs")?;
     let job = st.store.job(ids.one()).await?;
-    let input: ApplyIn = body.json(true)?;
+    let input: ApplyIn = idem.body.json(true)?;
     let cover_letter = match input.cover_letter {
         Some(c) => Some(
             validate::text(&c, 0, validate::COVER_LETTER_MAX)
@@ -185,8 +169,10 @@ async fn apply_inner(
         ),
         None => None,
     };
-    let render = |a: &ApplicationRow| json_body(&ApplicationOut::from(a.clone()));
-    let done = completion(&idem, StatusCode::CREATED, &render)?;
+    let done = idem.completion(
+        StatusCode::CREATED,
+        &json_of::<ApplicationRow, ApplicationOut>,
+    )?;
     let app = st
         .store
         .apply(job.id, user.id(), cover_letter, done.as_ref())
@@ -197,7 +183,7 @@ async fn apply_inner(
         user.id(),
         job.id
     );
-    Ok((StatusCode::CREATED, Json(ApplicationOut::from(app))).into_response())
+    Ok((StatusCode::CREATED, Json(ApplicationOut::from(app))))
 }
 
 /// A candidate's own applications, or an employer's: those to their companies' jobs.
@@ -258,34 +244,18 @@ async fn change_status(
     State(st): State<AppState>,
     user: AuthUser,
     ids: Ids,
-    key: IdemKey,
-    body: Body,
-) -> Response {
-    let (st, user, body) = (&st, &user, &body);
-    idempotency::run(st, user, key, &body.bytes, |idem| async move {
-        change_status_inner(st, user, ids, body, idem).await
-    })
-    .await
-}
-
-async fn change_status_inner(
-    st: &AppState,
-    user: &AuthUser,
-    ids: Ids,
-    body: &Body,
-    idem: Option<IdemCtx>,
-) -> ApiResult<Response> {
+    idem: Idempotent<Body>,
+) -> ApiResult<Json<ApplicationOut>> {
     user.require(Role::Employer, "change an application's status")?;
-    let app = visible(st, user, ids.one()).await?;
-    let input: StatusIn = body.json(false)?;
+    let app = visible(&st, &user, ids.one()).await?;
+    let input: StatusIn = idem.body.json(false)?;
     let to = ApplicationStatus::parse(&input.status).ok_or_else(|| {
         ApiError::field(
             "status",
             "must be one of reviewing, interview, offered, hired, rejected",
         )
     })?;
-    let render = |a: &ApplicationRow| json_body(&ApplicationOut::from(a.clone()));
-    let done = completion(&idem, StatusCode::OK, &render)?;
+    let done = idem.completion(StatusCode::OK, &json_of::<ApplicationRow, ApplicationOut>)?;
     let change = st
         .store
         .change_status(app.id, to, Actor::Employer, user.id(), done.as_ref())
@@ -294,46 +264,54 @@ async fn change_status_inner(
         st.event_committed();
         tracing::info!(application_id = app.id, event_id = %event_id, "user {} moved application {} from {} to {}", user.id(), app.id, app.status, to);
     }
-    Ok(Json(ApplicationOut::from(change.application)).into_response())
+    Ok(Json(ApplicationOut::from(change.application)))
 }
 
 /// Withdraw one's own application (candidates); the candidate is emailed a confirmation.
 #[utoipa::path(post, path = "/api/applications/{id}/withdraw", tag = "applications", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     responses((status = 200, body = ApplicationOut), (status = 403, body = Problem), (status = 404, body = Problem),
               (status = 409, description = "the application is final", body = Problem)))]
-async fn withdraw(State(st): State<AppState>, user: AuthUser, ids: Ids, key: IdemKey) -> Response {
-    let (st, user) = (&st, &user);
-    idempotency::run(st, user, key, b"", |idem| async move {
-        user.require(Role::Candidate, "withdraw applications")?;
-        let app = visible(st, user, ids.one()).await?;
-        let render = |a: &ApplicationRow| json_body(&ApplicationOut::from(a.clone()));
-        let done = completion(&idem, StatusCode::OK, &render)?;
-        let change = st
-            .store
-            .change_status(app.id, ApplicationStatus::Withdrawn, Actor::Candidate, user.id(), done.as_ref())
-            .await?;
-        if let Some(event_id) = &change.event_id {
-            st.event_committed();
-            tracing::info!(application_id = app.id, event_id = %event_id, "user {} withdrew application {}", user.id(), app.id);
-        }
-        Ok(Json(ApplicationOut::from(change.application)).into_response())
-    })
-    .await
+async fn withdraw(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+    idem: Idempotent,
+) -> ApiResult<Json<ApplicationOut>> {
+    user.require(Role::Candidate, "withdraw applications")?;
+    let app = visible(&st, &user, ids.one()).await?;
+    let done = idem.completion(StatusCode::OK, &json_of::<ApplicationRow, ApplicationOut>)?;
+    let withdrawn = ApplicationStatus::Withdrawn;
+    let change = st
+        .store
+        .change_status(
+            app.id,
+            withdrawn,
+            Actor::Candidate,
+            user.id(),
+            done.as_ref(),
+        )
+        .await?;
+    if let Some(event_id) = &change.event_id {
+        st.event_committed();
+        tracing::info!(application_id = app.id, event_id = %event_id, "user {} withdrew application {}", user.id(), app.id);
+    }
+    Ok(Json(ApplicationOut::from(change.application)))
 }
 
 /// Delete one's own application and its history (candidates); one may then apply again.
 #[utoipa::path(delete, path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     responses((status = 204), (status = 403, body = Problem), (status = 404, body = Problem)))]
-async fn remove(State(st): State<AppState>, user: AuthUser, ids: Ids, key: IdemKey) -> Response {
-    let (st, user) = (&st, &user);
-    idempotency::run(st, user, key, b"", |idem| async move {
-        user.require(Role::Candidate, "delete applications")?;
-        let app = visible(st, user, ids.one()).await?;
-        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new())?;
-        st.store.delete_application(app.id, done.as_ref()).await?;
-        Ok(StatusCode::NO_CONTENT.into_response())
-    })
-    .await
+async fn remove(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+    idem: Idempotent,
+) -> ApiResult<StatusCode> {
+    user.require(Role::Candidate, "delete applications")?;
+    let app = visible(&st, &user, ids.one()).await?;
+    let done = idem.no_content()?;
+    st.store.delete_application(app.id, done.as_ref()).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// The application's status history, oldest first.

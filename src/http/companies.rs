@@ -2,14 +2,13 @@
 
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser, QueryParams, double_option};
-use super::idempotency::{self, IdemCtx, IdemKey, completion, json_body};
+use super::idempotency::{Idempotent, json_of};
 use super::openapi::Problem;
 use crate::domain::{Role, validate};
 use crate::http::AppState;
 use crate::store::{CompanyFields, CompanyRow, MemberRow};
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
@@ -154,25 +153,24 @@ pub async fn member_company(st: &AppState, user: &AuthUser, id: i64) -> ApiResul
 /// Create a company; the caller becomes its first member.
 #[utoipa::path(post, path = "/api/companies", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "companies", security(("bearer" = [])), request_body = CompanyIn,
     responses((status = 201, body = CompanyOut), (status = 403, body = Problem), (status = 422, body = Problem)))]
-async fn create(State(st): State<AppState>, user: AuthUser, key: IdemKey, body: Body) -> Response {
-    let (st, user, body) = (&st, &user, &body);
-    idempotency::run(st, user, key, &body.bytes, |idem| async move {
-        user.require(Role::Employer, "create companies")?;
-        let input: CompanyIn = body.json(false)?;
-        let fields = validate_fields(
-            &input.name,
-            input.website.as_deref(),
-            input.description.as_deref(),
-        )?;
-        let render = |c: &CompanyRow| json_body(&CompanyOut::from(c.clone()));
-        let done = completion(&idem, StatusCode::CREATED, &render)?;
-        let company = st
-            .store
-            .create_company(user.id(), fields, done.as_ref())
-            .await?;
-        Ok((StatusCode::CREATED, Json(CompanyOut::from(company))).into_response())
-    })
-    .await
+async fn create(
+    State(st): State<AppState>,
+    user: AuthUser,
+    idem: Idempotent<Body>,
+) -> ApiResult<(StatusCode, Json<CompanyOut>)> {
+    user.require(Role::Employer, "create companies")?;
+    let input: CompanyIn = idem.body.json(false)?;
+    let fields = validate_fields(
+        &input.name,
+        input.website.as_deref(),
+        input.description.as_deref(),
+    )?;
+    let done = idem.completion(StatusCode::CREATED, &json_of::<CompanyRow, CompanyOut>)?;
+    let company = st
+        .store
+        .create_company(user.id(), fields, done.as_ref())
+        .await?;
+    Ok((StatusCode::CREATED, Json(CompanyOut::from(company))))
 }
 
 /// An employer's own companies; for anyone else, all companies.
@@ -216,25 +214,10 @@ async fn update(
     State(st): State<AppState>,
     user: AuthUser,
     ids: Ids,
-    key: IdemKey,
-    body: Body,
-) -> Response {
-    let (st, user, body) = (&st, &user, &body);
-    idempotency::run(st, user, key, &body.bytes, |idem| async move {
-        update_inner(st, user, ids, body, idem).await
-    })
-    .await
-}
-
-async fn update_inner(
-    st: &AppState,
-    user: &AuthUser,
-    ids: Ids,
-    body: &Body,
-    idem: Option<IdemCtx>,
-) -> ApiResult<Response> {
-    let current = member_company(st, user, ids.one()).await?;
-    let patch: CompanyPatch = body.json(false)?;
+    idem: Idempotent<Body>,
+) -> ApiResult<Json<CompanyOut>> {
+    let current = member_company(&st, &user, ids.one()).await?;
+    let patch: CompanyPatch = idem.body.json(false)?;
     let name = match patch.name {
         None => current.name.clone(),
         Some(Some(n)) => n,
@@ -244,8 +227,7 @@ async fn update_inner(
     let description = patch.description.unwrap_or(current.description.clone());
     let fields = validate_fields(&name, website.as_deref(), description.as_deref())?;
     let renamed = fields.name != current.name;
-    let render = |c: &CompanyRow| json_body(&CompanyOut::from(c.clone()));
-    let done = completion(&idem, StatusCode::OK, &render)?;
+    let done = idem.completion(StatusCode::OK, &json_of::<CompanyRow, CompanyOut>)?;
     let company = st
         .store
         .update_company(current.id, fields, done.as_ref())
@@ -254,21 +236,22 @@ async fn update_inner(
         // The company name appears in job search results.
         st.cache.bump().await;
     }
-    Ok(Json(CompanyOut::from(company)).into_response())
+    Ok(Json(CompanyOut::from(company)))
 }
 
 /// Delete a company that has no jobs (members only).
 #[utoipa::path(delete, path = "/api/companies/{id}", tag = "companies", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     responses((status = 204), (status = 404, body = Problem), (status = 409, description = "the company still has jobs", body = Problem)))]
-async fn remove(State(st): State<AppState>, user: AuthUser, ids: Ids, key: IdemKey) -> Response {
-    let (st, user) = (&st, &user);
-    idempotency::run(st, user, key, b"", |idem| async move {
-        let company = member_company(st, user, ids.one()).await?;
-        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new())?;
-        st.store.delete_company(company.id, done.as_ref()).await?;
-        Ok(StatusCode::NO_CONTENT.into_response())
-    })
-    .await
+async fn remove(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+    idem: Idempotent,
+) -> ApiResult<StatusCode> {
+    let company = member_company(&st, &user, ids.one()).await?;
+    let done = idem.no_content()?;
+    st.store.delete_company(company.id, done.as_ref()).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// The company's members (members only).
@@ -293,33 +276,18 @@ async fn add_member(
     State(st): State<AppState>,
     user: AuthUser,
     ids: Ids,
-    key: IdemKey,
-    body: Body,
-) -> Response {
-    let (st, user, body) = (&st, &user, &body);
-    idempotency::run(st, user, key, &body.bytes, |idem| async move {
-        add_member_inner(st, user, ids, body, idem).await
-    })
-    .await
-}
-
-async fn add_member_inner(
-    st: &AppState,
-    user: &AuthUser,
-    ids: Ids,
-    body: &Body,
-    idem: Option<IdemCtx>,
-) -> ApiResult<Response> {
-    let company = member_company(st, user, ids.one()).await?;
-    let input: MemberIn = body.json(false)?;
+    idem: Idempotent<Body>,
+) -> ApiResult<StatusCode> {
+    let company = member_company(&st, &user, ids.one()).await?;
+    let input: MemberIn = idem.body.json(false)?;
     let email = validate::email(&input.email).map_err(|m| ApiError::field("email", m))?;
-    let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new())?;
+    let done = idem.no_content()?;
     match st
         .store
         .add_member(company.id, &validate::email_key(&email), done.as_ref())
         .await
     {
-        Ok(()) => Ok(StatusCode::NO_CONTENT.into_response()),
+        Ok(()) => Ok(StatusCode::NO_CONTENT),
         // The same answer for an unknown email and a candidate's, so accounts are not probed.
         Err(crate::store::StoreError::NotFound) => Err(ApiError::field(
             "email",
@@ -337,16 +305,12 @@ async fn remove_member(
     State(st): State<AppState>,
     user: AuthUser,
     ids: Ids,
-    key: IdemKey,
-) -> Response {
-    let (st, user) = (&st, &user);
-    idempotency::run(st, user, key, b"", |idem| async move {
-        let company = member_company(st, user, ids.0[0]).await?;
-        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new())?;
-        st.store
-            .remove_member(company.id, ids.0[1], done.as_ref())
-            .await?;
-        Ok(StatusCode::NO_CONTENT.into_response())
-    })
-    .await
+    idem: Idempotent,
+) -> ApiResult<StatusCode> {
+    let company = member_company(&st, &user, ids.0[0]).await?;
+    let done = idem.no_content()?;
+    st.store
+        .remove_member(company.id, ids.0[1], done.as_ref())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -14,6 +14,10 @@ use serde::de::DeserializeOwned;
 /// The authenticated caller; 401 without a valid token.
 pub struct AuthUser(pub UserRow);
 
+/// The authenticated caller's id, left in the request by `AuthUser` for the extractors after it.
+#[derive(Clone, Copy)]
+pub struct Caller(pub i64);
+
 /// The caller if a token was sent; 401 for a bad token even where none is needed.
 pub struct MaybeUser(pub Option<UserRow>);
 
@@ -65,7 +69,10 @@ impl FromRequestParts<AppState> for AuthUser {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
         match authenticate(parts, state).await? {
-            Some(u) => Ok(AuthUser(u)),
+            Some(u) => {
+                parts.extensions.insert(Caller(u.id));
+                Ok(AuthUser(u))
+            }
             None => Err(ApiError::unauthorized(
                 "this endpoint needs an access token",
             )),

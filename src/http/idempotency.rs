@@ -1,31 +1,81 @@
-//! Retry-safe writes: the `Idempotency-Key` header (CONTRACT.md §4). The key is scoped by
-//! (user, method, route template) and lives 24 h. The first response is stored in the same
-//! transaction as the write it describes (the handler passes a [`Completion`] to its store call);
-//! a response with no write (a 4xx) is stored on its own; a 5xx frees the key.
+//! Retry-safe writes: the `Idempotency-Key` header (CONTRACT.md §4). A handler opts in by taking
+//! an [`Idempotent`] argument (last, in place of its body). The key is scoped by (user, method,
+//! route template) and lives 24 h. The first response is stored in the same transaction as the
+//! write it describes (the handler passes [`Idempotent::completion`] to its store call); a
+//! response with no write (a 4xx) is stored on its own by [`settle`]; a 5xx frees the key.
 
 use super::error::{ApiError, ApiResult, PROBLEM_JSON};
-use super::extract::AuthUser;
+use super::extract::{Body, Caller};
 use crate::http::AppState;
-use crate::store::{Completion, IdemBegin};
-use axum::extract::FromRequestParts;
-use axum::http::{HeaderValue, Method, StatusCode, header, request::Parts};
+use crate::store::{Completion, IdemBegin, KEY_TTL_MS, Store};
+use axum::extract::{FromRequest, MatchedPath, Request};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
-pub use crate::store::KEY_TTL_MS;
 /// How long a request may hold its key before a retry may take it over (a request that died
 /// before its write committed wrote nothing).
 const LOCK_MS: i64 = 60_000;
 
-/// The request's `Idempotency-Key`, with the method and route template it is scoped by.
-pub struct IdemKey {
-    /// `Err`: the header was malformed; the 400 comes after the role and visibility checks.
-    key: Result<Option<String>, ()>,
-    method: Method,
-    route: String,
+/// A write that runs under the request's `Idempotency-Key`, if it sent one, with `body`: the
+/// request body (`Idempotent<Body>`) or nothing (`Idempotent`, the key is bound to no body).
+/// Extracted last, after `AuthUser`: a replay, a reused key or a key in flight is answered
+/// here, after authentication and the path, before the handler runs.
+pub struct Idempotent<B = ()> {
+    pub body: B,
+    key: Key,
+}
+
+enum Key {
+    /// No `Idempotency-Key`: the request runs as it is.
+    Absent,
+    /// The header was malformed: the 400 comes after the role and visibility checks, where the
+    /// handler asks for its completion.
+    Malformed,
+    /// The key is this request's until [`settle`] keeps its answer or frees it.
+    Held(Arc<Hold>),
+}
+
+struct Hold {
+    store: Arc<dyn Store>,
+    record_id: i64,
+    token: String,
+    /// A store call took the response into its transaction.
+    stored: AtomicBool,
+}
+
+/// What the extractor began, for [`settle`] to finish once the handler has answered.
+#[derive(Clone, Default)]
+struct Slot(Arc<OnceLock<Key>>);
+
+/// What a key is bound to besides its scope: the request body, or nothing (`()`).
+pub trait KeyedBody: Sized + Send {
+    fn read(req: Request) -> impl Future<Output = ApiResult<Self>> + Send;
+    fn bytes(&self) -> &[u8];
+}
+
+impl KeyedBody for () {
+    async fn read(_: Request) -> ApiResult<()> {
+        Ok(())
+    }
+
+    fn bytes(&self) -> &[u8] {
+        b""
+    }
+}
+
+impl KeyedBody for Body {
+    async fn read(req: Request) -> ApiResult<Body> {
+        Body::from_request(req, &()).await
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
 }
 
 fn malformed_key() -> ApiError {
@@ -35,90 +85,145 @@ fn malformed_key() -> ApiError {
     )
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for IdemKey {
-    type Rejection = ApiError;
+/// The key, if sent; `Err` if it is not 1–255 visible ASCII characters.
+fn header_key(headers: &HeaderMap) -> Result<Option<String>, ()> {
+    let Some(v) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let bytes = v.as_bytes();
+    if bytes.is_empty() || bytes.len() > 255 || !bytes.iter().all(|b| (0x21..=0x7e).contains(b)) {
+        Err(())
+    } else {
+        Ok(Some(String::from_utf8_lossy(bytes).into_owned()))
+    }
+}
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> ApiResult<Self> {
-        let route = parts
-            .extensions
-            .get::<axum::extract::MatchedPath>()
-            .map(|p| p.as_str().to_string())
-            .unwrap_or_else(|| parts.uri.path().to_string());
-        let key = match parts.headers.get("idempotency-key") {
-            None => Ok(None),
-            Some(v) => {
-                let bytes = v.as_bytes();
-                // 1–255 visible ASCII characters.
-                if bytes.is_empty()
-                    || bytes.len() > 255
-                    || !bytes.iter().all(|b| (0x21..=0x7e).contains(b))
-                {
-                    Err(())
-                } else {
-                    Ok(Some(String::from_utf8_lossy(bytes).into_owned()))
-                }
-            }
+impl<B: KeyedBody> FromRequest<AppState> for Idempotent<B> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, st: &AppState) -> Result<Self, Response> {
+        let ext = req.extensions();
+        let (Some(slot), Some(&Caller(user_id))) =
+            (ext.get::<Slot>().cloned(), ext.get::<Caller>())
+        else {
+            return Err(ApiError::internal(anyhow::anyhow!(
+                "Idempotent needs the settle layer and an AuthUser before it"
+            ))
+            .into_response());
         };
-        Ok(IdemKey {
-            key,
-            method: parts.method.clone(),
-            route,
+        let route = ext
+            .get::<MatchedPath>()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_else(|| req.uri().path().to_string());
+        let method = req.method().clone();
+        let key = header_key(req.headers());
+        let body = B::read(req).await.map_err(IntoResponse::into_response)?;
+        let key = match key {
+            Ok(None) => {
+                return Ok(Idempotent {
+                    body,
+                    key: Key::Absent,
+                });
+            }
+            Err(()) => {
+                let _ = slot.0.set(Key::Malformed);
+                return Ok(Idempotent {
+                    body,
+                    key: Key::Malformed,
+                });
+            }
+            Ok(Some(k)) => k,
+        };
+        let hash = hex::encode(Sha256::digest(body.bytes()));
+        let begun = st
+            .store
+            .idem_begin(
+                user_id,
+                method.as_str(),
+                &route,
+                &key,
+                &hash,
+                LOCK_MS,
+                KEY_TTL_MS,
+            )
+            .await;
+        let (record_id, token) = match begun {
+            Err(e) => return Err(ApiError::from(e).into_response()),
+            Ok(IdemBegin::Replay { status, body }) => return Err(replay(status, body)),
+            Ok(IdemBegin::Mismatch) => {
+                return Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "idempotency-key-reused",
+                    "Idempotency key reused",
+                    "this Idempotency-Key was used with a different request body",
+                )
+                .into_response());
+            }
+            Ok(IdemBegin::InFlight) => {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "idempotency-in-flight",
+                    "Request in flight",
+                    "a request with this Idempotency-Key is still running; retry later",
+                )
+                .into_response());
+            }
+            Ok(IdemBegin::Started { record_id, token }) => (record_id, token),
+        };
+        let hold = Arc::new(Hold {
+            store: st.store.clone(),
+            record_id,
+            token,
+            stored: AtomicBool::new(false),
+        });
+        let _ = slot.0.set(Key::Held(hold.clone()));
+        Ok(Idempotent {
+            body,
+            key: Key::Held(hold),
         })
     }
 }
 
-/// Handed to a handler that runs under a key: its store call stores the response.
-#[derive(Clone)]
-pub struct IdemCtx {
-    /// The key was malformed: the handler answers 400 where it would store its response.
-    malformed: bool,
-    record_id: i64,
-    token: String,
-    stored: Arc<AtomicBool>,
-}
-
-impl IdemCtx {
-    /// The completion for a store call that answers `status` with `render(value)`.
+impl<B> Idempotent<B> {
+    /// The completion for a store call that answers `status` with `render(value)`: `None`
+    /// without a key, 400 if the key was malformed. Every write asks for it (or calls
+    /// [`check`](Self::check)) before it writes, after its role and visibility checks.
     pub fn completion<'a, T>(
         &'a self,
         status: StatusCode,
         render: &'a (dyn Fn(&T) -> String + Send + Sync),
-    ) -> ApiResult<Completion<'a, T>> {
+    ) -> ApiResult<Option<Completion<'a, T>>> {
         self.check()?;
-        self.stored.store(true, Ordering::SeqCst);
-        Ok(Completion {
-            record_id: self.record_id,
-            token: &self.token,
+        let Key::Held(hold) = &self.key else {
+            return Ok(None);
+        };
+        hold.stored.store(true, Ordering::SeqCst);
+        Ok(Some(Completion {
+            record_id: hold.record_id,
+            token: &hold.token,
             status: status.as_u16(),
             render,
-        })
+        }))
     }
 
-    /// 400 if the key was malformed. Every write calls this (through `completion`) before it
-    /// writes, after its role and visibility checks.
+    /// The completion for a store call that answers 204.
+    pub fn no_content(&self) -> ApiResult<Option<Completion<'_, ()>>> {
+        self.completion(StatusCode::NO_CONTENT, &|_: &()| String::new())
+    }
+
+    /// 400 if the key was malformed.
     pub fn check(&self) -> ApiResult<()> {
-        if self.malformed {
-            Err(malformed_key())
-        } else {
-            Ok(())
+        match self.key {
+            Key::Malformed => Err(malformed_key()),
+            _ => Ok(()),
         }
     }
 }
 
-/// The completion for an optional context (400 if the key was malformed).
-pub fn completion<'a, T>(
-    ctx: &'a Option<IdemCtx>,
-    status: StatusCode,
-    render: &'a (dyn Fn(&T) -> String + Send + Sync),
-) -> ApiResult<Option<Completion<'a, T>>> {
-    ctx.as_ref()
-        .map(|c| c.completion(status, render))
-        .transpose()
-}
-
-/// A JSON body exactly as `Json` would send it.
-pub fn json_body<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_default()
+/// The body `Json(O::from(row))` sends, for a stored response:
+/// `idem.completion(StatusCode::OK, &json_of::<JobRow, JobOut>)`.
+pub fn json_of<R: Clone, O: From<R> + serde::Serialize>(row: &R) -> String {
+    serde_json::to_string(&O::from(row.clone())).unwrap_or_default()
 }
 
 fn replay(status: u16, body: String) -> Response {
@@ -141,125 +246,51 @@ fn replay(status: u16, body: String) -> Response {
     res
 }
 
-/// Runs `handler` under the request's key, if it has one.
-pub async fn run<F, Fut>(
-    st: &AppState,
-    user: &AuthUser,
-    key: IdemKey,
-    body: &[u8],
-    handler: F,
-) -> Response
-where
-    F: FnOnce(Option<IdemCtx>) -> Fut,
-    Fut: Future<Output = ApiResult<Response>>,
-{
-    let k = match key.key {
-        Ok(Some(k)) => k,
-        Ok(None) => {
-            return handler(None)
-                .await
-                .unwrap_or_else(IntoResponse::into_response);
+/// The layer around every route that finishes what [`Idempotent`] began, once the handler has
+/// answered: a 4xx (or a success no store call carried) is stored, a 5xx frees the key.
+pub async fn settle(mut req: Request, next: Next) -> Response {
+    let slot = Slot::default();
+    req.extensions_mut().insert(slot.clone());
+    let res = next.run(req).await;
+    match slot.0.get() {
+        Some(Key::Held(hold)) => hold.settle(res).await,
+        // A request that reached no write still must not be accepted with this key.
+        Some(Key::Malformed) if res.status().is_success() => malformed_key().into_response(),
+        _ => res,
+    }
+}
+
+impl Hold {
+    async fn settle(&self, res: Response) -> Response {
+        let status = res.status();
+        if status.is_success() && self.stored.load(Ordering::SeqCst) {
+            return res;
         }
-        Err(()) => {
-            let refuse = IdemCtx {
-                malformed: true,
-                record_id: 0,
-                token: String::new(),
-                stored: Arc::default(),
-            };
-            return match handler(Some(refuse)).await {
-                // Every write asks for its completion (and so gets the 400) before writing; a
-                // request that reached no write still must not be accepted with this key.
-                Ok(_) => malformed_key().into_response(),
-                Err(e) => e.into_response(),
-            };
-        }
-    };
-    let hash = hex::encode(Sha256::digest(body));
-    let begun = st
-        .store
-        .idem_begin(
-            user.id(),
-            key.method.as_str(),
-            &key.route,
-            &k,
-            &hash,
-            LOCK_MS,
-            KEY_TTL_MS,
-        )
-        .await;
-    let (record_id, token) = match begun {
-        Err(e) => return ApiError::from(e).into_response(),
-        Ok(IdemBegin::Replay { status, body }) => return replay(status, body),
-        Ok(IdemBegin::Mismatch) => {
-            return ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "idempotency-key-reused",
-                "Idempotency key reused",
-                "this Idempotency-Key was used with a different request body",
-            )
-            .into_response();
-        }
-        Ok(IdemBegin::InFlight) => {
-            return ApiError::new(
-                StatusCode::CONFLICT,
-                "idempotency-in-flight",
-                "Request in flight",
-                "a request with this Idempotency-Key is still running; retry later",
-            )
-            .into_response();
-        }
-        Ok(IdemBegin::Started { record_id, token }) => (record_id, token),
-    };
-    let ctx = IdemCtx {
-        malformed: false,
-        record_id,
-        token: token.clone(),
-        stored: Arc::default(),
-    };
-    let stored = ctx.stored.clone();
-    match handler(Some(ctx)).await {
-        Ok(res) if stored.load(Ordering::SeqCst) => res,
-        Ok(res) => {
-            // A success with no store call to carry it (none of the handlers does this today).
-            let (parts, body) = res.into_parts();
-            let bytes = axum::body::to_bytes(body, usize::MAX)
-                .await
-                .unwrap_or_default();
-            if let Err(e) = st
-                .store
-                .idem_complete(
-                    record_id,
-                    &token,
-                    parts.status.as_u16(),
-                    &String::from_utf8_lossy(&bytes),
-                )
-                .await
-            {
-                tracing::warn!(error = %e, "could not store an idempotent response");
-            }
-            Response::from_parts(parts, axum::body::Body::from(bytes))
-        }
-        Err(e) if e.status.is_server_error() => {
-            let _ = st.store.idem_release(record_id, &token).await;
-            e.into_response()
-        }
-        Err(e)
-            if e.status == StatusCode::UNAUTHORIZED
-                || e.status == StatusCode::TOO_MANY_REQUESTS =>
+        if status.is_server_error()
+            || status == StatusCode::UNAUTHORIZED
+            || status == StatusCode::TOO_MANY_REQUESTS
         {
-            let _ = st.store.idem_release(record_id, &token).await;
-            e.into_response()
+            let _ = self.store.idem_release(self.record_id, &self.token).await;
+            return res;
         }
-        Err(e) => {
-            if let Err(err) = st
-                .store
-                .idem_complete(record_id, &token, e.status.as_u16(), &e.body().to_string())
-                .await
-            {
-                tracing::warn!(error = %err, "could not store an idempotent response");
-            }
-            e.into_response()
+        // A 4xx, or a success with no store call to carry it (none of the handlers does this
+        // today): stored on its own.
+        let (parts, body) = res.into_parts();
+        let bytes = axum::body::to_bytes(body, usize::MAX)
+            .await
+            .unwrap_or_default();
+        if let Err(e) = self
+            .store
+            .idem_complete(
+                self.record_id,
+                &self.token,
+                status.as_u16(),
+                &String::from_utf8_lossy(&bytes),
+            )
+            .await
+        {
+            tracing::warn!(error = %e, "could not store an idempotent response");
         }
+        Response::from_parts(parts, axum::body::Body::from(bytes))
     }
 }

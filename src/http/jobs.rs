@@ -1,23 +1,20 @@
-//! Jobs: publishing (company members), and the public search with its cache.
+//! Jobs: publishing (company members) and reading one; the search is in `search.rs`.
 
 use super::companies::member_company;
 use super::error::{ApiError, ApiResult, FieldErrors};
-use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser, QueryParams, double_option};
-use super::idempotency::{self, IdemCtx, IdemKey, completion, json_body};
+use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser, double_option};
+use super::idempotency::{Idempotent, json_of};
 use super::openapi::Problem;
-use crate::cache::Lookup;
-use crate::domain::{EmploymentType, JobStatus, Role, search, validate};
+use super::search::search_jobs;
+use crate::domain::{EmploymentType, JobStatus, Role, validate};
 use crate::http::AppState;
-use crate::store::{JobFields, JobRow, JobSearch};
-use crate::telemetry::SEARCH_CACHE_REQUESTS_TOTAL;
+use crate::store::{JobFields, JobRow};
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 pub fn router() -> Router<AppState> {
@@ -71,14 +68,6 @@ impl From<JobRow> for JobOut {
             updated_at: j.updated_at,
         }
     }
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct JobList {
-    pub items: Vec<JobOut>,
-    pub page: i64,
-    pub page_size: i64,
-    pub total: i64,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -213,27 +202,18 @@ fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
 #[utoipa::path(post, path = "/api/jobs", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "jobs", security(("bearer" = [])), request_body = JobIn,
     responses((status = 201, body = JobOut), (status = 403, body = Problem),
               (status = 404, description = "no such company among the caller's", body = Problem), (status = 422, body = Problem)))]
-async fn create(State(st): State<AppState>, user: AuthUser, key: IdemKey, body: Body) -> Response {
-    let (st, user, body) = (&st, &user, &body);
-    idempotency::run(st, user, key, &body.bytes, |idem| async move {
-        create_inner(st, user, body, idem).await
-    })
-    .await
-}
-
-async fn create_inner(
-    st: &AppState,
-    user: &AuthUser,
-    body: &Body,
-    idem: Option<IdemCtx>,
-) -> ApiResult<Response> {
+async fn create(
+    State(st): State<AppState>,
+    user: AuthUser,
+    idem: Idempotent<Body>,
+) -> ApiResult<(StatusCode, Json<JobOut>)> {
     user.require(Role::Employer, "publish jobs")?;
     // The company decides visibility (404) before the rest of the body is judged (422).
-    let loose = body.json_value(false)?;
+    let loose = idem.body.json_value(false)?;
     if let Some(company_id) = loose.get("company_id").and_then(|v| v.as_i64()) {
-        member_company(st, user, company_id).await?;
+        member_company(&st, &user, company_id).await?;
     }
-    let input: JobIn = body.json(false)?;
+    let input: JobIn = idem.body.json(false)?;
     let fields = validate_job(
         Draft {
             title: input.title,
@@ -247,14 +227,13 @@ async fn create_inner(
         },
         FieldErrors::default(),
     )?;
-    let render = |j: &JobRow| json_body(&JobOut::from(j.clone()));
-    let done = completion(&idem, StatusCode::CREATED, &render)?;
+    let done = idem.completion(StatusCode::CREATED, &json_of::<JobRow, JobOut>)?;
     let job = st
         .store
         .create_job(input.company_id, fields, done.as_ref())
         .await?;
     st.cache.bump().await;
-    Ok((StatusCode::CREATED, Json(JobOut::from(job))).into_response())
+    Ok((StatusCode::CREATED, Json(JobOut::from(job))))
 }
 
 /// One job (public; closed jobs included).
@@ -280,27 +259,11 @@ async fn update(
     State(st): State<AppState>,
     user: AuthUser,
     ids: Ids,
-    key: IdemKey,
-    body: Body,
-) -> Response {
-    let (st, user, body) = (&st, &user, &body);
-    idempotency::run(st, user, key, &body.bytes, |idem| async move {
-        update_inner(st, user, ids, body, idem).await
-    })
-    .await
-}
-
-async fn update_inner(
-    st: &AppState,
-    user: &AuthUser,
-    ids: Ids,
-    body: &Body,
-    idem: Option<IdemCtx>,
-) -> ApiResult<Response> {
-    let mut job = member_job(st, user, ids.one()).await?;
-    let patch: JobPatch = body.json(false)?;
-    let render = |j: &JobRow| json_body(&JobOut::from(j.clone()));
-    let done = completion(&idem, StatusCode::OK, &render)?;
+    idem: Idempotent<Body>,
+) -> ApiResult<Json<JobOut>> {
+    let mut job = member_job(&st, &user, ids.one()).await?;
+    let patch: JobPatch = idem.body.json(false)?;
+    let done = idem.completion(StatusCode::OK, &json_of::<JobRow, JobOut>)?;
     // Merge and write conditionally on updated_at; a concurrent write makes us merge again.
     for _ in 0..5 {
         let fields = merge(&job, &patch)?;
@@ -310,7 +273,7 @@ async fn update_inner(
             .await?
         {
             st.cache.bump().await;
-            return Ok(Json(JobOut::from(updated)).into_response());
+            return Ok(Json(JobOut::from(updated)));
         }
         job = st.store.job(job.id).await?;
     }
@@ -364,117 +327,15 @@ fn merge(job: &JobRow, p: &JobPatch) -> ApiResult<JobFields> {
 /// Delete a job with its applications and their history; no email is sent.
 #[utoipa::path(delete, path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     responses((status = 204), (status = 404, body = Problem)))]
-async fn remove(State(st): State<AppState>, user: AuthUser, ids: Ids, key: IdemKey) -> Response {
-    let (st, user) = (&st, &user);
-    idempotency::run(st, user, key, b"", |idem| async move {
-        let job = member_job(st, user, ids.one()).await?;
-        let done = completion(&idem, StatusCode::NO_CONTENT, &|_: &()| String::new())?;
-        st.store.delete_job(job.id, done.as_ref()).await?;
-        st.cache.bump().await;
-        Ok(StatusCode::NO_CONTENT.into_response())
-    })
-    .await
-}
-
-/// Search open jobs, newest first. Every word of `q` must match a whole word of the title,
-/// description or company name (singular and plural alike); `q` is never query syntax.
-#[utoipa::path(get, path = "/api/jobs", tag = "jobs",
-    params(
-        ("q" = Option<String>, Query, description = "words that must all match"),
-        ("location" = Option<String>, Query, description = "case-insensitive substring of the location"),
-        ("remote" = Option<bool>, Query),
-        ("company_id" = Option<i64>, Query),
-        ("salary_min" = Option<i64>, Query, description = "keeps jobs whose salary_max is at least this, or unknown"),
-        ("employment_type" = Option<String>, Query),
-        ("page" = Option<i64>, Query), ("page_size" = Option<i64>, Query)),
-    responses((status = 200, body = JobList, headers(("X-Cache" = String, description = "HIT or MISS"))),
-              (status = 422, body = Problem)))]
-async fn search_jobs(
+async fn remove(
     State(st): State<AppState>,
-    _user: MaybeUser,
-    q: QueryParams,
-) -> ApiResult<Response> {
-    let mut errors = FieldErrors::default();
-    let terms = q.get("q").map(search::query_terms);
-    let location = q
-        .get("location")
-        .map(|l| l.trim().to_lowercase())
-        .filter(|l| !l.is_empty());
-    let remote = q.bool("remote", &mut errors);
-    let company_id = q.int("company_id", 1, i64::MAX, &mut errors);
-    let salary_min = q.int("salary_min", 0, validate::SALARY_MAX, &mut errors);
-    let employment_type = q.get("employment_type").and_then(|t| {
-        let parsed = EmploymentType::parse(t).map(|t| t.as_str().to_string());
-        if parsed.is_none() {
-            errors.add(
-                "employment_type",
-                "must be full_time, part_time, contract or internship",
-            );
-        }
-        parsed
-    });
-    let page = q.page(&mut errors);
-    errors.into_result()?;
-
-    let search = JobSearch {
-        terms: terms.clone().flatten().unwrap_or_default(),
-        location,
-        remote,
-        company_id,
-        salary_min,
-        employment_type,
-        page,
-    };
-    // A word too long to be indexed matches nothing, and no stored location holds a NUL (which
-    // PostgreSQL could not even compare).
-    if matches!(terms, Some(None)) || search.location.as_deref().is_some_and(|l| l.contains('\0')) {
-        return Ok(page_response(
-            render(&JobList {
-                items: vec![],
-                page: page.page,
-                page_size: page.size,
-                total: 0,
-            }),
-            "MISS",
-        ));
-    }
-
-    let key = hex::encode(Sha256::digest(
-        serde_json::to_vec(&search).unwrap_or_default(),
-    ));
-    let version = match st.cache.lookup(&key).await {
-        Lookup::Hit(body) => {
-            metrics::counter!(SEARCH_CACHE_REQUESTS_TOTAL, "result" => "hit").increment(1);
-            return Ok(page_response(body, "HIT"));
-        }
-        Lookup::Miss { version } => Some(version),
-        Lookup::Unavailable => None,
-    };
-    metrics::counter!(SEARCH_CACHE_REQUESTS_TOTAL, "result" => "miss").increment(1);
-    let (rows, total) = st.store.search_jobs(&search).await?;
-    let body = render(&JobList {
-        items: rows.into_iter().map(Into::into).collect(),
-        page: page.page,
-        page_size: page.size,
-        total,
-    });
-    if let Some(version) = version {
-        st.cache.store(&version, &key, body.clone()).await;
-    }
-    Ok(page_response(body, "MISS"))
-}
-
-fn render(list: &JobList) -> bytes::Bytes {
-    bytes::Bytes::from(serde_json::to_vec(list).unwrap_or_default())
-}
-
-fn page_response(body: bytes::Bytes, cache: &'static str) -> Response {
-    let mut res = body.into_response();
-    let h = res.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    h.insert("x-cache", HeaderValue::from_static(cache));
-    res
+    user: AuthUser,
+    ids: Ids,
+    idem: Idempotent,
+) -> ApiResult<StatusCode> {
+    let job = member_job(&st, &user, ids.one()).await?;
+    let done = idem.no_content()?;
+    st.store.delete_job(job.id, done.as_ref()).await?;
+    st.cache.bump().await;
+    Ok(StatusCode::NO_CONTENT)
 }

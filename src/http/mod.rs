@@ -10,6 +10,7 @@ pub mod idempotency;
 pub mod jobs;
 pub mod openapi;
 pub mod ops;
+pub mod search;
 mod serve;
 mod state;
 
@@ -49,6 +50,7 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(|| async {
             ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED)
         })
+        .layer(middleware::from_fn(idempotency::settle))
         .layer(middleware::from_fn(problem_fallback))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(middleware::from_fn(record_metrics));

@@ -1,6 +1,6 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
 
-use super::{accounts, applications, companies, jobs, ops};
+use super::{accounts, applications, companies, jobs, ops, search};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
@@ -46,7 +46,7 @@ impl Modify for BearerAuth {
         accounts::register, accounts::token, accounts::me, accounts::change_password, accounts::delete_me,
         companies::create, companies::list, companies::show, companies::update, companies::remove,
         companies::members, companies::add_member, companies::remove_member,
-        jobs::create, jobs::search_jobs, jobs::show, jobs::update, jobs::remove,
+        jobs::create, search::search_jobs, jobs::show, jobs::update, jobs::remove,
         applications::apply, applications::list, applications::show, applications::change_status,
         applications::withdraw, applications::remove, applications::history,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::docs,

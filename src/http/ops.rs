@@ -7,6 +7,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::json;
 use std::time::Duration;
 use utoipa::OpenApi;
@@ -63,32 +64,31 @@ pub(super) async fn readyz(State(st): State<AppState>) -> Response {
     };
     let (database, cache, queue) =
         tokio::join!(check(st.store.ping()), check(st.cache.ping()), queue_check);
-    let shutting_down = st.shutdown.is_cancelled();
-    let ready = database == "ok" && !shutting_down;
-    let status = if shutting_down {
-        "shutting_down"
-    } else if ready {
-        "ready"
+    let checks = json!({"database": database, "cache": cache, "cache_backend": st.cache.kind(),
+        "queue": queue, "queue_backend": if st.relay.is_some() { "sqs" } else { "db" }});
+    readiness(database == "ok", st.shutdown.is_cancelled(), checks)
+}
+
+/// 200 `ready` when `healthy` and not shutting down; else 503 saying which.
+fn readiness(healthy: bool, shutting_down: bool, checks: serde_json::Value) -> Response {
+    let (code, status) = if shutting_down {
+        (StatusCode::SERVICE_UNAVAILABLE, "shutting_down")
+    } else if healthy {
+        (StatusCode::OK, "ready")
     } else {
-        "unavailable"
+        (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
     };
-    let body = json!({
-        "status": status,
-        "checks": {"database": database, "cache": cache, "cache_backend": st.cache.kind(),
-            "queue": queue, "queue_backend": if st.relay.is_some() { "sqs" } else { "db" }},
-    });
-    let code = if ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (code, Json(body)).into_response()
+    (code, Json(json!({"status": status, "checks": checks}))).into_response()
 }
 
 /// Prometheus metrics in text format.
 #[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub(super) async fn metrics(State(st): State<AppState>) -> Response {
-    let mut res = st.metrics.render().into_response();
+    prometheus(&st.metrics)
+}
+
+fn prometheus(handle: &PrometheusHandle) -> Response {
+    let mut res = handle.render().into_response();
     res.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
@@ -113,7 +113,7 @@ pub(super) async fn docs() -> Html<&'static str> {
 pub struct WorkerState {
     pub store: std::sync::Arc<dyn crate::store::Store>,
     pub queue: std::sync::Arc<dyn crate::queue::Queue>,
-    pub metrics: metrics_exporter_prometheus::PrometheusHandle,
+    pub metrics: PrometheusHandle,
     pub shutdown: tokio_util::sync::CancellationToken,
 }
 
@@ -125,14 +125,7 @@ pub fn worker_router(state: WorkerState) -> axum::Router {
         .route("/readyz", get(worker_readyz))
         .route(
             "/metrics",
-            get(|State(st): State<WorkerState>| async move {
-                let mut res = st.metrics.render().into_response();
-                res.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-                );
-                res
-            }),
+            get(|State(st): State<WorkerState>| async move { prometheus(&st.metrics) }),
         )
         .fallback(|| async { super::error::ApiError::not_found() })
         .with_state(state)
@@ -140,20 +133,10 @@ pub fn worker_router(state: WorkerState) -> axum::Router {
 
 async fn worker_readyz(State(st): State<WorkerState>) -> Response {
     let (database, queue) = tokio::join!(check(st.store.ping()), check(st.queue.ping()));
-    let shutting_down = st.shutdown.is_cancelled();
-    let ready = database == "ok" && queue == "ok" && !shutting_down;
-    let status = if shutting_down {
-        "shutting_down"
-    } else if ready {
-        "ready"
-    } else {
-        "unavailable"
-    };
-    let body = json!({"status": status, "checks": {"database": database, "queue": queue, "queue_backend": st.queue.kind()}});
-    let code = if ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (code, Json(body)).into_response()
+    let checks = json!({"database": database, "queue": queue, "queue_backend": st.queue.kind()});
+    readiness(
+        database == "ok" && queue == "ok",
+        st.shutdown.is_cancelled(),
+        checks,
+    )
 }
