@@ -409,7 +409,83 @@ mod a_lost_lease_stops_the_heartbeat {
     }
 }
 
+/// Runs `sql` with the database's own checks of the enumerated columns off, as if a newer
+/// release (one that knows more values) had written the row.
+async fn write_unchecked(app: &TestApp, sql: &str) {
+    match app.backend {
+        Backend::Sqlite => {
+            app.exec(&format!("PRAGMA ignore_check_constraints = ON; {sql}"))
+                .await
+        }
+        Backend::Postgres => {
+            app.exec(&format!(
+                "ALTER TABLE users DROP CONSTRAINT IF EXISTS users_role_check; \
+                 ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_employment_type_check; \
+                 ALTER TABLE applications DROP CONSTRAINT IF EXISTS applications_status_check; \
+                 {sql}"
+            ))
+            .await
+        }
+    }
+}
+
+/// A stored role, employment type or status this release does not know is an error that
+/// someone sees (a 500 and a log line), never silently read as some default.
+async fn unknown_stored_values_fail_loudly(app: TestApp) {
+    let s = app.scenario().await;
+    let job = format!("/api/jobs/{}", s.job_id);
+    let application = format!("/api/applications/{}", s.application_id);
+    let history = format!("{application}/history");
+    let token = Some(s.candidate.token.as_str());
+    app.get(&job, None).await.expect(200);
+    app.get(&history, token).await.expect(200);
+
+    write_unchecked(
+        &app,
+        &format!(
+            "UPDATE jobs SET employment_type = 'freelance' WHERE id = {}",
+            s.job_id
+        ),
+    )
+    .await;
+    app.get(&job, None).await.expect_problem(500, "internal");
+
+    app.exec(&format!(
+        "UPDATE application_history SET new_status = 'archived' WHERE application_id = {}",
+        s.application_id
+    ))
+    .await;
+    app.get(&history, token)
+        .await
+        .expect_problem(500, "internal");
+
+    write_unchecked(
+        &app,
+        &format!(
+            "UPDATE applications SET status = 'archived' WHERE id = {}",
+            s.application_id
+        ),
+    )
+    .await;
+    app.get(&application, token)
+        .await
+        .expect_problem(500, "internal");
+
+    write_unchecked(
+        &app,
+        &format!(
+            "UPDATE users SET role = 'admin' WHERE id = {}",
+            s.candidate.id
+        ),
+    )
+    .await;
+    app.get("/api/me", token)
+        .await
+        .expect_problem(500, "internal");
+}
+
 crate::each_store!(
+    unknown_stored_values_fail_loudly,
     transaction_mode_leaves_a_live_lease_alone,
     a_failed_transaction_send_leaves_a_new_lease_alone,
     the_database_refuses_a_second_dead_letter_for_an_event,
