@@ -8,6 +8,7 @@ pub mod passwords;
 pub mod search;
 pub mod status;
 pub mod validate;
+pub mod values;
 
 pub use status::{Actor, ApplicationStatus, TransitionError};
 
@@ -104,6 +105,52 @@ impl JobStatus {
             "closed" => Some(JobStatus::Closed),
             _ => None,
         }
+    }
+}
+
+/// A stored value this release does not know (a newer release wrote it, or a hand did): an
+/// error to report, never a default to read it as.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} {value:?} in the database")]
+pub struct UnknownValue {
+    pub kind: &'static str,
+    pub value: String,
+}
+
+/// Reads a stored enumerated value strictly.
+pub fn stored<T>(
+    kind: &'static str,
+    value: String,
+    parse: fn(&str) -> Option<T>,
+) -> Result<T, UnknownValue> {
+    parse(&value).ok_or(UnknownValue { kind, value })
+}
+
+impl TryFrom<String> for Role {
+    type Error = UnknownValue;
+    fn try_from(value: String) -> Result<Self, UnknownValue> {
+        stored("role", value, Role::parse)
+    }
+}
+
+impl TryFrom<String> for EmploymentType {
+    type Error = UnknownValue;
+    fn try_from(value: String) -> Result<Self, UnknownValue> {
+        stored("employment type", value, EmploymentType::parse)
+    }
+}
+
+impl TryFrom<String> for JobStatus {
+    type Error = UnknownValue;
+    fn try_from(value: String) -> Result<Self, UnknownValue> {
+        stored("job status", value, JobStatus::parse)
+    }
+}
+
+impl TryFrom<String> for ApplicationStatus {
+    type Error = UnknownValue;
+    fn try_from(value: String) -> Result<Self, UnknownValue> {
+        stored("application status", value, ApplicationStatus::parse)
     }
 }
 

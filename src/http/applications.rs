@@ -100,16 +100,16 @@ pub struct HistoryOut {
     pub at: DateTime<Utc>,
 }
 
-impl From<HistoryRow> for HistoryOut {
-    fn from(h: HistoryRow) -> Self {
-        HistoryOut {
-            old_status: h.old_status.as_deref().and_then(ApplicationStatus::parse),
-            new_status: ApplicationStatus::parse(&h.new_status)
-                .unwrap_or(ApplicationStatus::Submitted),
+impl TryFrom<HistoryRow> for HistoryOut {
+    type Error = ApiError;
+    fn try_from(h: HistoryRow) -> Result<Self, ApiError> {
+        Ok(HistoryOut {
+            old_status: h.old_status().map_err(|e| ApiError::internal(e.into()))?,
+            new_status: h.new_status,
             changed_by: h.changed_by,
             event_id: h.event_id,
             at: h.at,
-        }
+        })
     }
 }
 
@@ -324,5 +324,6 @@ async fn history(
 ) -> ApiResult<Json<Vec<HistoryOut>>> {
     let app = visible(&st, &user, ids.one()).await?;
     let rows = st.store.history(app.id).await?;
-    Ok(Json(rows.into_iter().map(Into::into).collect()))
+    let rows: ApiResult<Vec<HistoryOut>> = rows.into_iter().map(TryInto::try_into).collect();
+    Ok(Json(rows?))
 }

@@ -14,7 +14,7 @@ pub use idempotency::*;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
-use crate::domain::{ApplicationStatus, Conflict, EmploymentType, JobStatus, Role};
+use crate::domain::{ApplicationStatus, Conflict, EmploymentType, JobStatus, Role, UnknownValue};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
@@ -47,7 +47,8 @@ pub struct UserRow {
     pub id: i64,
     pub email: String,
     pub name: String,
-    pub role: String,
+    #[sqlx(try_from = "String")]
+    pub role: Role,
     pub password_hash: String,
     pub token_generation: i64,
     pub created_at: DateTime<Utc>,
@@ -55,7 +56,7 @@ pub struct UserRow {
 
 impl UserRow {
     pub fn role(&self) -> Role {
-        Role::parse(&self.role).unwrap_or(Role::Candidate)
+        self.role
     }
 }
 
@@ -103,8 +104,10 @@ pub struct JobRow {
     pub remote: bool,
     pub salary_min: Option<i64>,
     pub salary_max: Option<i64>,
-    pub employment_type: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub employment_type: EmploymentType,
+    #[sqlx(try_from = "String")]
+    pub status: JobStatus,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -118,9 +121,8 @@ impl JobRow {
             remote: self.remote,
             salary_min: self.salary_min,
             salary_max: self.salary_max,
-            employment_type: EmploymentType::parse(&self.employment_type)
-                .unwrap_or(EmploymentType::FullTime),
-            status: JobStatus::parse(&self.status).unwrap_or(JobStatus::Closed),
+            employment_type: self.employment_type,
+            status: self.status,
         }
     }
 }
@@ -181,7 +183,8 @@ pub struct ApplicationRow {
     pub candidate_id: i64,
     pub candidate_name: String,
     pub candidate_email: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: ApplicationStatus,
     pub cover_letter: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -189,17 +192,29 @@ pub struct ApplicationRow {
 
 impl ApplicationRow {
     pub fn status(&self) -> ApplicationStatus {
-        ApplicationStatus::parse(&self.status).unwrap_or(ApplicationStatus::Submitted)
+        self.status
     }
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct HistoryRow {
-    pub old_status: Option<String>,
-    pub new_status: String,
+    /// Read through [`HistoryRow::old_status`].
+    old_status: Option<String>,
+    #[sqlx(try_from = "String")]
+    pub new_status: ApplicationStatus,
     pub changed_by: i64,
     pub event_id: Option<String>,
     pub at: DateTime<Utc>,
+}
+
+impl HistoryRow {
+    /// The status before the change (none for the first row), read strictly.
+    pub fn old_status(&self) -> Result<Option<ApplicationStatus>, UnknownValue> {
+        self.old_status
+            .clone()
+            .map(ApplicationStatus::try_from)
+            .transpose()
+    }
 }
 
 /// Whose applications a listing shows.

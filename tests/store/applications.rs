@@ -33,16 +33,13 @@ async fn apply_records_the_submission(store: Arc<dyn Store>) {
     assert_eq!(a.cover_letter.as_deref(), Some("Hello"));
     assert_eq!(a.created_at, a.updated_at);
     let read = store.application(a.id).await.expect("read");
-    assert_eq!(
-        (read.status, read.created_at),
-        (a.status.clone(), a.created_at)
-    );
+    assert_eq!((read.status, read.created_at), (a.status, a.created_at));
 
     let history = store.history(a.id).await.unwrap();
     assert_eq!(history.len(), 1);
     let h = &history[0];
-    assert_eq!(h.old_status, None);
-    assert_eq!(h.new_status, "submitted");
+    assert_eq!(h.old_status().unwrap(), None);
+    assert_eq!(h.new_status, ApplicationStatus::Submitted);
     assert_eq!(h.changed_by, s.candidate.id);
     assert_eq!(h.event_id, None, "a submission emits no event");
     assert_eq!(h.at, a.created_at);
@@ -236,8 +233,11 @@ async fn change_status_writes_history_and_one_event(store: Arc<dyn Store>) {
     assert_eq!(history.len(), 2);
     let h = &history[1];
     assert_eq!(
-        (h.old_status.as_deref(), h.new_status.as_str()),
-        (Some("submitted"), "reviewing")
+        (h.old_status().unwrap(), h.new_status),
+        (
+            Some(ApplicationStatus::Submitted),
+            ApplicationStatus::Reviewing
+        )
     );
     assert_eq!(h.changed_by, s.employer.id);
     assert_eq!(h.event_id.as_deref(), Some(event_id.as_str()));
@@ -289,7 +289,7 @@ async fn change_status_writes_history_and_one_event(store: Arc<dyn Store>) {
     let history = store.history(id).await.unwrap();
     assert_eq!(history.len(), 3);
     assert_eq!(history[2].changed_by, s.candidate.id);
-    assert_eq!(history[2].new_status, "withdrawn");
+    assert_eq!(history[2].new_status, ApplicationStatus::Withdrawn);
 }
 
 async fn change_status_refuses_what_the_workflow_forbids(store: Arc<dyn Store>) {
