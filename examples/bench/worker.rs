@@ -23,6 +23,7 @@ use crate::Opts;
 use crate::common::{Child, FreshDb, progress, record_failure};
 use crate::report::{Section, Target};
 use anyhow::{Context, Result, bail};
+use jobboard::domain::values::{Email, SalaryRange, Title};
 use jobboard::domain::{Actor, ApplicationStatus, EmploymentType, JobStatus, Role};
 use jobboard::store::{CompanyFields, JobFields, NewUser};
 use serde_json::json;
@@ -464,8 +465,7 @@ async fn seed_store(url: &str, events: usize, latency: usize) -> Result<(Vec<i64
     let store = jobboard::store::connect_with_pool(&database_url(url)?, Some(16)).await?;
     store.migrate().await?;
     let user = |i: usize, role: Role| NewUser {
-        email: format!("u{i}@bench.example"),
-        email_key: format!("u{i}@bench.example"),
+        email: Email::parse(&format!("u{i}@bench.example")).expect("a valid email"),
         name: format!("User {i}"),
         role,
         password_hash: "not-a-login".into(),
@@ -486,12 +486,11 @@ async fn seed_store(url: &str, events: usize, latency: usize) -> Result<(Vec<i64
         .create_job(
             company.id,
             JobFields {
-                title: "Engineer".into(),
+                title: Title::parse("Engineer").expect("a valid title"),
                 description: "Benchmark".into(),
                 location: "Anywhere".into(),
                 remote: true,
-                salary_min: None,
-                salary_max: None,
+                salary: SalaryRange::default(),
                 employment_type: EmploymentType::FullTime,
                 status: JobStatus::Open,
             },

@@ -4,6 +4,7 @@ use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, JsonBody, client_addr};
 use super::idempotency::Idempotent;
 use crate::auth;
+use crate::domain::values::{Email, NewPassword};
 use crate::domain::{Role, validate};
 use crate::http::AppState;
 use crate::store::{FailureKind, NewUser, StoreError, UserRow};
@@ -174,23 +175,22 @@ async fn register(
 ) -> ApiResult<(StatusCode, Json<UserOut>)> {
     let input: RegisterIn = body.json(false)?;
     let mut errors = FieldErrors::default();
-    let email = errors.check("email", validate::email(&input.email));
+    let email = errors.check("email", Email::parse(&input.email));
     let name = errors.check("name", validate::user_name(&input.name));
-    errors.check("password", validate::new_password(&input.password));
+    let password = errors.check("password", NewPassword::parse(&input.password));
     let role = errors.check(
         "role",
         Role::parse(&input.role).ok_or_else(|| "must be candidate or employer".to_string()),
     );
-    let (Some(email), Some(name), Some(role)) = (email, name, role) else {
+    let (Some(email), Some(name), Some(password), Some(role)) = (email, name, password, role)
+    else {
         return Err(ApiError::validation(errors));
     };
     errors.into_result()?;
-    let limits = Limits::new("register", &email, Some(addr));
+    let limits = Limits::new("register", email.as_str(), Some(addr));
     limits.check(&st, false).await?;
-    let password = input.password;
-    let password_hash = blocking(move || auth::hash_password(&password)).await??;
+    let password_hash = blocking(move || auth::hash_password(password.as_str())).await??;
     let user = NewUser {
-        email_key: validate::email_key(&email),
         email,
         name,
         role,
@@ -274,15 +274,16 @@ async fn change_password(
 ) -> ApiResult<StatusCode> {
     let input: PasswordIn = idem.body.json(false)?;
     let mut errors = FieldErrors::default();
-    errors.check("new_password", validate::new_password(&input.new_password));
+    let new = errors.check("new_password", NewPassword::parse(&input.new_password));
     let current = input.current_password;
     let hash = user.0.password_hash.clone();
     if !blocking(move || auth::verify_password(&current, &hash)).await? {
         errors.add("current_password", "is incorrect");
     }
     errors.into_result()?;
-    let new = input.new_password;
-    let new_hash = blocking(move || auth::hash_password(&new)).await??;
+    // Checked just above: a new password that failed its rules is a 422 already.
+    let new = new.ok_or_else(|| ApiError::field("new_password", "is not valid"))?;
+    let new_hash = blocking(move || auth::hash_password(new.as_str())).await??;
     let done = idem.no_content()?;
     st.store
         .change_password(user.id(), &new_hash, done.as_ref())

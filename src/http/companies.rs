@@ -4,6 +4,7 @@ use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser, QueryParams, double_option};
 use super::idempotency::{Idempotent, json_of};
 use super::openapi::Problem;
+use crate::domain::values::Email;
 use crate::domain::{Role, validate};
 use crate::http::AppState;
 use crate::store::{CompanyFields, CompanyRow, MemberRow};
@@ -280,13 +281,9 @@ async fn add_member(
 ) -> ApiResult<StatusCode> {
     let company = member_company(&st, &user, ids.one()).await?;
     let input: MemberIn = idem.body.json(false)?;
-    let email = validate::email(&input.email).map_err(|m| ApiError::field("email", m))?;
+    let email = Email::parse(&input.email).map_err(|m| ApiError::field("email", m))?;
     let done = idem.no_content()?;
-    match st
-        .store
-        .add_member(company.id, &validate::email_key(&email), done.as_ref())
-        .await
-    {
+    match st.store.add_member(company.id, &email, done.as_ref()).await {
         Ok(()) => Ok(StatusCode::NO_CONTENT),
         // The same answer for an unknown email and a candidate's, so accounts are not probed.
         Err(crate::store::StoreError::NotFound) => Err(ApiError::field(

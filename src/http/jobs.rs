@@ -6,6 +6,7 @@ use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser, double_option};
 use super::idempotency::{Idempotent, json_of};
 use super::openapi::Problem;
 use super::search::search_jobs;
+use crate::domain::values::{SalaryRange, Title};
 use crate::domain::{EmploymentType, JobStatus, Role, validate};
 use crate::http::AppState;
 use crate::store::{JobFields, JobRow};
@@ -49,21 +50,20 @@ pub struct JobOut {
 
 impl From<JobRow> for JobOut {
     fn from(j: JobRow) -> Self {
-        let f = j.fields();
         JobOut {
             id: j.id,
             company: CompanyRef {
                 id: j.company_id,
                 name: j.company_name,
             },
-            title: f.title,
-            description: f.description,
-            location: f.location,
-            remote: f.remote,
-            salary_min: f.salary_min,
-            salary_max: f.salary_max,
-            employment_type: f.employment_type,
-            status: f.status,
+            title: j.title,
+            description: j.description,
+            location: j.location,
+            remote: j.remote,
+            salary_min: j.salary_min,
+            salary_max: j.salary_max,
+            employment_type: j.employment_type,
+            status: j.status,
             created_at: j.created_at,
             updated_at: j.updated_at,
         }
@@ -150,7 +150,7 @@ struct Draft {
 }
 
 fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
-    let title = errors.check("title", validate::job_title(&d.title));
+    let title = errors.check("title", Title::parse(&d.title));
     let description = errors.check(
         "description",
         validate::text(&d.description, 0, validate::DESCRIPTION_MAX),
@@ -159,17 +159,13 @@ fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
         "location",
         validate::text(&d.location, 0, validate::LOCATION_MAX),
     );
-    let salary_min = d
-        .salary_min
-        .and_then(|s| errors.check("salary_min", validate::salary(s)));
-    let salary_max = d
-        .salary_max
-        .and_then(|s| errors.check("salary_max", validate::salary(s)));
-    if let (Some(min), Some(max)) = (salary_min, salary_max)
-        && min > max
-    {
-        errors.add("salary_min", "must not be greater than salary_max");
-    }
+    let salary = SalaryRange::parse(d.salary_min, d.salary_max)
+        .map_err(|problems| {
+            for (field, message) in problems {
+                errors.add(field, message);
+            }
+        })
+        .ok();
     let employment_type = errors.check(
         "employment_type",
         EmploymentType::parse(&d.employment_type)
@@ -179,21 +175,30 @@ fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
         "status",
         JobStatus::parse(&d.status).ok_or_else(|| "must be open or closed".to_string()),
     );
-    match (title, description, location, employment_type, status) {
-        (Some(title), Some(description), Some(location), Some(employment_type), Some(status))
-            if errors.is_empty() =>
-        {
-            Ok(JobFields {
-                title,
-                description,
-                location,
-                remote: d.remote,
-                salary_min,
-                salary_max,
-                employment_type,
-                status,
-            })
-        }
+    match (
+        title,
+        description,
+        location,
+        salary,
+        employment_type,
+        status,
+    ) {
+        (
+            Some(title),
+            Some(description),
+            Some(location),
+            Some(salary),
+            Some(employment_type),
+            Some(status),
+        ) if errors.is_empty() => Ok(JobFields {
+            title,
+            description,
+            location,
+            remote: d.remote,
+            salary,
+            employment_type,
+            status,
+        }),
         _ => Err(ApiError::validation(errors)),
     }
 }
@@ -284,7 +289,8 @@ async fn update(
 }
 
 fn merge(job: &JobRow, p: &JobPatch) -> ApiResult<JobFields> {
-    let cur = job.fields();
+    // The stored values stand in for absent fields and are judged again with the patch.
+    let cur = job.clone();
     let mut errors = FieldErrors::default();
     fn required<T: Clone>(
         errors: &mut FieldErrors,

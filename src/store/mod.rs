@@ -14,6 +14,7 @@ pub use idempotency::*;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
+use crate::domain::values::{Email, SalaryRange, Title};
 use crate::domain::{ApplicationStatus, Conflict, EmploymentType, JobStatus, Role, UnknownValue};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -60,10 +61,10 @@ impl UserRow {
     }
 }
 
+/// A new account; its email is unique by [`Email::key`].
 #[derive(Debug, Clone)]
 pub struct NewUser {
-    pub email: String,
-    pub email_key: String,
+    pub email: Email,
     pub name: String,
     pub role: Role,
     pub password_hash: String,
@@ -113,29 +114,35 @@ pub struct JobRow {
 }
 
 impl JobRow {
-    pub fn fields(&self) -> JobFields {
-        JobFields {
-            title: self.title.clone(),
+    /// The job's fields, parsed again by today's rules.
+    pub fn fields(&self) -> Result<JobFields, UnknownValue> {
+        let invalid = |kind, value: String| UnknownValue { kind, value };
+        Ok(JobFields {
+            title: Title::parse(&self.title)
+                .map_err(|_| invalid("job title", self.title.clone()))?,
             description: self.description.clone(),
             location: self.location.clone(),
             remote: self.remote,
-            salary_min: self.salary_min,
-            salary_max: self.salary_max,
+            salary: SalaryRange::parse(self.salary_min, self.salary_max).map_err(|_| {
+                invalid(
+                    "salary range",
+                    format!("{:?}..{:?}", self.salary_min, self.salary_max),
+                )
+            })?,
             employment_type: self.employment_type,
             status: self.status,
-        }
+        })
     }
 }
 
 /// A job's editable fields, complete and validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobFields {
-    pub title: String,
+    pub title: Title,
     pub description: String,
     pub location: String,
     pub remote: bool,
-    pub salary_min: Option<i64>,
-    pub salary_max: Option<i64>,
+    pub salary: SalaryRange,
     pub employment_type: EmploymentType,
     pub status: JobStatus,
 }
@@ -336,7 +343,7 @@ pub trait Store: EventStore + IdempotencyStore + Send + Sync + 'static {
     async fn add_member(
         &self,
         company_id: i64,
-        email_key: &str,
+        email: &Email,
         idem: Idem<'_, ()>,
     ) -> StoreResult<()>;
     /// `NotFound` if not a member, `Conflict(LastMember)` for the last one.

@@ -170,7 +170,7 @@ async fn members_are_added_and_removed(store: Arc<dyn Store>) {
     let owner = user(&store, Role::Employer).await;
     let colleague = user(&store, Role::Employer).await;
     let candidate = user(&store, Role::Candidate).await;
-    let key = |u: &jobboard::store::UserRow| jobboard::domain::validate::email_key(&u.email);
+    let key = |u: &jobboard::store::UserRow| Email::parse(&u.email).unwrap();
     let c = company(&store, owner.id, "Acme").await;
     let ids = |store: Arc<dyn Store>| async move {
         store
@@ -195,7 +195,11 @@ async fn members_are_added_and_removed(store: Arc<dyn Store>) {
     assert_eq!(ids(store.clone()).await, [owner.id, colleague.id]);
 
     assert_not_found(store.add_member(c.id, &key(&candidate), None).await);
-    assert_not_found(store.add_member(c.id, "nobody@example.com", None).await);
+    assert_not_found(
+        store
+            .add_member(c.id, &Email::parse("nobody@example.com").unwrap(), None)
+            .await,
+    );
     assert_not_found(store.add_member(c.id + 1000, &key(&colleague), None).await);
     assert_eq!(ids(store.clone()).await, [owner.id, colleague.id]);
 

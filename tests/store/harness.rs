@@ -2,6 +2,7 @@
 //! store's public constructors and trait methods, as the application itself uses them.
 
 use jobboard::config::DatabaseUrl;
+pub use jobboard::domain::values::{Email, SalaryRange, Title};
 use jobboard::domain::{EmploymentType, JobStatus, Role};
 use jobboard::store::{
     ApplicationRow, CompanyFields, CompanyRow, JobFields, JobRow, NewUser, Store, StoreError,
@@ -126,9 +127,8 @@ pub fn assert_conflict<T: Debug>(result: Result<T, StoreError>, want: jobboard::
 pub fn new_user(role: Role) -> NewUser {
     let email = format!("{}@Example.com", unique(role.as_str()));
     NewUser {
-        email_key: jobboard::domain::validate::email_key(&email),
+        email: Email::parse(&email).expect("a valid email"),
         name: unique("Name "),
-        email,
         role,
         password_hash: "hash-1".to_string(),
     }
@@ -158,12 +158,11 @@ pub async fn company(store: &Arc<dyn Store>, owner: i64, name: &str) -> CompanyR
 
 pub fn job_fields(title: &str) -> JobFields {
     JobFields {
-        title: title.to_string(),
+        title: Title::parse(title).expect("a valid title"),
         description: "Build things with us".to_string(),
         location: "Berlin, Germany".to_string(),
         remote: false,
-        salary_min: Some(50_000),
-        salary_max: Some(70_000),
+        salary: SalaryRange::parse(Some(50_000), Some(70_000)).expect("a valid range"),
         employment_type: EmploymentType::FullTime,
         status: JobStatus::Open,
     }

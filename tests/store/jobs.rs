@@ -17,12 +17,11 @@ async fn jobs_are_created_and_read(store: Arc<dyn Store>) {
     let owner = user(&store, Role::Employer).await;
     let c = company(&store, owner.id, "Acme").await;
     let fields = jobboard::store::JobFields {
-        title: "Data analyst".to_string(),
+        title: Title::parse("Data analyst").unwrap(),
         description: "Numbers".to_string(),
         location: "Remote EU".to_string(),
         remote: true,
-        salary_min: None,
-        salary_max: Some(90_000),
+        salary: SalaryRange::parse(None, Some(90_000)).unwrap(),
         employment_type: EmploymentType::Contract,
         status: JobStatus::Closed,
     };
@@ -30,14 +29,14 @@ async fn jobs_are_created_and_read(store: Arc<dyn Store>) {
         .create_job(c.id, fields.clone(), None)
         .await
         .expect("create");
-    assert_eq!(created.fields(), fields);
+    assert_eq!(created.fields().unwrap(), fields);
     assert_eq!(
         (created.company_id, created.company_name.as_str()),
         (c.id, "Acme")
     );
     assert_eq!(created.created_at, created.updated_at);
     let read = store.job(created.id).await.expect("read");
-    assert_eq!(read.fields(), fields);
+    assert_eq!(read.fields().unwrap(), fields);
     assert_eq!(read.updated_at, created.updated_at);
 
     assert_not_found(store.job(created.id + 1000).await);
@@ -53,15 +52,15 @@ async fn update_job_refuses_a_stale_version(store: Arc<dyn Store>) {
     let c = company(&store, owner.id, "Acme").await;
     let original = job(&store, c.id, job_fields("Welder")).await;
 
-    let mut changed = original.fields();
-    changed.title = "Senior welder".to_string();
+    let mut changed = original.fields().unwrap();
+    changed.title = Title::parse("Senior welder").unwrap();
     changed.status = JobStatus::Closed;
     let updated = store
         .update_job(original.id, changed.clone(), original.updated_at, None)
         .await
         .expect("update")
         .expect("the version matched");
-    assert_eq!(updated.fields(), changed);
+    assert_eq!(updated.fields().unwrap(), changed);
     assert!(
         updated.updated_at > original.updated_at,
         "the version moves"
@@ -69,25 +68,28 @@ async fn update_job_refuses_a_stale_version(store: Arc<dyn Store>) {
     assert_eq!(updated.created_at, original.created_at);
 
     // A writer that read the original version loses, and changes nothing.
-    let mut stale = original.fields();
-    stale.title = "Junior welder".to_string();
+    let mut stale = original.fields().unwrap();
+    stale.title = Title::parse("Junior welder").unwrap();
     let refused = store
         .update_job(original.id, stale, original.updated_at, None)
         .await
         .expect("no error");
     assert!(refused.is_none(), "{refused:?}");
     let read = store.job(original.id).await.unwrap();
-    assert_eq!(read.fields(), changed);
+    assert_eq!(read.fields().unwrap(), changed);
     assert_eq!(read.updated_at, updated.updated_at);
 
     // A version the job never had is stale too, even a later one.
     let future = updated.updated_at + chrono::Duration::seconds(5);
     let refused = store
-        .update_job(original.id, original.fields(), future, None)
+        .update_job(original.id, original.fields().unwrap(), future, None)
         .await
         .unwrap();
     assert!(refused.is_none(), "{refused:?}");
-    assert_eq!(store.job(original.id).await.unwrap().fields(), changed);
+    assert_eq!(
+        store.job(original.id).await.unwrap().fields().unwrap(),
+        changed
+    );
 
     assert_not_found(
         store
@@ -123,13 +125,11 @@ async fn search_applies_every_filter(store: Arc<dyn Store>) {
     let mut f = job_fields("Rust engineer");
     f.location = "Paris".to_string();
     f.remote = true;
-    f.salary_min = None;
-    f.salary_max = None;
+    f.salary = SalaryRange::default();
     f.employment_type = EmploymentType::PartTime;
     let rust_remote = job(&store, globex.id, f).await;
     let mut f = job_fields("Go engineer");
-    f.salary_max = Some(40_000);
-    f.salary_min = Some(30_000);
+    f.salary = SalaryRange::parse(Some(30_000), Some(40_000)).unwrap();
     let go = job(&store, acme.id, f).await;
     let mut f = job_fields("Rust engineer, closed");
     f.status = JobStatus::Closed;

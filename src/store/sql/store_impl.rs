@@ -1,6 +1,7 @@
 //! [`Store`]: accounts, companies, jobs and applications.
 
 use super::{D, Db, S, sql};
+use crate::domain::values::Email;
 use crate::domain::{Actor, ApplicationStatus, Conflict};
 use crate::store::dialect::{Dialect, constraint, job_terms};
 use crate::store::*;
@@ -62,16 +63,16 @@ type Query<'q> = sqlx::query::Query<'q, Db, <Db as sqlx::Database>::Arguments<'q
 /// Binds a job's fields in the order `JOB_INSERT` and `JOB_UPDATE` share.
 fn bind_job<'q>(query: Query<'q>, f: &'q JobFields, company: &str) -> Query<'q> {
     query
-        .bind(&f.title)
+        .bind(f.title.as_str())
         .bind(&f.description)
         .bind(&f.location)
         .bind(f.location.to_lowercase())
         .bind(f.remote)
-        .bind(f.salary_min)
-        .bind(f.salary_max)
+        .bind(f.salary.min())
+        .bind(f.salary.max())
         .bind(f.employment_type.as_str())
         .bind(f.status.as_str())
-        .bind(job_terms(&f.title, &f.description, company))
+        .bind(job_terms(f.title.as_str(), &f.description, company))
 }
 
 fn push_page(qb: &mut QueryBuilder<'_, Db>, order: &str, page: Page) {
@@ -120,8 +121,8 @@ impl Store for S {
 
     async fn create_user(&self, u: NewUser) -> StoreResult<UserRow> {
         let id: i64 = sqlx::query_scalar(sql::USER_INSERT)
-            .bind(&u.email)
-            .bind(&u.email_key)
+            .bind(u.email.as_str())
+            .bind(u.email.key())
             .bind(&u.name)
             .bind(u.role.as_str())
             .bind(&u.password_hash)
@@ -354,12 +355,12 @@ impl Store for S {
     async fn add_member(
         &self,
         company_id: i64,
-        email_key: &str,
+        email: &Email,
         idem: Idem<'_, ()>,
     ) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;
         let user: i64 = sqlx::query_scalar(sql::EMPLOYER_BY_EMAIL_KEY)
-            .bind(email_key)
+            .bind(email.key())
             .fetch_optional(&mut *tx)
             .await?
             .ok_or(StoreError::NotFound)?;
