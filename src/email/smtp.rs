@@ -397,56 +397,48 @@ mod tests {
         assert_eq!(count("RSET"), 1, "checked before its reuse: {seen:?}");
     }
 
-    #[tokio::test]
-    async fn smtp_never_reuses_a_session_whose_send_failed() {
-        let (port, seen) = scripted_server("250 test\r\n", First::Refuse).await;
-        let mailer = mailer(
-            &format!("smtp://127.0.0.1:{port}?tls=none"),
-            Duration::from_secs(5),
-        );
-        let err = mailer.send(&message()).await.expect_err("refused");
+    /// The first message fails as `first` says; the second must be sent, on a new connection.
+    /// Returns the commands of each connection.
+    async fn failure_then_success(first: First, timeout: Duration) -> Vec<Vec<String>> {
+        let (port, seen) = scripted_server("250 test\r\n", first).await;
+        let mailer = mailer(&format!("smtp://127.0.0.1:{port}?tls=none"), timeout);
+        let err = mailer.send(&message()).await.expect_err("first fails");
         assert!(matches!(err, SendError::Transient(_)), "{err:?}");
         mailer.send(&message()).await.expect("second sent");
         let seen = seen.lock().unwrap().clone();
-        assert_eq!(
-            seen.len(),
-            2,
-            "a fresh connection after the refusal: {seen:?}"
-        );
+        assert_eq!(seen.len(), 2, "a fresh connection for the second: {seen:?}");
+        seen
+    }
+
+    #[tokio::test]
+    async fn smtp_never_reuses_a_session_whose_send_failed() {
+        failure_then_success(First::Refuse, Duration::from_secs(5)).await;
     }
 
     #[tokio::test]
     async fn smtp_never_reuses_a_session_whose_send_timed_out() {
-        let (port, seen) = scripted_server("250 test\r\n", First::Stall).await;
-        let mailer = mailer(
-            &format!("smtp://127.0.0.1:{port}?tls=none"),
-            Duration::from_millis(300),
-        );
-        let err = mailer.send(&message()).await.expect_err("no answer");
-        assert!(matches!(err, SendError::Transient(_)), "{err:?}");
-        mailer.send(&message()).await.expect("second sent");
-        let seen = seen.lock().unwrap().clone();
-        assert_eq!(
-            seen.len(),
-            2,
-            "a fresh connection after the timeout: {seen:?}"
-        );
-        assert_eq!(
-            seen[0].iter().filter(|l| *l == "DATA").count(),
-            1,
-            "{seen:?}"
+        let seen = failure_then_success(First::Stall, Duration::from_millis(300)).await;
+        let data = seen[0].iter().filter(|l| *l == "DATA").count();
+        assert_eq!(data, 1, "{seen:?}");
+    }
+
+    /// A message sent through `url` must fail for now (so it is retried), not for good.
+    async fn fails_for_now(url: &str, why: &str) {
+        let sent = mailer(url, Duration::from_secs(5)).send(&message()).await;
+        assert!(
+            matches!(sent, Err(SendError::Transient(_))),
+            "{why}: {sent:?}"
         );
     }
 
     #[tokio::test]
     async fn smtp_requiring_tls_refuses_a_server_without_starttls() {
         let (port, _seen) = scripted_server("250 test\r\n", First::Accept).await;
-        let url = format!("smtp://127.0.0.1:{port}?tls=required");
-        let err = mailer(&url, Duration::from_secs(5))
-            .send(&message())
-            .await
-            .expect_err("no STARTTLS");
-        assert!(matches!(err, SendError::Transient(_)), "{err:?}");
+        fails_for_now(
+            &format!("smtp://127.0.0.1:{port}?tls=required"),
+            "no STARTTLS",
+        )
+        .await;
     }
 
     #[tokio::test]
@@ -456,11 +448,10 @@ mod tests {
             .local_addr()
             .unwrap()
             .port();
-        let url = format!("smtp://127.0.0.1:{port}?tls=none");
-        let err = mailer(&url, Duration::from_secs(5))
-            .send(&message())
-            .await
-            .expect_err("nobody listens");
-        assert!(matches!(err, SendError::Transient(_)), "{err:?}");
+        fails_for_now(
+            &format!("smtp://127.0.0.1:{port}?tls=none"),
+            "nobody listens",
+        )
+        .await;
     }
 }
