@@ -4,7 +4,6 @@ use std::process::ExitCode;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    bounded_heap();
     let cli = Cli::parse();
     let config = match Config::from_env() {
         Ok(c) => c,
@@ -24,15 +23,11 @@ async fn main() -> ExitCode {
     }
 }
 
-/// Every Argon2 hash allocates 19 MiB. glibc serves blocks that large with mmap, but after the
-/// first one is freed it raises its threshold and keeps later ones in its heaps: a burst of
-/// logins left the process above 1 GB. A fixed threshold keeps large blocks on mmap, so they go
-/// back to the system when freed.
-fn bounded_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets a parameter of glibc's allocator, under the allocator's own
-    // lock; nothing has allocated a large block yet.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
-    }
-}
+/// Every Argon2 hash allocates 19 MiB. glibc serves the first such block with mmap, but after
+/// it is freed raises its mmap threshold and keeps later ones in its heaps: a burst of
+/// registrations left the process above 1 GB. jemalloc serves blocks over its oversize threshold
+/// (8 MiB) from an arena of their own that it purges as soon as they are freed, so the memory
+/// goes back to the system after each hash.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

@@ -1,0 +1,246 @@
+//! Email: the message for a status change, and the mailers that send it (console, file, SMTP).
+//! Every message carries `Message-ID: <{event_id}@{EMAIL_FROM domain}>` and
+//! `X-Jobboard-Event-Id`, so a receiving system can recognise a repeat of the same event.
+
+use crate::config::{Config, EmailBackend};
+use crate::domain::ApplicationStatus;
+use crate::domain::mail::{EmailData, SendError};
+use anyhow::Context;
+use async_trait::async_trait;
+use lettre::Message;
+use lettre::message::header::{ContentType, Header, HeaderName, HeaderValue};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+mod smtp;
+pub use smtp::SmtpMailer;
+
+/// Sends one built message.
+#[async_trait]
+pub trait Mailer: Send + Sync + 'static {
+    fn kind(&self) -> &'static str;
+    async fn send(&self, message: &Message) -> Result<(), SendError>;
+}
+
+/// The `X-Jobboard-Event-Id` header.
+#[derive(Debug, Clone)]
+pub struct EventIdHeader(pub String);
+
+impl Header for EventIdHeader {
+    fn name() -> HeaderName {
+        HeaderName::new_from_ascii_str("X-Jobboard-Event-Id")
+    }
+
+    fn parse(s: &str) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(EventIdHeader(s.to_string()))
+    }
+
+    fn display(&self) -> HeaderValue {
+        HeaderValue::new(Self::name(), self.0.clone())
+    }
+}
+
+/// Who sends, and the domain of every Message-ID.
+#[derive(Debug, Clone)]
+pub struct Sender {
+    pub from: String,
+    pub domain: String,
+}
+
+impl Sender {
+    pub fn from_config(config: &Config) -> Sender {
+        let domain = config
+            .email_from
+            .rsplit_once('@')
+            .map(|(_, d)| d.to_string())
+            .unwrap_or_else(|| "localhost".to_string());
+        Sender {
+            from: config.email_from.clone(),
+            domain,
+        }
+    }
+}
+
+/// The email telling the candidate about a status change, rendered from current data.
+pub fn status_email(
+    sender: &Sender,
+    data: &EmailData,
+    event_id: &str,
+    old: ApplicationStatus,
+    new: ApplicationStatus,
+) -> anyhow::Result<Message> {
+    let subject = format!(
+        "Update on your application for {} at {}",
+        data.job_title, data.company
+    );
+    let body = if new == ApplicationStatus::Withdrawn {
+        format!(
+            "Hello {},\n\nThis confirms that you withdrew your application for {} at {} \
+             (it was {old}; it is now {new}).\n\n-- jobboard\n",
+            data.name, data.job_title, data.company
+        )
+    } else {
+        format!(
+            "Hello {},\n\nYour application for {} at {} has moved from {old} to {new}.\n\n-- jobboard\n",
+            data.name, data.job_title, data.company
+        )
+    };
+    let to = lettre::message::Mailbox::new(
+        Some(data.name.clone()),
+        data.email
+            .parse()
+            .with_context(|| format!("user {}'s address is not deliverable", data.candidate_id))?,
+    );
+    Message::builder()
+        .from(
+            sender
+                .from
+                .parse()
+                .context("EMAIL_FROM is not an address")?,
+        )
+        .to(to)
+        .subject(subject)
+        .message_id(Some(format!("<{event_id}@{}>", sender.domain)))
+        .header(EventIdHeader(event_id.to_string()))
+        .header(ContentType::TEXT_PLAIN)
+        .body(body)
+        .context("building the email")
+}
+
+/// Builds the mailer `EMAIL_BACKEND` names.
+pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Mailer>> {
+    let timeout = Duration::from_secs(config.email_send_timeout_secs);
+    Ok(match config.email_backend {
+        EmailBackend::Console => Arc::new(ConsoleMailer),
+        EmailBackend::File => Arc::new(FileMailer::new(config.email_file_dir.clone())?),
+        EmailBackend::Smtp => {
+            let url = config
+                .smtp_url
+                .as_ref()
+                .context("SMTP_URL is required with EMAIL_BACKEND=smtp")?;
+            Arc::new(SmtpMailer::from_url(
+                secrecy::ExposeSecret::expose_secret(url),
+                timeout,
+                config.worker_concurrency,
+            )?)
+        }
+    })
+}
+
+/// Prints each message to standard output: for development.
+pub struct ConsoleMailer;
+
+#[async_trait]
+impl Mailer for ConsoleMailer {
+    fn kind(&self) -> &'static str {
+        "console"
+    }
+
+    async fn send(&self, message: &Message) -> Result<(), SendError> {
+        let text = String::from_utf8_lossy(&message.formatted()).into_owned();
+        println!("----- email -----\n{}\n----- end -----", text.trim_end());
+        Ok(())
+    }
+}
+
+/// Writes one `.eml` file per sent message, atomically (a temporary file, then a rename).
+pub struct FileMailer {
+    dir: PathBuf,
+}
+
+impl FileMailer {
+    pub fn new(dir: PathBuf) -> anyhow::Result<FileMailer> {
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create EMAIL_FILE_DIR {}", dir.display()))?;
+        Ok(FileMailer { dir })
+    }
+}
+
+#[async_trait]
+impl Mailer for FileMailer {
+    fn kind(&self) -> &'static str {
+        "file"
+    }
+
+    async fn send(&self, message: &Message) -> Result<(), SendError> {
+        let event = message
+            .headers()
+            .get_raw("X-Jobboard-Event-Id")
+            .unwrap_or("message")
+            .to_string();
+        let unique = uuid::Uuid::new_v4().simple().to_string();
+        let tmp = self.dir.join(format!(".{event}-{unique}.tmp"));
+        let path = self.dir.join(format!("{event}-{unique}.eml"));
+        let bytes = message.formatted();
+        let io = |e: std::io::Error| SendError::Transient(format!("writing the email file: {e}"));
+        tokio::fs::write(&tmp, &bytes).await.map_err(io)?;
+        let file = tokio::fs::File::open(&tmp).await.map_err(io)?;
+        file.sync_all().await.map_err(io)?;
+        tokio::fs::rename(&tmp, &path).await.map_err(io)?;
+        Ok(())
+    }
+}
+
+/// Replaces anything that looks like an email address, for logs and dead-letter reasons.
+pub fn mask_addresses(text: &str) -> String {
+    text.split_inclusive(|c: char| c.is_whitespace() || c == '<' || c == '>' || c == ',')
+        .map(|part| {
+            let word = part
+                .trim_end_matches(|c: char| c.is_whitespace() || c == '<' || c == '>' || c == ',');
+            if word.contains('@') && word.len() > 2 {
+                part.replacen(word, "***@***", 1)
+            } else {
+                part.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data() -> EmailData {
+        EmailData {
+            candidate_id: 7,
+            email: "cody@mail.example".into(),
+            name: "Cody".into(),
+            job_title: "Rust Engineer".into(),
+            company: "Acme".into(),
+        }
+    }
+
+    #[test]
+    fn message_carries_event_headers() {
+        let m = message();
+        let text = String::from_utf8(m.formatted()).unwrap();
+        assert!(text.contains("Message-ID: <evt-1@acme.example>"), "{text}");
+        assert!(text.contains("X-Jobboard-Event-Id: evt-1"), "{text}");
+        assert!(
+            text.contains("Subject: Update on your application for Rust Engineer at Acme"),
+            "{text}"
+        );
+        let body = text.replace("=\r\n", "");
+        assert!(body.contains("from reviewing to interview"), "{text}");
+    }
+
+    /// A status-change message to Cody, as the worker builds it.
+    pub(super) fn message() -> Message {
+        let sender = Sender {
+            from: "jobs@acme.example".into(),
+            domain: "acme.example".into(),
+        };
+        let (from, to) = (ApplicationStatus::Reviewing, ApplicationStatus::Interview);
+        status_email(&sender, &data(), "evt-1", from, to).unwrap()
+    }
+
+    #[test]
+    fn addresses_are_masked() {
+        assert_eq!(
+            mask_addresses("550 mailbox <cody@mail.example> unknown"),
+            "550 mailbox <***@***> unknown"
+        );
+        assert_eq!(mask_addresses("no address here"), "no address here");
+    }
+}

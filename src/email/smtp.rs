@@ -1,0 +1,457 @@
+//! The SMTP mailer: a small pool of open sessions (connected, encrypted, logged in), reused from
+//! one message to the next, so a message costs one transaction rather than a TCP handshake,
+//! a TLS handshake, EHLO and AUTH.
+//!
+//! The sessions are ours rather than lettre's pooled transport because that transport opens its
+//! sockets itself, without `TCP_NODELAY`. lettre writes a message's body and its final `.`
+//! separately; with Nagle's algorithm that `.` waits for the body's acknowledgement, which the
+//! server delays (40 ms on Linux) because it has nothing to answer yet: every email would take
+//! 40 ms longer than it has to. Implicit TLS (`smtps://`) is the exception: lettre has to open
+//! that socket to wrap it before the greeting, so those sessions keep Nagle's algorithm.
+
+use super::{Mailer, mask_addresses};
+use crate::domain::mail::SendError;
+use anyhow::Context;
+use async_trait::async_trait;
+use lettre::Message;
+use lettre::transport::smtp::authentication::{Credentials, DEFAULT_MECHANISMS};
+use lettre::transport::smtp::client::{AsyncSmtpConnection, Tls, TlsParameters};
+use lettre::transport::smtp::commands::Rset;
+use lettre::transport::smtp::extension::ClientId;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Messages one session carries before it is closed and a fresh one opened, so that no session
+/// lives forever (servers limit them too, and a fresh one picks up a changed DNS record).
+const MAX_MESSAGES_PER_SESSION: u32 = 100;
+/// An idle session older than this is closed rather than reused: servers drop idle clients
+/// after a while (RFC 5321 asks them to wait 5 minutes, not all do).
+const MAX_IDLE: Duration = Duration::from_secs(60);
+/// How long the `RSET` that checks an idle session before its reuse may take; a session that
+/// does not answer in time is dropped and a fresh one opened, within the send's deadline.
+const RESET_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a retired session gets to say goodbye.
+const QUIT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Sends through an SMTP server (STARTTLS or implicit TLS), with a deadline per send.
+pub struct SmtpMailer {
+    host: String,
+    port: u16,
+    tls: Tls,
+    credentials: Option<Credentials>,
+    timeout: Duration,
+    hello: ClientId,
+    /// Sessions waiting for their next message, the most recently used last.
+    idle: Mutex<Vec<Session>>,
+    /// At most this many idle sessions are kept: as many as messages are sent at once.
+    max_idle: usize,
+}
+
+/// One open session and what it has done.
+struct Session {
+    conn: AsyncSmtpConnection,
+    sent: u32,
+    idle_since: Instant,
+}
+
+impl SmtpMailer {
+    /// `smtp://[user:pass@]host:port[?tls=opportunistic|required|none]` or `smtps://…`;
+    /// `connections` is how many messages are sent at once (the idle sessions kept).
+    pub fn from_url(raw: &str, timeout: Duration, connections: usize) -> anyhow::Result<Self> {
+        let url = url::Url::parse(raw).context("SMTP_URL is not a valid URL")?;
+        let host = url.host_str().context("SMTP_URL needs a host")?.to_string();
+        let implicit = url.scheme() == "smtps";
+        let mode = url
+            .query_pairs()
+            .find(|(k, _)| k == "tls")
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_else(|| "opportunistic".to_string());
+        let params = || TlsParameters::new(host.clone()).context("TLS parameters for SMTP_URL");
+        let tls = if implicit {
+            Tls::Wrapper(params()?)
+        } else {
+            match mode.as_str() {
+                "required" => Tls::Required(params()?),
+                "none" => Tls::None,
+                _ => Tls::Opportunistic(params()?),
+            }
+        };
+        let port = url.port().unwrap_or(if implicit { 465 } else { 587 });
+        let credentials = (!url.username().is_empty()).then(|| {
+            Credentials::new(
+                percent_decode(url.username()),
+                percent_decode(url.password().unwrap_or("")),
+            )
+        });
+        Ok(SmtpMailer {
+            host,
+            port,
+            tls,
+            credentials,
+            timeout,
+            hello: ClientId::default(),
+            idle: Mutex::new(Vec::new()),
+            max_idle: connections.max(1),
+        })
+    }
+
+    /// An idle session that still answers, or a new one.
+    async fn checkout(&self) -> Result<Session, SendError> {
+        while let Some(mut session) = self.take_idle() {
+            // Also clears anything a previous transaction could have left behind.
+            if let Ok(Ok(_)) = tokio::time::timeout(RESET_TIMEOUT, session.conn.command(Rset)).await
+            {
+                return Ok(session);
+            }
+        }
+        Ok(Session {
+            conn: self.open().await?,
+            sent: 0,
+            idle_since: Instant::now(),
+        })
+    }
+
+    /// The most recently used idle session that is young enough; older ones are closed.
+    fn take_idle(&self) -> Option<Session> {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        while let Some(session) = idle.pop() {
+            if !session.conn.has_broken() && session.idle_since.elapsed() < MAX_IDLE {
+                return Some(session);
+            }
+            retire(session);
+        }
+        None
+    }
+
+    /// Back to the pool after a message it carried was accepted; closed when it has carried
+    /// its share or the pool is full.
+    fn checkin(&self, mut session: Session) {
+        if session.sent >= MAX_MESSAGES_PER_SESSION || session.conn.has_broken() {
+            return retire(session);
+        }
+        session.idle_since = Instant::now();
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < self.max_idle {
+            idle.push(session);
+        } else {
+            drop(idle);
+            retire(session);
+        }
+    }
+
+    /// A new session: connected (with `TCP_NODELAY` unless the TLS wraps the socket from the
+    /// first byte), encrypted as `SMTP_URL` asks, logged in.
+    async fn open(&self) -> Result<AsyncSmtpConnection, SendError> {
+        let mut conn = match &self.tls {
+            Tls::Wrapper(params) => AsyncSmtpConnection::connect_tokio1(
+                (self.host.as_str(), self.port),
+                Some(self.timeout),
+                &self.hello,
+                Some(params.clone()),
+                None,
+            )
+            .await
+            .map_err(classify)?,
+            _ => {
+                let stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
+                    .await
+                    .map_err(|e| SendError::Transient(format!("connection error: {e}")))?;
+                let _ = stream.set_nodelay(true);
+                AsyncSmtpConnection::connect_with_transport(Box::new(stream), &self.hello)
+                    .await
+                    .map_err(classify)?
+            }
+        };
+        match &self.tls {
+            Tls::Opportunistic(params) if conn.can_starttls() => conn
+                .starttls(params.clone(), &self.hello)
+                .await
+                .map_err(classify)?,
+            Tls::Required(params) => conn
+                .starttls(params.clone(), &self.hello)
+                .await
+                .map_err(classify)?,
+            _ => {}
+        }
+        if let Some(c) = &self.credentials {
+            conn.auth(DEFAULT_MECHANISMS, c).await.map_err(classify)?;
+        }
+        Ok(conn)
+    }
+}
+
+/// Closes a session that is not going back to the pool, politely and without waiting for it.
+fn retire(mut session: Session) {
+    if session.conn.has_broken() {
+        return;
+    }
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(QUIT_TIMEOUT, session.conn.quit()).await;
+    });
+}
+
+/// 5xx: the server refuses for good. 4xx, connection trouble, timeouts: try again.
+fn classify(e: lettre::transport::smtp::Error) -> SendError {
+    if e.is_permanent() {
+        SendError::Permanent(mask_addresses(&e.to_string()))
+    } else {
+        SendError::Transient(mask_addresses(&e.to_string()))
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    // Userinfo is percent-encoded; unlike a form body, `+` is a plus sign.
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+#[async_trait]
+impl Mailer for SmtpMailer {
+    fn kind(&self) -> &'static str {
+        "smtp"
+    }
+
+    /// A session goes back to the pool only after the server accepted the message: one whose
+    /// send failed or ran out of time is dropped with the future that held it.
+    async fn send(&self, message: &Message) -> Result<(), SendError> {
+        let attempt = async {
+            let mut session = self.checkout().await?;
+            session
+                .conn
+                .send(message.envelope(), &message.formatted())
+                .await
+                .map_err(classify)?;
+            session.sent += 1;
+            Ok(session)
+        };
+        match tokio::time::timeout(self.timeout, attempt).await {
+            Ok(Ok(session)) => {
+                self.checkin(session);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(SendError::Transient(format!(
+                "SMTP send timed out after {}s",
+                self.timeout.as_secs_f64()
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::email::tests::message;
+    use std::sync::Arc;
+
+    #[test]
+    fn credentials_are_percent_decoded() {
+        assert_eq!(percent_decode("me+jobs%40x.com"), "me+jobs@x.com");
+        assert_eq!(percent_decode("p%2Fa+ss"), "p/a+ss");
+    }
+
+    /// What the scripted server does with the first message it receives (the later ones are
+    /// accepted).
+    #[derive(Clone, Copy)]
+    enum First {
+        Accept,
+        /// `451`: try again later.
+        Refuse,
+        /// No answer at all.
+        Stall,
+    }
+
+    /// The commands each connection received, one list per connection, in order of arrival.
+    type Seen = Arc<Mutex<Vec<Vec<String>>>>;
+
+    /// An SMTP server that advertises `ehlo` and answers every command with `250` (`354` for
+    /// DATA, `235` for AUTH), on as many connections as it is given; returns its port and the
+    /// commands it received. A command is noted before it is answered.
+    async fn scripted_server(ehlo: &'static str, first: First) -> (u16, Seen) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Seen::default();
+        let (all, messages) = (seen.clone(), Arc::new(Mutex::new(0_usize)));
+        tokio::spawn(async move {
+            while let Ok((conn, _)) = listener.accept().await {
+                let index = {
+                    let mut all = all.lock().unwrap();
+                    all.push(Vec::new());
+                    all.len() - 1
+                };
+                let (all, messages) = (all.clone(), messages.clone());
+                tokio::spawn(async move {
+                    let _ = session(
+                        conn,
+                        ehlo,
+                        first,
+                        |line| all.lock().unwrap()[index].push(line),
+                        move || {
+                            let mut n = messages.lock().unwrap();
+                            *n += 1;
+                            *n
+                        },
+                    )
+                    .await;
+                });
+            }
+        });
+        (port, seen)
+    }
+
+    async fn session(
+        conn: tokio::net::TcpStream,
+        ehlo: &'static str,
+        first: First,
+        note: impl Fn(String),
+        count: impl Fn() -> usize,
+    ) -> std::io::Result<()> {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        let (r, mut w) = conn.into_split();
+        let mut r = BufReader::new(r);
+        w.write_all(b"220 test\r\n").await?;
+        let mut line = String::new();
+        let mut in_data = false;
+        while r.read_line(&mut line).await? > 0 {
+            let reply: &[u8] = if in_data {
+                if line == ".\r\n" {
+                    in_data = false;
+                    match (count(), first) {
+                        (1, First::Refuse) => b"451 4.3.0 try again later\r\n",
+                        (1, First::Stall) => {
+                            std::future::pending::<()>().await;
+                            b""
+                        }
+                        _ => b"250 queued\r\n",
+                    }
+                } else {
+                    b""
+                }
+            } else {
+                note(line.trim_end().to_string());
+                match line.get(..4).unwrap_or("") {
+                    "EHLO" => ehlo.as_bytes(),
+                    "AUTH" => b"235 ok\r\n",
+                    "DATA" => {
+                        in_data = true;
+                        b"354 go on\r\n"
+                    }
+                    "QUIT" => {
+                        w.write_all(b"221 bye\r\n").await?;
+                        return Ok(());
+                    }
+                    _ => b"250 ok\r\n",
+                }
+            };
+            w.write_all(reply).await?;
+            line.clear();
+        }
+        Ok(())
+    }
+
+    fn mailer(url: &str, timeout: Duration) -> SmtpMailer {
+        SmtpMailer::from_url(url, timeout, 4).unwrap()
+    }
+
+    #[tokio::test]
+    async fn smtp_logs_in_with_decoded_credentials_and_sends() {
+        let ehlo = "250-test\r\n250 AUTH PLAIN LOGIN\r\n";
+        let (port, seen) = scripted_server(ehlo, First::Accept).await;
+        let url = format!("smtp://us%2Ber:p+ss@127.0.0.1:{port}?tls=opportunistic");
+        mailer(&url, Duration::from_secs(5))
+            .send(&message())
+            .await
+            .expect("sent");
+        let seen = seen.lock().unwrap()[0].clone();
+        let auth = seen
+            .iter()
+            .find(|l| l.starts_with("AUTH PLAIN"))
+            .expect("AUTH");
+        let token = auth.trim_start_matches("AUTH PLAIN ").trim();
+        let plain = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, token)
+            .expect("base64");
+        assert_eq!(plain, b"\0us+er\0p+ss");
+        assert!(
+            seen.iter()
+                .any(|l| l.starts_with("MAIL FROM:<jobs@acme.example>")),
+            "{seen:?}"
+        );
+        assert!(seen.iter().any(|l| l == "DATA"), "{seen:?}");
+    }
+
+    #[tokio::test]
+    async fn smtp_reuses_one_session_for_consecutive_messages() {
+        let ehlo = "250-test\r\n250 AUTH PLAIN LOGIN\r\n";
+        let (port, seen) = scripted_server(ehlo, First::Accept).await;
+        let url = format!("smtp://user:pass@127.0.0.1:{port}?tls=opportunistic");
+        let mailer = mailer(&url, Duration::from_secs(5));
+        mailer.send(&message()).await.expect("first sent");
+        mailer.send(&message()).await.expect("second sent");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1, "one connection: {seen:?}");
+        let count = |verb: &str| seen[0].iter().filter(|l| l.starts_with(verb)).count();
+        assert_eq!(count("EHLO"), 1, "{seen:?}");
+        assert_eq!(count("AUTH"), 1, "{seen:?}");
+        assert_eq!(count("DATA"), 2, "{seen:?}");
+        assert_eq!(count("RSET"), 1, "checked before its reuse: {seen:?}");
+    }
+
+    /// The first message fails as `first` says; the second must be sent, on a new connection.
+    /// Returns the commands of each connection.
+    async fn failure_then_success(first: First, timeout: Duration) -> Vec<Vec<String>> {
+        let (port, seen) = scripted_server("250 test\r\n", first).await;
+        let mailer = mailer(&format!("smtp://127.0.0.1:{port}?tls=none"), timeout);
+        let err = mailer.send(&message()).await.expect_err("first fails");
+        assert!(matches!(err, SendError::Transient(_)), "{err:?}");
+        mailer.send(&message()).await.expect("second sent");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2, "a fresh connection for the second: {seen:?}");
+        seen
+    }
+
+    #[tokio::test]
+    async fn smtp_never_reuses_a_session_whose_send_failed() {
+        failure_then_success(First::Refuse, Duration::from_secs(5)).await;
+    }
+
+    #[tokio::test]
+    async fn smtp_never_reuses_a_session_whose_send_timed_out() {
+        let seen = failure_then_success(First::Stall, Duration::from_millis(300)).await;
+        let data = seen[0].iter().filter(|l| *l == "DATA").count();
+        assert_eq!(data, 1, "{seen:?}");
+    }
+
+    /// A message sent through `url` must fail for now (so it is retried), not for good.
+    async fn fails_for_now(url: &str, why: &str) {
+        let sent = mailer(url, Duration::from_secs(5)).send(&message()).await;
+        assert!(
+            matches!(sent, Err(SendError::Transient(_))),
+            "{why}: {sent:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn smtp_requiring_tls_refuses_a_server_without_starttls() {
+        let (port, _seen) = scripted_server("250 test\r\n", First::Accept).await;
+        fails_for_now(
+            &format!("smtp://127.0.0.1:{port}?tls=required"),
+            "no STARTTLS",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn smtp_unreachable_is_temporary() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        fails_for_now(
+            &format!("smtp://127.0.0.1:{port}?tls=none"),
+            "nobody listens",
+        )
+        .await;
+    }
+}
