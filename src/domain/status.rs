@@ -153,7 +153,7 @@ mod tests {
         for (from, allowed) in table {
             for to in ApplicationStatus::ALL {
                 let got = from.check_move(to, Actor::Employer);
-                if to == from {
+                if to == from && !from.is_final() {
                     assert_eq!(got, Ok(false), "{from} -> {to}");
                 } else if allowed.contains(&to) {
                     assert_eq!(got, Ok(true), "{from} -> {to}");
@@ -178,9 +178,7 @@ mod tests {
     fn candidate_withdraws_from_any_non_final_status() {
         for from in ApplicationStatus::ALL {
             let got = from.check_move(Withdrawn, Actor::Candidate);
-            if from == Withdrawn {
-                assert_eq!(got, Ok(false));
-            } else if from.is_final() {
+            if from.is_final() {
                 assert!(got.is_err(), "{from} is final");
             } else {
                 assert_eq!(got, Ok(true));
@@ -204,6 +202,12 @@ mod tests {
         );
         let err = Hired.check_move(Rejected, Actor::Employer).unwrap_err();
         assert!(err.to_string().contains("final"));
+        // Setting a final status again is refused too: nothing changes a final application.
+        let err = Withdrawn
+            .check_move(Withdrawn, Actor::Candidate)
+            .unwrap_err();
+        assert!(err.to_string().contains("already withdrawn"), "{err}");
+        assert!(Hired.check_move(Hired, Actor::Employer).is_err());
     }
 
     #[test]

@@ -209,10 +209,13 @@ async fn workflow_and_events(app: TestApp) {
             .patch(&path, Some(&s.employer.token), json!({"status": next}))
             .await;
         assert_eq!(r.expect(200)["status"], next);
-        // Setting the current status again is 200 and emits nothing.
-        app.patch(&path, Some(&s.employer.token), json!({"status": next}))
-            .await
-            .expect(200);
+        // Setting the current status again is 200 and emits nothing (a final one is refused,
+        // below).
+        if next != "hired" {
+            app.patch(&path, Some(&s.employer.token), json!({"status": next}))
+                .await
+                .expect(200);
+        }
     }
     let history = app
         .get(&format!("{path}/history"), Some(&s.candidate.token))
@@ -251,7 +254,8 @@ async fn workflow_and_events(app: TestApp) {
             .await;
         assert_eq!(n, 1, "event {i}");
     }
-    // A final status allows no more moves, but re-setting it is still fine.
+    // A final status allows no more moves, setting it again included (CONTRACT §4: a final
+    // status answers 409); a retry that must be safe carries an Idempotency-Key.
     app.patch(
         &path,
         Some(&s.employer.token),
@@ -259,9 +263,14 @@ async fn workflow_and_events(app: TestApp) {
     )
     .await
     .expect_problem(409, "invalid-transition");
-    app.patch(&path, Some(&s.employer.token), json!({"status": "hired"}))
+    let detail = app
+        .patch(&path, Some(&s.employer.token), json!({"status": "hired"}))
         .await
-        .expect(200);
+        .expect_problem(409, "invalid-transition")["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(detail.contains("final"), "{detail}");
     assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 4);
 }
 
@@ -345,14 +354,14 @@ async fn withdraw_rules(app: TestApp) {
         )
         .await;
     assert_eq!(r.expect(200)["status"], "withdrawn");
-    // Again: the current status, so 200 and no event.
+    // Again: withdrawn is final, so 409 and no event.
     app.post(
         &format!("{path}/withdraw"),
         Some(&s.candidate.token),
         json!({}),
     )
     .await
-    .expect(200);
+    .expect_problem(409, "invalid-transition");
     assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 2);
     let history = app
         .get(&format!("{path}/history"), Some(&s.employer.token))

@@ -18,6 +18,7 @@ each_store!(
     records_go_with_their_user,
     auth_endpoints_ignore_the_header,
     status_change_retried_emits_one_event,
+    withdraw_retried_with_a_key_answers_200_again,
     a_request_that_lost_its_key_writes_nothing,
 );
 
@@ -531,6 +532,29 @@ async fn status_change_retried_emits_one_event(app: TestApp) {
             .filter(|m| m.text().contains("from submitted to reviewing"))
             .count(),
         1
+    );
+}
+
+/// A second withdraw is 409 (the status is final), but the retry of the first, with its key,
+/// answers what the first got.
+async fn withdraw_retried_with_a_key_answers_200_again(app: TestApp) {
+    let s = app.scenario().await;
+    let path = format!("/api/applications/{}/withdraw", s.application_id);
+    let first = send(&app, Method::POST, &path, &s.candidate.token, "w-1", None).await;
+    assert_eq!(first.expect(200)["status"], "withdrawn");
+    let retry = send(&app, Method::POST, &path, &s.candidate.token, "w-1", None).await;
+    retry.expect(200);
+    assert_eq!(retry.header("idempotent-replayed"), Some("true"));
+    assert_eq!(retry.text, first.text);
+    app.post(&path, Some(&s.candidate.token), json!({}))
+        .await
+        .expect_problem(409, "invalid-transition");
+    let other_key = send(&app, Method::POST, &path, &s.candidate.token, "w-2", None).await;
+    other_key.expect_problem(409, "invalid-transition");
+    assert_eq!(
+        app.scalar_i64("SELECT COUNT(*) FROM outbox").await,
+        1,
+        "one event for the one withdrawal"
     );
 }
 
