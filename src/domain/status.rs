@@ -34,7 +34,13 @@ pub struct TransitionError {
 
 impl fmt::Display for TransitionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.allowed.is_empty() {
+        if self.from == self.to && self.from.is_final() {
+            write!(
+                f,
+                "the application is already {}, a final status: nothing can change it",
+                self.from
+            )
+        } else if self.allowed.is_empty() {
             write!(
                 f,
                 "cannot move from {} to {}: {} is final, no move is allowed",
@@ -110,9 +116,10 @@ impl ApplicationStatus {
         }
     }
 
-    /// Checks a move. `Ok(false)` means the status is already `to`: nothing to do, no event.
+    /// Checks a move. `Ok(false)` means the status is already `to` (and not final): nothing to
+    /// do, no event. A final status refuses every move, setting it again included.
     pub fn check_move(self, to: ApplicationStatus, actor: Actor) -> Result<bool, TransitionError> {
-        if self == to {
+        if self == to && !self.is_final() {
             return Ok(false);
         }
         let allowed = self.allowed_moves(actor);

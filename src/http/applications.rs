@@ -234,7 +234,8 @@ async fn show(
 }
 
 /// Move an application through the workflow (company members). Each move emits one
-/// `application.status_changed` event; setting the current status again changes nothing.
+/// `application.status_changed` event; setting the current (non-final) status again changes
+/// nothing, and a final status refuses every move, itself included.
 #[utoipa::path(patch, path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     request_body = StatusIn,
     responses((status = 200, body = ApplicationOut), (status = 403, body = Problem), (status = 404, body = Problem),
