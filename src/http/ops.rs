@@ -113,8 +113,29 @@ pub(super) async fn docs() -> Html<&'static str> {
 pub struct WorkerState {
     pub store: std::sync::Arc<dyn crate::store::Store>,
     pub queue: std::sync::Arc<dyn crate::queue::Queue>,
+    /// The worker's own health flag (false while its receive loop cannot reach the queue or
+    /// the database, and once it stops).
+    pub healthy: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub metrics: PrometheusHandle,
     pub shutdown: tokio_util::sync::CancellationToken,
+}
+
+impl WorkerState {
+    /// The listener's state for a worker using `store` and `queue`, with its health flag.
+    pub fn new(
+        store: std::sync::Arc<dyn crate::store::Store>,
+        queue: std::sync::Arc<dyn crate::queue::Queue>,
+        healthy: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) -> WorkerState {
+        WorkerState {
+            store,
+            queue,
+            healthy,
+            metrics: crate::telemetry::metrics_handle(),
+            shutdown,
+        }
+    }
 }
 
 /// The worker's `/healthz`, `/readyz` (503 when its database or queue fails, or from the moment

@@ -78,12 +78,12 @@ async fn worker(config: Config) -> anyhow::Result<u8> {
     let listener = bind(config.worker_http_addr, "WORKER_HTTP_ADDR").await?;
     let store = open_store(&config, false).await?;
     let worker = Arc::new(build_worker(&config, store.clone()).await?);
-    let http_state = crate::http::ops::WorkerState {
+    let http_state = crate::http::ops::WorkerState::new(
         store,
-        queue: worker.queue().clone(),
-        metrics: crate::telemetry::metrics_handle(),
-        shutdown: shutdown.clone(),
-    };
+        worker.queue().clone(),
+        worker.healthy.clone(),
+        shutdown.clone(),
+    );
     tracing::info!(
         "worker health and metrics on http://{}",
         listener.local_addr()?

@@ -380,6 +380,104 @@ mod a_record_that_fails_after_the_send_is_retried_not_resent {
     }
 }
 
+/// A mailer whose first send panics (a bug in a handler), then sends for real.
+struct PanicsOnce {
+    inner: Arc<dyn jobboard::email::Mailer>,
+    calls: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl jobboard::email::Mailer for PanicsOnce {
+    fn kind(&self) -> &'static str {
+        "panics-once"
+    }
+    async fn send(&self, message: &lettre::Message) -> Result<(), SendError> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            panic!("a handler bug");
+        }
+        self.inner.send(message).await
+    }
+}
+
+/// The value of a counter in the process's metrics (0 before its first increment).
+fn counter(name: &str) -> f64 {
+    jobboard::telemetry::metrics_handle()
+        .render()
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// A handler task that panics is counted and logged (not silently dropped), the worker goes on
+/// handling, and the event is sent once when its message comes back.
+async fn a_panicking_handler_is_surfaced(h: Harness) {
+    let (_, event_id) = h.status_change().await;
+    let config = h.app.config(&[
+        ("EMAIL_BACKEND", "smtp"),
+        ("SMTP_URL", &h.smtp.url()),
+        ("CLAIM_MODE", "lease"),
+        ("VISIBILITY_TIMEOUT_SECS", "2"),
+        ("EMAIL_SEND_TIMEOUT_SECS", "1"),
+    ]);
+    let store = h.app.state.store.clone();
+    let queue = jobboard::run::build_queue(&config, store.clone())
+        .await
+        .unwrap();
+    let mailer = Arc::new(PanicsOnce {
+        inner: jobboard::email::from_config(&config).unwrap(),
+        calls: AtomicUsize::new(0),
+    });
+    let worker = Arc::new(jobboard::worker::Worker::new(
+        &config,
+        store,
+        queue,
+        mailer.clone(),
+    ));
+    let before = counter("worker_task_panics_total");
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let running = tokio::spawn(worker.clone().run(shutdown.clone()));
+    wait_until("the panic is counted", || async {
+        counter("worker_task_panics_total") > before
+    })
+    .await;
+    wait_until("the event is sent after its lease ends", || async {
+        h.smtp.count_for(&event_id) == 1
+    })
+    .await;
+    shutdown.cancel();
+    running.await.unwrap();
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+    assert_eq!(h.processed_status(&event_id).await.as_deref(), Some("done"));
+}
+
+/// The worker's `/readyz` answers 503 while the worker itself reports itself unhealthy, even
+/// when its database and queue answer a ping.
+async fn worker_readiness_follows_the_worker(h: Harness) {
+    let worker = h.worker().await;
+    let router = jobboard::http::ops::worker_router(jobboard::http::ops::WorkerState::new(
+        h.app.state.store.clone(),
+        worker.queue().clone(),
+        worker.healthy.clone(),
+        tokio_util::sync::CancellationToken::new(),
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/readyz", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let ready = |url: String| async move {
+        let r = reqwest::get(url).await.unwrap();
+        let code = r.status().as_u16();
+        (code, r.json::<serde_json::Value>().await.unwrap())
+    };
+    let (code, body) = ready(url.clone()).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["checks"]["worker"], "ok");
+    worker.healthy.store(false, Ordering::SeqCst);
+    let (code, body) = ready(url.clone()).await;
+    assert_eq!(code, 503, "{body}");
+    assert_eq!(body["checks"]["worker"], "unavailable");
+    assert_eq!(body["checks"]["database"], "ok");
+}
+
 mod a_batch_records_each_send_promptly {
     use crate::helpers::Backend;
     use crate::worker::Harness;
@@ -492,3 +590,27 @@ crate::each_store!(
     concurrent_copies_of_a_dead_event_leave_one_dead_letter,
     migrating_keeps_the_first_of_duplicate_dead_letters,
 );
+
+mod a_panicking_handler_is_surfaced {
+    use crate::helpers::Backend;
+    use crate::worker::Harness;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        super::a_panicking_handler_is_surfaced(Harness::new(Backend::Sqlite, "lease").await).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        let h = Harness::new(Backend::Postgres, "lease").await;
+        super::a_panicking_handler_is_surfaced(h).await
+    }
+}
+
+mod worker_readiness_follows_the_worker {
+    use crate::helpers::Backend;
+    use crate::worker::Harness;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        super::worker_readiness_follows_the_worker(Harness::new(Backend::Sqlite, "lease").await)
+            .await
+    }
+}

@@ -410,12 +410,12 @@ async fn worker_ready(h: &Harness, queue_url: Option<&str>) -> u16 {
         extra.push(("SQS_QUEUE_URL", u));
     }
     let worker = h.worker_with(&extra).await;
-    let router = jobboard::http::ops::worker_router(jobboard::http::ops::WorkerState {
-        store: h.app.state.store.clone(),
-        queue: worker.queue().clone(),
-        metrics: jobboard::telemetry::metrics_handle(),
-        shutdown: tokio_util::sync::CancellationToken::new(),
-    });
+    let router = jobboard::http::ops::worker_router(jobboard::http::ops::WorkerState::new(
+        h.app.state.store.clone(),
+        worker.queue().clone(),
+        worker.healthy.clone(),
+        tokio_util::sync::CancellationToken::new(),
+    ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/readyz", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, router).await });

@@ -784,12 +784,12 @@ async fn database_outage(h: Harness) {
             .unwrap(),
     );
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let ready = jobboard::http::ops::worker_router(jobboard::http::ops::WorkerState {
+    let ready = jobboard::http::ops::worker_router(jobboard::http::ops::WorkerState::new(
         store,
-        queue: worker.queue().clone(),
-        metrics: jobboard::telemetry::metrics_handle(),
-        shutdown: shutdown.clone(),
-    });
+        worker.queue().clone(),
+        worker.healthy.clone(),
+        shutdown.clone(),
+    ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let ready_url = format!("http://{}/readyz", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, ready).await });
