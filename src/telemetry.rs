@@ -15,6 +15,7 @@ pub const EVENT_HANDLE_DURATION_SECONDS: &str = "event_handle_duration_seconds";
 pub const EVENTS_RECLAIMED_TOTAL: &str = "events_reclaimed_total";
 pub const LEASES_LOST_TOTAL: &str = "leases_lost_total";
 pub const RECORD_RETRIES_TOTAL: &str = "record_retries_total";
+pub const WORKER_TASK_PANICS_TOTAL: &str = "worker_task_panics_total";
 pub const DEAD_LETTERS: &str = "dead_letters";
 pub const QUEUE_OLDEST_AGE_SECONDS: &str = "queue_oldest_age_seconds";
 pub const PROCESSED_EVENTS_DELETED_TOTAL: &str = "processed_events_deleted_total";
@@ -83,6 +84,11 @@ fn describe() {
     metrics::counter!(EVENTS_RECLAIMED_TOTAL).increment(0);
     metrics::counter!(PROCESSED_EVENTS_DELETED_TOTAL).increment(0);
     metrics::counter!(LEASES_LOST_TOTAL).increment(0);
+    metrics::counter!(WORKER_TASK_PANICS_TOTAL).increment(0);
+    metrics::describe_counter!(
+        WORKER_TASK_PANICS_TOTAL,
+        "Worker handler tasks that panicked (a bug); their messages are delivered again"
+    );
     metrics::describe_counter!(
         RECORD_RETRIES_TOTAL,
         "Records of accepted sends that needed retries, by result (recovered, gave_up)"

@@ -138,8 +138,8 @@ impl WorkerState {
     }
 }
 
-/// The worker's `/healthz`, `/readyz` (503 when its database or queue fails, or from the moment
-/// shutdown begins) and `/metrics`.
+/// The worker's `/healthz`, `/readyz` (503 when its database or queue fails, when the worker
+/// reports itself unhealthy, or from the moment shutdown begins) and `/metrics`.
 pub fn worker_router(state: WorkerState) -> axum::Router {
     Router::new()
         .route("/healthz", get(healthz))
@@ -154,9 +154,17 @@ pub fn worker_router(state: WorkerState) -> axum::Router {
 
 async fn worker_readyz(State(st): State<WorkerState>) -> Response {
     let (database, queue) = tokio::join!(check(st.store.ping()), check(st.queue.ping()));
-    let checks = json!({"database": database, "queue": queue, "queue_backend": st.queue.kind()});
+    // The receive loop's own view: it stops receiving while the queue or the database fails
+    // for it, and when it stops.
+    let worker = if st.healthy.load(std::sync::atomic::Ordering::SeqCst) {
+        "ok"
+    } else {
+        "unavailable"
+    };
+    let checks = json!({"database": database, "queue": queue, "queue_backend": st.queue.kind(),
+        "worker": worker});
     readiness(
-        database == "ok" && queue == "ok",
+        database == "ok" && queue == "ok" && worker == "ok",
         st.shutdown.is_cancelled(),
         checks,
     )

@@ -38,7 +38,9 @@ impl Worker {
         tracing::info!(queue = self.queue.kind(), mailer = self.mailer.kind(), concurrency = self.concurrency,
             mode = ?self.mode, "worker started");
         loop {
-            while tasks.try_join_next().is_some() {}
+            while let Some(done) = tasks.try_join_next() {
+                joined(done);
+            }
             let first = tokio::select! {
                 p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
                 _ = shutdown.cancelled() => break,
@@ -136,7 +138,9 @@ impl Worker {
         }
         self.healthy.store(false, Ordering::SeqCst);
         let finished = tokio::time::timeout(self.grace, async {
-            while tasks.join_next().await.is_some() {}
+            while let Some(done) = tasks.join_next().await {
+                joined(done);
+            }
         })
         .await
         .is_ok();
@@ -147,6 +151,7 @@ impl Worker {
             );
             tasks.abort_all();
         }
+        self.healthy.store(false, Ordering::SeqCst);
         tracing::info!(clean = finished, "worker stopped");
         finished
     }
@@ -158,5 +163,22 @@ impl Worker {
             tracing::error!(error = format!("{err:#}"), message_id = %m.id,
                 "could not handle a message; it will be delivered again");
         }
+    }
+}
+
+/// Reports a finished handler task: one that panicked is a bug someone must see. Its messages
+/// were neither acknowledged nor recorded, so they come back after their visibility timeout
+/// (and a claim it left is taken over when its lease ends).
+fn joined(done: Result<(), tokio::task::JoinError>) {
+    let Err(err) = done else { return };
+    if err.is_panic() {
+        let payload = err.into_panic();
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a non-text panic payload".to_string());
+        metrics::counter!(crate::telemetry::WORKER_TASK_PANICS_TOTAL).increment(1);
+        tracing::error!(panic = %what, "a handler task panicked; its messages will be delivered again");
     }
 }
