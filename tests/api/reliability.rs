@@ -478,6 +478,87 @@ async fn worker_readiness_follows_the_worker(h: Harness) {
     assert_eq!(body["checks"]["database"], "ok");
 }
 
+/// Failed logins with a huge, made-up email: each stored counter key stays small.
+async fn login_failure_keys_are_bounded(app: TestApp) {
+    let huge = format!("{}@example.com", "a".repeat(60_000));
+    app.post(
+        "/api/auth/token",
+        None,
+        json!({"email": huge, "password": "wrong passphrase"}),
+    )
+    .await
+    .expect_problem(401, "unauthorized");
+    let longest = app
+        .scalar_i64("SELECT CAST(MAX(LENGTH(key)) AS BIGINT) FROM auth_failures")
+        .await;
+    assert!(longest <= 300, "a {longest}-character key was stored");
+}
+
+/// A client that has hit its limit is refused without anything more being written: a flood of
+/// refused logins does not grow the database.
+async fn a_limited_client_writes_nothing_more(app: TestApp) {
+    for i in 0..50 {
+        app.post(
+            "/api/auth/token",
+            None,
+            json!({"email": format!("guess{i}@example.com"), "password": "wrong passphrase"}),
+        )
+        .await
+        .expect(401);
+    }
+    let rows = app.scalar_i64("SELECT COUNT(*) FROM auth_failures").await;
+    for i in 0..20 {
+        app.post(
+            "/api/auth/token",
+            None,
+            json!({"email": format!("more{i}@example.com"), "password": "wrong passphrase"}),
+        )
+        .await
+        .expect_problem(429, "rate-limited");
+    }
+    assert_eq!(
+        app.scalar_i64("SELECT COUNT(*) FROM auth_failures").await,
+        rows,
+        "refused attempts were stored"
+    );
+}
+
+/// Counters whose window has ended are deleted by the `cleanup` command (the worker's hourly
+/// upkeep runs the same code); the ones still counting stay.
+async fn expired_login_failures_are_cleaned_up(h: Harness) {
+    let u = h.app.user("candidate").await;
+    for email in [u.email.as_str(), "nobody@example.com"] {
+        h.app
+            .post(
+                "/api/auth/token",
+                None,
+                json!({"email": email, "password": "wrong passphrase"}),
+            )
+            .await
+            .expect(401);
+    }
+    let rows = h.app.scalar_i64("SELECT COUNT(*) FROM auth_failures").await;
+    assert!(rows > 0);
+    // The counters of the unknown email ended an hour ago.
+    h.app
+        .exec(
+            "UPDATE auth_failures SET window_start = window_start - 3600000 \
+             WHERE key LIKE '%nobody@example.com'",
+        )
+        .await;
+    let config = h.app.config(&[]);
+    let code = jobboard::run::run(Some(jobboard::cli::Command::Cleanup), config)
+        .await
+        .unwrap();
+    assert_eq!(code, 0);
+    assert_eq!(
+        h.app.scalar_i64("SELECT COUNT(*) FROM auth_failures").await,
+        rows - 1
+    );
+    // The limit still counts the live ones.
+    h.app.login(&u.email, &u.password).await;
+}
+
 mod a_batch_records_each_send_promptly {
     use crate::helpers::Backend;
     use crate::worker::Harness;
@@ -589,6 +670,8 @@ crate::each_store!(
     the_database_refuses_a_second_dead_letter_for_an_event,
     concurrent_copies_of_a_dead_event_leave_one_dead_letter,
     migrating_keeps_the_first_of_duplicate_dead_letters,
+    login_failure_keys_are_bounded,
+    a_limited_client_writes_nothing_more,
 );
 
 mod a_panicking_handler_is_surfaced {
@@ -612,5 +695,20 @@ mod worker_readiness_follows_the_worker {
     async fn sqlite() {
         super::worker_readiness_follows_the_worker(Harness::new(Backend::Sqlite, "lease").await)
             .await
+    }
+}
+
+mod expired_login_failures_are_cleaned_up {
+    use crate::helpers::Backend;
+    use crate::worker::Harness;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        super::expired_login_failures_are_cleaned_up(Harness::new(Backend::Sqlite, "lease").await)
+            .await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        let h = Harness::new(Backend::Postgres, "lease").await;
+        super::expired_login_failures_are_cleaned_up(h).await
     }
 }
