@@ -30,7 +30,8 @@ pub enum Command {
     Worker,
     /// Apply migrations and exit.
     Migrate,
-    /// Delete expired processed-event records and idempotency keys, print the counts, exit.
+    /// Delete expired processed-event records, idempotency keys and sign-in failure counters,
+    /// print the counts, exit.
     Cleanup,
     /// Inspect and act on dead letters.
     #[command(subcommand)]

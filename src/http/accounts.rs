@@ -7,7 +7,7 @@ use crate::auth;
 use crate::domain::values::{Email, NewPassword};
 use crate::domain::{Role, validate};
 use crate::http::AppState;
-use crate::store::{FailureKind, NewUser, StoreError, UserRow};
+use crate::store::{AUTH_FAILURE_WINDOW_MS, AuthCounters, AuthKeys, NewUser, StoreError, UserRow};
 use axum::extract::{ConnectInfo, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -20,7 +20,6 @@ use utoipa::ToSchema;
 /// Failed attempts allowed per email and per client address in the window.
 const FAILURES_PER_EMAIL: i64 = 10;
 const FAILURES_PER_ADDR: i64 = 50;
-const FAILURE_WINDOW_SECS: i64 = 15 * 60;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -95,6 +94,9 @@ impl JsonBody for PasswordIn {
     const FIELDS: &'static [&'static str] = &["current_password", "new_password"];
 }
 
+/// Counter keys longer than this (no real email address is) are stored as their SHA-256.
+const MAX_KEY_LEN: usize = 300;
+
 /// The failure counters a request is charged to: per email and per client address.
 struct Limits {
     email_key: String,
@@ -104,45 +106,62 @@ struct Limits {
 impl Limits {
     fn new(scope: &str, email: &str, addr: Option<SocketAddr>) -> Limits {
         Limits {
-            email_key: format!("{scope}:{}", validate::email_key(email)),
-            addr_key: format!("{scope}:{}", client_addr(addr)),
+            email_key: bounded(format!("{scope}:{}", validate::email_key(email))),
+            addr_key: bounded(format!("{scope}:{}", client_addr(addr))),
         }
     }
 
-    /// 429 with `Retry-After` while either counter is full.
-    /// `own_recorded`: this request's attempt is already among the records.
-    async fn check(&self, st: &AppState, own_recorded: bool) -> ApiResult<()> {
-        let now = Utc::now();
-        let since = now - chrono::Duration::seconds(FAILURE_WINDOW_SECS);
-        for (kind, key, max) in [
-            (FailureKind::Email, &self.email_key, FAILURES_PER_EMAIL),
-            (FailureKind::Addr, &self.addr_key, FAILURES_PER_ADDR),
-        ] {
-            if let Some(at) = st
-                .store
-                .nth_recent_auth_failure(kind, key, since, max + i64::from(own_recorded))
-                .await?
-            {
-                let free_at = at + chrono::Duration::seconds(FAILURE_WINDOW_SECS);
-                let wait = (free_at - now).num_seconds() + 1;
-                return Err(ApiError::too_many_requests(wait.max(1) as u64));
-            }
+    fn keys(&self) -> AuthKeys<'_> {
+        AuthKeys {
+            email: &self.email_key,
+            addr: &self.addr_key,
         }
-        Ok(())
     }
 
-    /// Records a failure against both counters; returns the records' ids.
-    async fn record(&self, st: &AppState) -> ApiResult<Vec<i64>> {
-        let now = crate::timefmt::now();
-        Ok(vec![
-            st.store
-                .record_auth_failure(FailureKind::Email, &self.email_key, now)
-                .await?,
-            st.store
-                .record_auth_failure(FailureKind::Addr, &self.addr_key, now)
-                .await?,
-        ])
+    /// 429 with `Retry-After` while either counter is full; reads only, so a refused client
+    /// writes nothing.
+    async fn check(&self, st: &AppState) -> ApiResult<()> {
+        let counters = st
+            .store
+            .auth_failures(self.keys(), AUTH_FAILURE_WINDOW_MS)
+            .await?;
+        refuse_over(&counters, 0)
     }
+
+    /// Counts a failure against both counters (one statement).
+    async fn record(&self, st: &AppState) -> ApiResult<AuthCounters> {
+        Ok(st
+            .store
+            .count_auth_failure(self.keys(), AUTH_FAILURE_WINDOW_MS)
+            .await?)
+    }
+}
+
+/// 429 when a counter holds more than its limit plus `own` (this request's attempt, when it is
+/// among the counted failures already).
+fn refuse_over(counters: &AuthCounters, own: i64) -> ApiResult<()> {
+    for (count, max) in [
+        (counters.email, FAILURES_PER_EMAIL),
+        (counters.addr, FAILURES_PER_ADDR),
+    ] {
+        if count.failures >= max + own {
+            let wait = count.remaining_ms.max(0) / 1000 + 1;
+            return Err(ApiError::too_many_requests(wait as u64));
+        }
+    }
+    Ok(())
+}
+
+/// `key`, or its SHA-256 when it is longer than any real one: what a client sends cannot make
+/// a stored key large.
+fn bounded(key: String) -> String {
+    if key.len() <= MAX_KEY_LEN {
+        return key;
+    }
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(key.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 /// Runs password hashing on the blocking pool, at most two per core at once: each Argon2 call
@@ -188,7 +207,7 @@ async fn register(
     };
     errors.into_result()?;
     let limits = Limits::new("register", email.as_str(), Some(addr));
-    limits.check(&st, false).await?;
+    limits.check(&st).await?;
     let password_hash = blocking(move || auth::hash_password(password.as_str())).await??;
     let user = NewUser {
         email,
@@ -220,10 +239,12 @@ async fn token(
 ) -> ApiResult<Json<TokenOut>> {
     let input: TokenIn = body.json(false)?;
     let limits = Limits::new("login", &input.email, Some(addr));
-    // The attempt counts before the password is checked, so that parallel guesses cannot all
-    // pass the limit; a right password takes its records back.
-    let attempt = limits.record(&st).await?;
-    limits.check(&st, true).await?;
+    // A full counter refuses at once, writing nothing. Otherwise the attempt counts before the
+    // password is checked, so that parallel guesses cannot all pass the limit (each sees its
+    // own count); a right password gives its failure back.
+    limits.check(&st).await?;
+    let counted = limits.record(&st).await?;
+    refuse_over(&counted, 1)?;
     let user = match st
         .store
         .user_by_email_key(&validate::email_key(&input.email))
@@ -242,10 +263,7 @@ async fn token(
     let ok = blocking(move || auth::verify_password(&password, &hash)).await?;
     match user {
         Some(u) if ok => {
-            st.store.delete_auth_failures(&attempt).await?;
-            st.store
-                .clear_auth_failures(FailureKind::Email, &limits.email_key)
-                .await?;
+            st.store.forgive_auth_failure(limits.keys()).await?;
             let access_token = st.tokens.issue(u.id, u.token_generation)?;
             Ok(Json(TokenOut {
                 access_token,

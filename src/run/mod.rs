@@ -25,9 +25,7 @@ pub async fn run(command: Option<Command>, config: Config) -> anyhow::Result<u8>
         Some(Command::Cleanup) => {
             let store = open_store(&config, false).await?;
             let worker = build_worker(&config, store.clone()).await?;
-            let events = worker.delete_expired().await?;
-            let keys = worker.delete_expired_keys().await?;
-            println!("deleted {events} processed-event records, {keys} idempotency keys");
+            println!("{}", worker.upkeep().await?);
             Ok(0)
         }
         Some(Command::Dlq(cmd)) => dlq(config, cmd).await,

@@ -253,20 +253,29 @@ pub struct Completion<'a, T> {
 /// An optional completion, passed to every write a client may retry with an `Idempotency-Key`.
 pub type Idem<'a, T> = Option<&'a Completion<'a, T>>;
 
-/// Which counter of failed logins a failure is charged to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureKind {
-    Email,
-    Addr,
+/// How long a sign-in failure counts: 15 minutes.
+pub const AUTH_FAILURE_WINDOW_MS: i64 = 15 * 60 * 1000;
+
+/// The keys of the two counters a sign-in's failures are charged to: its email's and its
+/// client address's.
+#[derive(Debug, Clone, Copy)]
+pub struct AuthKeys<'a> {
+    pub email: &'a str,
+    pub addr: &'a str,
 }
 
-impl FailureKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailureKind::Email => "email",
-            FailureKind::Addr => "addr",
-        }
-    }
+/// One failure counter: the failures of its current window and the ms until that window ends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FailureCount {
+    pub failures: i64,
+    pub remaining_ms: i64,
+}
+
+/// Both counters of a sign-in; one with no failures in a live window is the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AuthCounters {
+    pub email: FailureCount,
+    pub addr: FailureCount,
 }
 
 /// Every use case the application needs from its database.
@@ -294,24 +303,20 @@ pub trait Store: EventStore + IdempotencyStore + Send + Sync + 'static {
     ) -> StoreResult<()>;
     /// Deletes the user with their applications and memberships.
     async fn delete_user(&self, user_id: i64) -> StoreResult<()>;
-    /// Records a failed attempt; returns its id.
-    async fn record_auth_failure(
+    /// The failures counted against `keys` in windows that have not ended (`window_ms` long).
+    async fn auth_failures(&self, keys: AuthKeys<'_>, window_ms: i64) -> StoreResult<AuthCounters>;
+    /// Counts one failure against both counters, at once and atomically, and returns the new
+    /// counts; a counter whose window has ended starts a new one.
+    async fn count_auth_failure(
         &self,
-        kind: FailureKind,
-        key: &str,
-        at: DateTime<Utc>,
-    ) -> StoreResult<i64>;
-    /// Forgets recorded attempts (a login that turned out right).
-    async fn delete_auth_failures(&self, ids: &[i64]) -> StoreResult<()>;
-    /// The time of the `n`-th most recent failure after `since`, if there are that many.
-    async fn nth_recent_auth_failure(
-        &self,
-        kind: FailureKind,
-        key: &str,
-        since: DateTime<Utc>,
-        n: i64,
-    ) -> StoreResult<Option<DateTime<Utc>>>;
-    async fn clear_auth_failures(&self, kind: FailureKind, key: &str) -> StoreResult<()>;
+        keys: AuthKeys<'_>,
+        window_ms: i64,
+    ) -> StoreResult<AuthCounters>;
+    /// A sign-in that turned out right: the email's counter is cleared and the address's
+    /// gives back the one failure this attempt counted.
+    async fn forgive_auth_failure(&self, keys: AuthKeys<'_>) -> StoreResult<()>;
+    /// Deletes up to `limit` counters whose window (`window_ms` long) has ended.
+    async fn delete_expired_auth_failures(&self, window_ms: i64, limit: i64) -> StoreResult<u64>;
 
     // Companies
     /// Creates the company with `owner` as its first member.

@@ -1,4 +1,5 @@
-//! Upkeep: retention of processed events and idempotency keys, and the queue gauges.
+//! Upkeep: retention of processed events, idempotency keys and sign-in failure counters, and
+//! the queue gauges.
 
 use super::Worker;
 use crate::telemetry as t;
@@ -44,15 +45,41 @@ impl Worker {
         }
     }
 
+    /// Deletes the sign-in failure counters whose window has ended, in bounded batches.
+    pub async fn delete_expired_auth_failures(&self) -> anyhow::Result<u64> {
+        let mut total = 0;
+        loop {
+            let n = self
+                .store
+                .delete_expired_auth_failures(crate::store::AUTH_FAILURE_WINDOW_MS, RETENTION_BATCH)
+                .await?;
+            total += n;
+            if n < RETENTION_BATCH as u64 {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Everything the hourly upkeep deletes: expired processed-event records, idempotency keys
+    /// and sign-in failure counters (the `cleanup` command runs this too).
+    pub async fn upkeep(&self) -> anyhow::Result<Upkept> {
+        Ok(Upkept {
+            events: self.delete_expired().await?,
+            keys: self.delete_expired_keys().await?,
+            auth_failures: self.delete_expired_auth_failures().await?,
+        })
+    }
+
     /// Hourly retention and queue gauges every 15 s, until `shutdown`.
     pub async fn maintain(self: Arc<Self>, shutdown: CancellationToken) {
         let mut hourly = tokio::time::interval(Duration::from_secs(3600));
         let mut gauges = tokio::time::interval(Duration::from_secs(15));
         loop {
             tokio::select! {
-                _ = hourly.tick() => match (self.delete_expired().await, self.delete_expired_keys().await) {
-                    (Ok(n), Ok(k)) => tracing::info!(deleted = n, keys = k, "deleted {n} expired processed-event records, {k} idempotency keys"),
-                    (Err(e), _) | (_, Err(e)) => tracing::warn!(error = format!("{e:#}"), "retention cleanup failed; will try again"),
+                _ = hourly.tick() => match self.upkeep().await {
+                    Ok(done) => tracing::info!(deleted = done.events, keys = done.keys,
+                        auth_failures = done.auth_failures, "{done}"),
+                    Err(e) => tracing::warn!(error = format!("{e:#}"), "retention cleanup failed; will try again"),
                 },
                 _ = gauges.tick() => {
                     if let Ok((pending, oldest, dead)) = self.queue.stats().await {
@@ -67,5 +94,23 @@ impl Worker {
                 _ = shutdown.cancelled() => return,
             }
         }
+    }
+}
+
+/// What one upkeep deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Upkept {
+    pub events: u64,
+    pub keys: u64,
+    pub auth_failures: u64,
+}
+
+impl std::fmt::Display for Upkept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "deleted {} processed-event records, {} idempotency keys, {} expired sign-in failure counters",
+            self.events, self.keys, self.auth_failures
+        )
     }
 }

@@ -167,7 +167,7 @@ async fn cleanup_command_prints_what_it_deleted() {
     assert_eq!(code, 0);
     assert_eq!(
         out.trim(),
-        "deleted 1 processed-event records, 0 idempotency keys"
+        "deleted 1 processed-event records, 0 idempotency keys, 0 expired sign-in failure counters"
     );
     assert_eq!(
         h.app

@@ -2,7 +2,7 @@
 
 use crate::harness::*;
 use jobboard::domain::{Conflict, Role};
-use jobboard::store::{ApplicationViewer, FailureKind, Page, Store};
+use jobboard::store::{ApplicationViewer, AuthCounters, AuthKeys, Page, Store};
 use std::sync::Arc;
 
 crate::each_backend!(
@@ -114,73 +114,75 @@ async fn delete_user_takes_applications_and_memberships(store: Arc<dyn Store>) {
 }
 
 async fn auth_failures_are_counted_per_kind_and_key(store: Arc<dyn Store>) {
-    let base = jobboard::timefmt::now();
-    let at = |s: i64| base - chrono::Duration::seconds(s);
-    let mut ids = Vec::new();
-    for s in [30, 20, 10] {
-        ids.push(
-            store
-                .record_auth_failure(FailureKind::Email, "ann@example.com", at(s))
-                .await
-                .expect("record"),
-        );
+    let minute = 60_000;
+    let ann = AuthKeys {
+        email: "login:ann@example.com",
+        addr: "login:10.0.0.1",
+    };
+    let bob = AuthKeys {
+        email: "login:bob@example.com",
+        addr: "login:10.0.0.1",
+    };
+    let count = |keys: AuthKeys<'static>, window| {
+        let store = store.clone();
+        async move { store.count_auth_failure(keys, window).await.expect("count") }
+    };
+    let read = |keys: AuthKeys<'static>, window| {
+        let store = store.clone();
+        async move { store.auth_failures(keys, window).await.expect("read") }
+    };
+    for n in 1..=3 {
+        let c = count(ann, minute).await;
+        assert_eq!((c.email.failures, c.addr.failures), (n, n));
     }
-    assert!(ids[0] < ids[1] && ids[1] < ids[2], "{ids:?}");
-    // Other counters that must not be mixed in.
-    store
-        .record_auth_failure(FailureKind::Addr, "ann@example.com", at(5))
-        .await
-        .unwrap();
-    store
-        .record_auth_failure(FailureKind::Email, "bob@example.com", at(5))
-        .await
-        .unwrap();
+    // Bob shares Ann's address: his email counter is his own, the address's is shared.
+    let c = count(bob, minute).await;
+    assert_eq!((c.email.failures, c.addr.failures), (1, 4));
+    let c = read(ann, minute).await;
+    assert_eq!((c.email.failures, c.addr.failures), (3, 4));
+    assert!(
+        (1..=minute).contains(&c.email.remaining_ms),
+        "{}",
+        c.email.remaining_ms
+    );
+    // A window that has ended counts nothing, and the next failure starts a new one.
+    assert_eq!(read(ann, 0).await, AuthCounters::default());
+    let c = count(bob, 0).await;
+    assert_eq!((c.email.failures, c.addr.failures), (1, 1));
+    let c = count(bob, minute).await;
+    assert_eq!((c.email.failures, c.addr.failures), (2, 2));
 
-    let nth = |n, since| {
+    // A right password clears its email's counter and gives back its own failure.
+    store.forgive_auth_failure(ann).await.expect("forgive");
+    let c = read(ann, minute).await;
+    assert_eq!((c.email.failures, c.addr.failures), (0, 1));
+    assert_eq!(read(bob, minute).await.email.failures, 2);
+
+    // Concurrent failures each see their own count.
+    let carl = AuthKeys {
+        email: "login:carl@example.com",
+        addr: "login:10.0.0.2",
+    };
+    let mut seen: Vec<i64> = futures::future::join_all((0..20).map(|_| count(carl, minute)))
+        .await
+        .into_iter()
+        .map(|c| c.email.failures)
+        .collect();
+    seen.sort();
+    assert_eq!(seen, (1..=20).collect::<Vec<i64>>());
+
+    // Rows: the shared address, Bob's email, Carl's email and address.
+    let expired = |window, limit| {
         let store = store.clone();
         async move {
             store
-                .nth_recent_auth_failure(FailureKind::Email, "ann@example.com", since, n)
+                .delete_expired_auth_failures(window, limit)
                 .await
-                .expect("nth")
+                .expect("delete")
         }
     };
-    let long_ago = at(3600);
-    assert_eq!(nth(1, long_ago).await, Some(at(10)));
-    assert_eq!(nth(2, long_ago).await, Some(at(20)));
-    assert_eq!(nth(3, long_ago).await, Some(at(30)));
-    assert_eq!(nth(4, long_ago).await, None);
-    // Only failures after `since` count, and `since` itself is not after.
-    assert_eq!(nth(2, at(25)).await, Some(at(20)));
-    assert_eq!(nth(3, at(25)).await, None);
-    assert_eq!(nth(1, at(20)).await, Some(at(10)));
-    assert_eq!(nth(2, at(20)).await, None);
-
-    store.delete_auth_failures(&ids[1..]).await.expect("delete");
-    assert_eq!(nth(1, long_ago).await, Some(at(30)));
-    assert_eq!(nth(2, long_ago).await, None);
-    store
-        .delete_auth_failures(&[])
-        .await
-        .expect("nothing to delete");
-
-    store
-        .clear_auth_failures(FailureKind::Email, "ann@example.com")
-        .await
-        .expect("clear");
-    assert_eq!(nth(1, long_ago).await, None);
-    // The other kind and the other key keep theirs.
-    for (kind, key) in [
-        (FailureKind::Addr, "ann@example.com"),
-        (FailureKind::Email, "bob@example.com"),
-    ] {
-        assert_eq!(
-            store
-                .nth_recent_auth_failure(kind, key, long_ago, 1)
-                .await
-                .unwrap(),
-            Some(at(5)),
-            "{kind:?} {key}"
-        );
-    }
+    assert_eq!(expired(minute, 100).await, 0, "all still counting");
+    assert_eq!(expired(0, 3).await, 3, "a bounded batch");
+    assert_eq!(expired(0, 100).await, 1);
+    assert_eq!(read(carl, minute).await, AuthCounters::default());
 }

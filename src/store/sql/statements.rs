@@ -20,12 +20,51 @@ pub const USER_INSERT: &str = "INSERT INTO users (email, email_key, name, role, 
 pub const USER_SET_PASSWORD: &str = "UPDATE users SET password_hash = $1, \
      token_generation = token_generation + 1 WHERE id = $2";
 pub const USER_DELETE: &str = "DELETE FROM users WHERE id = $1";
-pub const AUTH_FAILURE_INSERT: &str =
-    "INSERT INTO auth_failures (kind, key, at) VALUES ($1, $2, $3) RETURNING id";
-pub const AUTH_FAILURE_DELETE: &str = "DELETE FROM auth_failures WHERE id = $1";
-pub const AUTH_FAILURE_NTH: &str = "SELECT at FROM auth_failures WHERE kind = $1 AND key = $2 \
-     AND at > $3 ORDER BY at DESC LIMIT 1 OFFSET $4";
-pub const AUTH_FAILURE_CLEAR: &str = "DELETE FROM auth_failures WHERE kind = $1 AND key = $2";
+/// What `AUTH_FAILURES_*` return per counter: its kind, the failures of its current window and
+/// the ms until that window ends. `$1` the email counter's key, `$2` the address's, `$3` the
+/// window in ms.
+const AUTH_COUNTER: &str = concatcp!(
+    "kind, failures, window_start + $3 - ",
+    NOW,
+    " AS remaining_ms"
+);
+pub const AUTH_FAILURES_READ: &str = concatcp!(
+    "SELECT ",
+    AUTH_COUNTER,
+    " FROM auth_failures WHERE ((kind = 'email' AND key = $1) OR (kind = 'addr' AND key = $2)) \
+     AND window_start > ",
+    NOW,
+    " - $3"
+);
+/// Counts one failure against both counters in one statement (one write lock on SQLite); a
+/// counter whose window has ended starts a new one. Concurrent failures each see their own count.
+pub const AUTH_FAILURES_COUNT: &str = concatcp!(
+    "INSERT INTO auth_failures (kind, key, window_start, failures) VALUES ('email', $1, ",
+    NOW,
+    ", 1), ('addr', $2, ",
+    NOW,
+    ", 1) ON CONFLICT (kind, key) DO UPDATE SET \
+     failures = CASE WHEN auth_failures.window_start <= ",
+    NOW,
+    " - $3 THEN 1 ELSE auth_failures.failures + 1 END, \
+     window_start = CASE WHEN auth_failures.window_start <= ",
+    NOW,
+    " - $3 THEN ",
+    NOW,
+    " ELSE auth_failures.window_start END RETURNING ",
+    AUTH_COUNTER
+);
+/// A right password: its email's counter goes, and its own failure leaves the address's.
+pub const AUTH_FAILURES_FORGIVE_EMAIL: &str =
+    "DELETE FROM auth_failures WHERE kind = 'email' AND key = $1";
+pub const AUTH_FAILURES_FORGIVE_ADDR: &str = "UPDATE auth_failures SET failures = failures - 1 \
+     WHERE kind = 'addr' AND key = $1 AND failures > 0";
+pub const AUTH_FAILURES_EXPIRED_DELETE: &str = concatcp!(
+    "DELETE FROM auth_failures WHERE (kind, key) IN (SELECT kind, key FROM auth_failures \
+     WHERE window_start <= ",
+    NOW,
+    " - $1 LIMIT $2)"
+);
 
 // Companies
 

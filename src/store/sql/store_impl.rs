@@ -178,53 +178,51 @@ impl Store for S {
         Ok(())
     }
 
-    async fn record_auth_failure(
-        &self,
-        kind: FailureKind,
-        key: &str,
-        at: DateTime<Utc>,
-    ) -> StoreResult<i64> {
-        Ok(sqlx::query_scalar(sql::AUTH_FAILURE_INSERT)
-            .bind(kind.as_str())
-            .bind(key)
-            .bind(at)
-            .fetch_one(&self.pool)
-            .await?)
+    async fn auth_failures(&self, keys: AuthKeys<'_>, window_ms: i64) -> StoreResult<AuthCounters> {
+        let rows = sqlx::query_as(sql::AUTH_FAILURES_READ)
+            .bind(keys.email)
+            .bind(keys.addr)
+            .bind(window_ms)
+            .fetch_all(&self.pool)
+            .await?;
+        counters(rows)
     }
 
-    async fn delete_auth_failures(&self, ids: &[i64]) -> StoreResult<()> {
-        for id in ids {
-            sqlx::query(sql::AUTH_FAILURE_DELETE)
-                .bind(id)
-                .execute(&self.pool)
-                .await?;
-        }
+    async fn count_auth_failure(
+        &self,
+        keys: AuthKeys<'_>,
+        window_ms: i64,
+    ) -> StoreResult<AuthCounters> {
+        let rows = sqlx::query_as(sql::AUTH_FAILURES_COUNT)
+            .bind(keys.email)
+            .bind(keys.addr)
+            .bind(window_ms)
+            .fetch_all(&self.pool)
+            .await?;
+        counters(rows)
+    }
+
+    async fn forgive_auth_failure(&self, keys: AuthKeys<'_>) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query(sql::AUTH_FAILURES_FORGIVE_EMAIL)
+            .bind(keys.email)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(sql::AUTH_FAILURES_FORGIVE_ADDR)
+            .bind(keys.addr)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
         Ok(())
     }
 
-    async fn nth_recent_auth_failure(
-        &self,
-        kind: FailureKind,
-        key: &str,
-        since: DateTime<Utc>,
-        n: i64,
-    ) -> StoreResult<Option<DateTime<Utc>>> {
-        Ok(sqlx::query_scalar(sql::AUTH_FAILURE_NTH)
-            .bind(kind.as_str())
-            .bind(key)
-            .bind(since)
-            .bind(n - 1)
-            .fetch_optional(&self.pool)
-            .await?)
-    }
-
-    async fn clear_auth_failures(&self, kind: FailureKind, key: &str) -> StoreResult<()> {
-        sqlx::query(sql::AUTH_FAILURE_CLEAR)
-            .bind(kind.as_str())
-            .bind(key)
+    async fn delete_expired_auth_failures(&self, window_ms: i64, limit: i64) -> StoreResult<u64> {
+        let done = sqlx::query(sql::AUTH_FAILURES_EXPIRED_DELETE)
+            .bind(window_ms)
+            .bind(limit)
             .execute(&self.pool)
             .await?;
-        Ok(())
+        Ok(done.rows_affected())
     }
 
     async fn create_company(
@@ -606,4 +604,26 @@ impl Store for S {
             .fetch_all(&self.pool)
             .await?)
     }
+}
+
+/// The counters in `(kind, failures, remaining_ms)` rows; a kind the schema does not allow is
+/// an error, never silently dropped.
+fn counters(rows: Vec<(String, i64, i64)>) -> StoreResult<AuthCounters> {
+    let mut out = AuthCounters::default();
+    for (kind, failures, remaining_ms) in rows {
+        let count = FailureCount {
+            failures,
+            remaining_ms,
+        };
+        match kind.as_str() {
+            "email" => out.email = count,
+            "addr" => out.addr = count,
+            _ => {
+                return Err(StoreError::Other(anyhow::anyhow!(
+                    "unknown auth failure counter kind {kind:?}"
+                )));
+            }
+        }
+    }
+    Ok(out)
 }
