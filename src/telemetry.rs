@@ -16,6 +16,7 @@ pub const EVENTS_RECLAIMED_TOTAL: &str = "events_reclaimed_total";
 pub const LEASES_LOST_TOTAL: &str = "leases_lost_total";
 pub const RECORD_RETRIES_TOTAL: &str = "record_retries_total";
 pub const WORKER_TASK_PANICS_TOTAL: &str = "worker_task_panics_total";
+pub const PASSWORD_HASHES_RUNNING: &str = "password_hashes_running";
 pub const DEAD_LETTERS: &str = "dead_letters";
 pub const QUEUE_OLDEST_AGE_SECONDS: &str = "queue_oldest_age_seconds";
 pub const PROCESSED_EVENTS_DELETED_TOTAL: &str = "processed_events_deleted_total";
@@ -85,6 +86,11 @@ fn describe() {
     metrics::counter!(PROCESSED_EVENTS_DELETED_TOTAL).increment(0);
     metrics::counter!(LEASES_LOST_TOTAL).increment(0);
     metrics::counter!(WORKER_TASK_PANICS_TOTAL).increment(0);
+    metrics::gauge!(PASSWORD_HASHES_RUNNING).set(0.0);
+    metrics::describe_gauge!(
+        PASSWORD_HASHES_RUNNING,
+        "Argon2 password hashes and checks running now (at most two per core)"
+    );
     metrics::describe_counter!(
         WORKER_TASK_PANICS_TOTAL,
         "Worker handler tasks that panicked (a bug); their messages are delivered again"

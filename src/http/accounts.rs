@@ -178,9 +178,28 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
         .acquire()
         .await
         .map_err(|e| ApiError::internal(anyhow::anyhow!("hashing limiter closed: {e}")))?;
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::internal(anyhow::anyhow!("blocking task failed: {e}")))
+    tokio::task::spawn_blocking(move || {
+        let _running = Running::start();
+        f()
+    })
+    .await
+    .map_err(|e| ApiError::internal(anyhow::anyhow!("blocking task failed: {e}")))
+}
+
+/// Counts a password hash in `password_hashes_running` while it runs (on the blocking pool).
+struct Running;
+
+impl Running {
+    fn start() -> Running {
+        metrics::gauge!(crate::telemetry::PASSWORD_HASHES_RUNNING).increment(1.0);
+        Running
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        metrics::gauge!(crate::telemetry::PASSWORD_HASHES_RUNNING).decrement(1.0);
+    }
 }
 
 /// Register a candidate or employer account.
