@@ -559,6 +559,96 @@ async fn expired_login_failures_are_cleaned_up(h: Harness) {
     h.app.login(&u.email, &u.password).await;
 }
 
+/// The Argon2 hashes running now, as the process's metrics report them.
+fn hashes_running() -> f64 {
+    counter("password_hashes_running")
+}
+
+/// Requests dropped by their client mid-hash (connect, send, disconnect) keep their place in
+/// the hashing limit until their hash ends: no flood runs more hashes at once than the limit.
+async fn cancelled_requests_keep_the_hashing_limit(app: TestApp) {
+    let limit = (2 * std::thread::available_parallelism().map_or(2, |n| n.get())) as f64;
+    let most = Arc::new(std::sync::Mutex::new(0.0f64));
+    let done = tokio_util::sync::CancellationToken::new();
+    let sampler = {
+        let (most, done) = (most.clone(), done.clone());
+        tokio::spawn(async move {
+            while !done.is_cancelled() {
+                let now = hashes_running();
+                {
+                    let mut m = most.lock().unwrap();
+                    *m = m.max(now);
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+    };
+    let url = app.url("/api/auth/token");
+    // Clients that give up after 10 to 205 ms, some before their hash starts, most during it;
+    // every tenth waits for its answer.
+    let flood = (0..40u64).map(|i| {
+        let (client, url) = (app.client.clone(), url.clone());
+        async move {
+            let body = json!({"email": format!("flood{i}@example.com"), "password": "guess"});
+            let mut send = client.post(url).json(&body);
+            if i % 10 != 0 {
+                send = send.timeout(Duration::from_millis(10 + 5 * i));
+            }
+            let _ = send.send().await;
+        }
+    });
+    futures::future::join_all(flood).await;
+    wait_until("the hashes end", || async { hashes_running() == 0.0 }).await;
+    done.cancel();
+    sampler.await.unwrap();
+    let most = *most.lock().unwrap();
+    assert!(most > 0.0, "no hash was seen running");
+    assert!(
+        most <= limit,
+        "{most} hashes ran at once; the limit is {limit}"
+    );
+}
+
+/// Registering a taken email is a failure that counts before the password is hashed, as for
+/// logins: parallel attempts cannot all pass the limit.
+async fn parallel_registrations_of_a_taken_email_are_limited(app: TestApp) {
+    let u = app.user("candidate").await;
+    let attempts = (0..25).map(|_| {
+        app.post(
+            "/api/auth/register",
+            None,
+            json!({"email": u.email, "password": "another long passphrase", "name": "Eve", "role": "candidate"}),
+        )
+    });
+    let answers = futures::future::join_all(attempts).await;
+    let taken = answers.iter().filter(|r| r.status == 409).count();
+    let limited = answers.iter().filter(|r| r.status == 429).count();
+    assert_eq!(taken + limited, 25);
+    assert!(taken <= 10, "{taken} attempts were hashed; the limit is 10");
+}
+
+/// Wrong current passwords are throttled like failed logins: ten per account, then 429 with
+/// `Retry-After`, the right password included, in parallel too.
+async fn password_change_is_throttled(app: TestApp) {
+    let u = app.user("candidate").await;
+    let change = |current: String| {
+        app.post(
+            "/api/me/password",
+            Some(&u.token),
+            json!({"current_password": current, "new_password": "a brand new passphrase"}),
+        )
+    };
+    let answers =
+        futures::future::join_all((0..25).map(|i| change(format!("wrong guess {i}")))).await;
+    let wrong = answers.iter().filter(|r| r.status == 422).count();
+    let limited = answers.iter().filter(|r| r.status == 429).count();
+    assert_eq!(wrong + limited, 25);
+    assert!(wrong <= 10, "{wrong} guesses were checked; the limit is 10");
+    let r = change(u.password.clone()).await;
+    r.expect_problem(429, "rate-limited");
+    assert!(r.header("retry-after").is_some());
+}
+
 mod a_batch_records_each_send_promptly {
     use crate::helpers::Backend;
     use crate::worker::Harness;
@@ -672,6 +762,9 @@ crate::each_store!(
     migrating_keeps_the_first_of_duplicate_dead_letters,
     login_failure_keys_are_bounded,
     a_limited_client_writes_nothing_more,
+    cancelled_requests_keep_the_hashing_limit,
+    parallel_registrations_of_a_taken_email_are_limited,
+    password_change_is_throttled,
 );
 
 mod a_panicking_handler_is_surfaced {
