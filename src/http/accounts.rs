@@ -111,6 +111,14 @@ impl Limits {
         }
     }
 
+    /// The counters of `user_id`'s own account (for actions taken with a token).
+    fn for_user(scope: &str, user_id: i64, addr: Option<SocketAddr>) -> Limits {
+        Limits {
+            email_key: format!("{scope}:user:{user_id}"),
+            addr_key: bounded(format!("{scope}:{}", client_addr(addr))),
+        }
+    }
+
     fn keys(&self) -> AuthKeys<'_> {
         AuthKeys {
             email: &self.email_key,
@@ -128,12 +136,22 @@ impl Limits {
         refuse_over(&counters, 0)
     }
 
-    /// Counts a failure against both counters (one statement).
-    async fn record(&self, st: &AppState) -> ApiResult<AuthCounters> {
-        Ok(st
+    /// Counts an attempt as a failure before its password is hashed or checked, so that
+    /// parallel attempts cannot all pass the limit (each sees its own count); a full counter
+    /// refuses at once, writing nothing. An attempt that turns out right calls `forgive`.
+    async fn attempt(&self, st: &AppState) -> ApiResult<()> {
+        self.check(st).await?;
+        let counted = st
             .store
             .count_auth_failure(self.keys(), AUTH_FAILURE_WINDOW_MS)
-            .await?)
+            .await?;
+        refuse_over(&counted, 1)
+    }
+
+    /// The attempt was right: the email's (or account's) counter is cleared and the address's
+    /// gives back this attempt's failure.
+    async fn forgive(&self, st: &AppState) -> ApiResult<()> {
+        Ok(st.store.forgive_auth_failure(self.keys()).await?)
     }
 }
 
@@ -167,18 +185,23 @@ fn bounded(key: String) -> String {
 /// Runs password hashing on the blocking pool, at most two per core at once: each Argon2 call
 /// takes about 19 MiB, and a burst of logins must queue rather than exhaust memory.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> ApiResult<T> {
-    static HASHING: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    static HASHING: std::sync::OnceLock<std::sync::Arc<tokio::sync::Semaphore>> =
+        std::sync::OnceLock::new();
     let permits = HASHING.get_or_init(|| {
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2);
-        tokio::sync::Semaphore::new(cores * 2)
+        std::sync::Arc::new(tokio::sync::Semaphore::new(cores * 2))
     });
-    let _permit = permits
-        .acquire()
+    let permit = permits
+        .clone()
+        .acquire_owned()
         .await
         .map_err(|e| ApiError::internal(anyhow::anyhow!("hashing limiter closed: {e}")))?;
+    // The permit goes with the hash, not with the request: a request cancelled by its client
+    // (a dropped connection) leaves its hash running on the blocking pool, still counted.
     tokio::task::spawn_blocking(move || {
+        let _permit = permit;
         let _running = Running::start();
         f()
     })
@@ -226,7 +249,8 @@ async fn register(
     };
     errors.into_result()?;
     let limits = Limits::new("register", email.as_str(), Some(addr));
-    limits.check(&st).await?;
+    // Counted before the hash like a login, as the taken email it may turn out to be.
+    limits.attempt(&st).await?;
     let password_hash = blocking(move || auth::hash_password(password.as_str())).await??;
     let user = NewUser {
         email,
@@ -236,12 +260,9 @@ async fn register(
     };
     match st.store.create_user(user).await {
         Ok(u) => {
+            limits.forgive(&st).await?;
             tracing::info!(user_id = u.id, role = %u.role(), "registered user {}", u.id);
             Ok((StatusCode::CREATED, Json(u.into())))
-        }
-        Err(e @ StoreError::Conflict(_)) => {
-            limits.record(&st).await?;
-            Err(e.into())
         }
         Err(e) => Err(e.into()),
     }
@@ -258,12 +279,7 @@ async fn token(
 ) -> ApiResult<Json<TokenOut>> {
     let input: TokenIn = body.json(false)?;
     let limits = Limits::new("login", &input.email, Some(addr));
-    // A full counter refuses at once, writing nothing. Otherwise the attempt counts before the
-    // password is checked, so that parallel guesses cannot all pass the limit (each sees its
-    // own count); a right password gives its failure back.
-    limits.check(&st).await?;
-    let counted = limits.record(&st).await?;
-    refuse_over(&counted, 1)?;
+    limits.attempt(&st).await?;
     let user = match st
         .store
         .user_by_email_key(&validate::email_key(&input.email))
@@ -282,7 +298,7 @@ async fn token(
     let ok = blocking(move || auth::verify_password(&password, &hash)).await?;
     match user {
         Some(u) if ok => {
-            st.store.forgive_auth_failure(limits.keys()).await?;
+            limits.forgive(&st).await?;
             let access_token = st.tokens.issue(u.id, u.token_generation)?;
             Ok(Json(TokenOut {
                 access_token,
@@ -303,18 +319,25 @@ async fn me(user: AuthUser) -> Json<UserOut> {
 
 /// Change the caller's password; every earlier token stops working.
 #[utoipa::path(post, path = "/api/me/password", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "accounts", security(("bearer" = [])), request_body = PasswordIn,
-    responses((status = 204), (status = 401, body = super::openapi::Problem), (status = 422, body = super::openapi::Problem)))]
+    responses((status = 204), (status = 401, body = super::openapi::Problem), (status = 422, body = super::openapi::Problem),
+              (status = 429, description = "too many wrong current passwords; see Retry-After", body = super::openapi::Problem)))]
 async fn change_password(
     State(st): State<AppState>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
     user: AuthUser,
     idem: Idempotent<Body>,
 ) -> ApiResult<StatusCode> {
     let input: PasswordIn = idem.body.json(false)?;
     let mut errors = FieldErrors::default();
     let new = errors.check("new_password", NewPassword::parse(&input.new_password));
+    // Guesses of the current password with a stolen token are throttled like logins.
+    let limits = Limits::for_user("password", user.id(), Some(addr));
+    limits.attempt(&st).await?;
     let current = input.current_password;
     let hash = user.0.password_hash.clone();
-    if !blocking(move || auth::verify_password(&current, &hash)).await? {
+    if blocking(move || auth::verify_password(&current, &hash)).await? {
+        limits.forgive(&st).await?;
+    } else {
         errors.add("current_password", "is incorrect");
     }
     errors.into_result()?;
