@@ -153,6 +153,31 @@ async fn run(h: &Harness, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A message delivered before without any send (returned at a shutdown, received while the
+/// database was away, deferred) is no reclaim: `transaction` mode counts only the takeover of a
+/// claim whose holder vanished mid-send. The kill cases above check that those are counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redeliveries_without_a_send_are_no_reclaims() {
+    let h = Harness::new(Backend::Postgres, "transaction").await;
+    let (_, event_id) = h.status_change().await;
+    // Three earlier deliveries that never reached a send.
+    h.app.exec("UPDATE outbox SET receive_count = 3").await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("worker.log");
+    let mut worker = spawn_worker(&h, &log);
+    wait_until("the event is emailed", || async {
+        h.smtp.count_for(&event_id) == 1
+    })
+    .await;
+    wait_until("queue drained", || async { h.queued().await == 0 }).await;
+    worker.kill().await.unwrap();
+    let logs = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !logs.contains("reclaiming expired claim"),
+        "counted as a reclaim: {logs}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cleanup_command_prints_what_it_deleted() {
     let h = Harness::new(Backend::Postgres, "lease").await;
