@@ -82,10 +82,20 @@ impl From<EmailDataRow> for EmailData {
     }
 }
 
+/// What `process_in_transaction`'s claim found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxClaim {
+    /// The failed sends counted so far.
+    pub attempts: i64,
+    /// The claim took over from a holder that vanished mid-send: an expired lease, or the mark
+    /// of a `transaction`-mode worker whose transaction never ended.
+    pub reclaimed: bool,
+}
+
 /// The send that `process_in_transaction` runs between its claim and its commit; it is given
-/// the email's data and the failed sends counted so far.
+/// the email's data and what the claim found.
 pub type SendFn<'a> =
-    Box<dyn FnOnce(EmailData, i64) -> BoxFuture<'a, Result<(), SendError>> + Send + 'a>;
+    Box<dyn FnOnce(EmailData, TxClaim) -> BoxFuture<'a, Result<(), SendError>> + Send + 'a>;
 
 /// Publishes outbox bodies; returns the indexes the queue accepted.
 pub type PublishFn<'a> =
@@ -225,7 +235,9 @@ pub trait EventStore: Send + Sync {
         permanent: bool,
     ) -> StoreResult<Option<FailedClaim>>;
     /// Transaction mode: claims, reads the email data, runs `send`, and commits, all in one
-    /// transaction; a failed send rolls the claim back and counts the attempt.
+    /// transaction; a failed send rolls the claim back and counts the attempt. Before that
+    /// transaction a mark is committed (`in_progress` with no lease), so that a holder that
+    /// dies mid-send leaves a trace: the next claim sees it and reports `reclaimed`.
     async fn process_in_transaction(
         &self,
         event_id: &str,

@@ -5,7 +5,7 @@ use crate::domain::event::StatusChanged;
 use crate::domain::mail::{EmailData, SendError};
 use crate::email;
 use crate::queue::Message;
-use crate::store::{SendFn, TxOutcome};
+use crate::store::{SendFn, TxClaim, TxOutcome};
 use crate::telemetry as t;
 use std::sync::Arc;
 
@@ -21,13 +21,11 @@ impl Worker {
         let event = e.clone();
         let sent_to: Arc<std::sync::Mutex<Option<EmailData>>> = Arc::default();
         let record = sent_to.clone();
-        let deliveries = m.receive_count;
-        let send: SendFn<'_> = Box::new(move |data: EmailData, attempts: i64| {
+        let send: SendFn<'_> = Box::new(move |data: EmailData, claim: TxClaim| {
             Box::pin(async move {
-                // Each failed send accounts for one delivery. A delivery beyond those found no
-                // recorded outcome: an earlier holder died (or lost the database) mid-send, and
-                // its claim ended with its transaction.
-                if deliveries > attempts + 1 {
+                // An earlier holder died (or lost the database) mid-send: its mark is all that
+                // is left, and its email may have gone out.
+                if claim.reclaimed {
                     tracing::warn!("reclaiming expired claim");
                     metrics::counter!(t::EVENTS_RECLAIMED_TOTAL).increment(1);
                 }

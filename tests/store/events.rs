@@ -17,6 +17,7 @@ crate::each_backend!(
     many_new_events_are_claimed_at_once,
     dead_letters_are_redriven_and_purged,
     transaction_mode_sends_once,
+    a_vanished_transaction_holder_is_reclaimed,
     email_data_follows_the_application,
     finished_records_are_deleted_in_batches,
 );
@@ -359,8 +360,8 @@ fn sender(
     result: Result<(), SendError>,
 ) -> jobboard::store::SendFn<'static> {
     let calls = calls.clone();
-    Box::new(move |data, attempts| {
-        calls.lock().unwrap().push((data, attempts));
+    Box::new(move |data, claim| {
+        calls.lock().unwrap().push((data, claim.attempts));
         async move { result }.boxed()
     })
 }
@@ -615,4 +616,67 @@ async fn finished_records_are_deleted_in_batches(store: Arc<dyn Store>) {
         store.claim_event("leased", LEASE).await.unwrap(),
         Claim::Deferred { .. }
     ));
+}
+
+/// A `transaction`-mode holder that vanishes mid-send (its transaction never commits) leaves
+/// its mark: the next claim, in either mode, reports the takeover. A claim with no such past
+/// does not.
+async fn a_vanished_transaction_holder_is_reclaimed(store: Arc<dyn Store>) {
+    let s = scenario(&store).await;
+    let app = s.application.id;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let noting = |result: Result<(), SendError>| -> jobboard::store::SendFn<'static> {
+        let seen = seen.clone();
+        Box::new(move |_data, claim| {
+            seen.lock().unwrap().push(claim);
+            async move { result }.boxed()
+        })
+    };
+    let ev = status_event(&store, &s, ApplicationStatus::Reviewing).await;
+    // A send that never ends, abandoned as a killed worker abandons it.
+    let hangs: jobboard::store::SendFn<'static> =
+        Box::new(|_data, _claim| futures::future::pending().boxed());
+    let abandoned = tokio::time::timeout(
+        std::time::Duration::from_millis(200),
+        store.process_in_transaction(&ev, app, 3, hangs),
+    )
+    .await;
+    assert!(abandoned.is_err(), "the send was abandoned");
+    let out = store
+        .process_in_transaction(&ev, app, 3, noting(Ok(())))
+        .await
+        .expect("process");
+    assert_eq!(out, TxOutcome::Sent);
+    assert_eq!(
+        seen.lock().unwrap().last().map(|c| c.reclaimed),
+        Some(true),
+        "the takeover is reported"
+    );
+
+    // In lease mode too.
+    let ev = status_event(&store, &s, ApplicationStatus::Interview).await;
+    let hangs: jobboard::store::SendFn<'static> =
+        Box::new(|_data, _claim| futures::future::pending().boxed());
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_millis(200),
+        store.process_in_transaction(&ev, app, 3, hangs),
+    )
+    .await;
+    let (_, reclaimed, _) = claim(&store, &ev).await;
+    assert!(reclaimed, "a lease-mode claim reports it too");
+
+    // A new event, and one whose earlier send failed and was counted, are no takeovers.
+    let ev = status_event(&store, &s, ApplicationStatus::Offered).await;
+    let out = store
+        .process_in_transaction(&ev, app, 3, noting(Err(SendError::Transient("451".into()))))
+        .await
+        .unwrap();
+    assert!(matches!(out, TxOutcome::Failed { .. }), "{out:?}");
+    store
+        .process_in_transaction(&ev, app, 3, noting(Ok(())))
+        .await
+        .unwrap();
+    let seen = seen.lock().unwrap();
+    let last_two: Vec<bool> = seen.iter().rev().take(2).map(|c| c.reclaimed).collect();
+    assert_eq!(last_two, vec![false, false]);
 }

@@ -362,6 +362,34 @@ impl EventStore for S {
         max_attempts: i64,
         send: SendFn<'_>,
     ) -> StoreResult<TxOutcome> {
+        // The mark, in a short transaction of its own.
+        let mut tx = self.begin_write().await?;
+        let state: Option<(String, Option<i64>, i64)> = sqlx::query_as(sql::CLAIM_TX_PEEK)
+            .bind(event_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let reclaimed = match state {
+            None => false,
+            Some((status, locked_until, now)) => match status.as_str() {
+                "in_progress" if locked_until.unwrap_or(0) > now => {
+                    return Ok(TxOutcome::Deferred {
+                        remaining_ms: locked_until.unwrap_or(now) - now,
+                    });
+                }
+                // Its holder vanished mid-send: a lease that expired, or a mark whose
+                // transaction never ended.
+                "in_progress" => true,
+                "pending" => false,
+                "dead" => return Ok(TxOutcome::Dead),
+                _ => return Ok(TxOutcome::Duplicate),
+            },
+        };
+        sqlx::query(sql::CLAIM_TX_MARK)
+            .bind(event_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+
         let mut tx = self.begin_write().await?;
         // The claim. A concurrent transaction on the same event blocks here until it ends.
         let claimed: Option<i64> = sqlx::query_scalar(sql::CLAIM_IN_TRANSACTION)
@@ -396,7 +424,15 @@ impl EventStore for S {
             tx.commit().await?;
             return Ok(TxOutcome::Missing);
         };
-        let error = match send(data, attempts).await {
+        let error = match send(
+            data,
+            TxClaim {
+                attempts,
+                reclaimed,
+            },
+        )
+        .await
+        {
             Ok(()) => {
                 tx.commit().await?;
                 return Ok(TxOutcome::Sent);

@@ -245,6 +245,28 @@ pub const CLAIM_IN_TRANSACTION: &str = concatcp!(
     NOW,
     ") RETURNING attempts"
 );
+/// Transaction mode's mark before its transaction: the claim's state, locked (a live
+/// transaction-mode holder's lock makes this wait until its transaction ends).
+pub const CLAIM_TX_PEEK: &str = concatcp!(
+    "SELECT status, locked_until, ",
+    NOW,
+    " FROM processed_events WHERE event_id = $1",
+    FOR_UPDATE
+);
+/// The mark itself: `in_progress` with no lease, committed before the send, on a new, pending
+/// or vanished holder's claim.
+pub const CLAIM_TX_MARK: &str = concatcp!(
+    "INSERT INTO processed_events (event_id, status, attempts, updated_at) VALUES ($1, \
+     'in_progress', 0, ",
+    NOW,
+    ") ON CONFLICT (event_id) DO UPDATE SET status = 'in_progress', lease_id = NULL, \
+     locked_until = NULL, updated_at = ",
+    NOW,
+    " WHERE processed_events.status = 'pending' OR (processed_events.status = 'in_progress' \
+     AND COALESCE(processed_events.locked_until, 0) <= ",
+    NOW,
+    ")"
+);
 pub const CLAIM_STATE: &str = concatcp!(
     "SELECT status, locked_until, ",
     NOW,
