@@ -1,6 +1,7 @@
 //! A TCP proxy the test controls: it forwards to a real server until it is cut, then drops every
-//! connection and refuses new ones until it is restored. It makes a dependency unreachable
-//! without stopping the shared server.
+//! connection and refuses new ones until it is restored; or, stalled, it drops every connection
+//! and holds new ones open without a byte of answer (a hung server). It makes a dependency
+//! unreachable without stopping the shared server.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,6 +11,7 @@ use tokio::sync::watch;
 pub struct TcpProxy {
     pub port: u16,
     up: Arc<AtomicBool>,
+    stalled: Arc<AtomicBool>,
     cut_tx: watch::Sender<u64>,
 }
 
@@ -21,10 +23,30 @@ impl TcpProxy {
         let (cut_tx, cut_rx) = watch::channel(0u64);
         let target = target.to_string();
         let is_up = up.clone();
+        let stalled = Arc::new(AtomicBool::new(false));
+        let is_stalled = stalled.clone();
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 if !is_up.load(Ordering::SeqCst) {
                     drop(client);
+                    continue;
+                }
+                if is_stalled.load(Ordering::SeqCst) {
+                    // Read what comes, answer nothing, until the stall ends.
+                    let held = is_stalled.clone();
+                    tokio::spawn(async move {
+                        let mut client = client;
+                        let mut sink = [0u8; 4096];
+                        while held.load(Ordering::SeqCst) {
+                            let read = tokio::io::AsyncReadExt::read(&mut client, &mut sink);
+                            match tokio::time::timeout(std::time::Duration::from_millis(50), read)
+                                .await
+                            {
+                                Ok(Ok(0)) | Ok(Err(_)) => return,
+                                _ => {}
+                            }
+                        }
+                    });
                     continue;
                 }
                 let target = target.clone();
@@ -43,7 +65,12 @@ impl TcpProxy {
                 });
             }
         });
-        TcpProxy { port, up, cut_tx }
+        TcpProxy {
+            port,
+            up,
+            stalled,
+            cut_tx,
+        }
     }
 
     /// Drops every connection and refuses new ones.
@@ -54,5 +81,12 @@ impl TcpProxy {
 
     pub fn restore(&self) {
         self.up.store(true, Ordering::SeqCst);
+        self.stalled.store(false, Ordering::SeqCst);
+    }
+
+    /// Drops every connection; new ones are accepted and never answered.
+    pub fn stall(&self) {
+        self.stalled.store(true, Ordering::SeqCst);
+        self.cut_tx.send_modify(|n| *n += 1);
     }
 }

@@ -421,3 +421,87 @@ async fn worker_ready(h: &Harness, queue_url: Option<&str>) -> u16 {
     tokio::spawn(async move { axum::serve(listener, router).await });
     reqwest::get(url).await.unwrap().status().as_u16()
 }
+
+/// Transactions open on the app's PostgreSQL database that wait on their client.
+async fn idle_in_transaction(app: &TestApp) -> i64 {
+    app.scalar_i64(
+        "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
+         AND state = 'idle in transaction'",
+    )
+    .await
+}
+
+/// An SQS that accepts connections and never answers stalls nothing: the relay holds no
+/// database transaction while it waits, and every call gives up within its timeout; when SQS
+/// answers again the outbox drains.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_sqs_times_out_and_holds_no_transaction() {
+    let queues = SqsQueues::create().await;
+    let moto = url::Url::parse(&std::env::var("AWS_ENDPOINT_URL").unwrap()).unwrap();
+    let proxy = crate::proxy::TcpProxy::start(&format!(
+        "{}:{}",
+        moto.host_str().unwrap(),
+        moto.port().unwrap_or(80)
+    ))
+    .await;
+    let endpoint = format!("http://127.0.0.1:{}", proxy.port);
+    let vars = [
+        ("QUEUE", "sqs"),
+        ("SQS_QUEUE_URL", queues.url.as_str()),
+        ("SQS_DLQ_URL", queues.dlq.as_str()),
+        ("AWS_ENDPOINT_URL_SQS", endpoint.as_str()),
+        ("SQS_TIMEOUT_SECS", "2"),
+        ("VISIBILITY_TIMEOUT_SECS", "4"),
+        ("EMAIL_SEND_TIMEOUT_SECS", "2"),
+    ];
+    let app = TestApp::spawn_with(Backend::Postgres, CacheKind::Memory, &vars).await;
+    let relay = app.state.relay.clone().expect("a relay with QUEUE=sqs");
+    let config = app.config(&vars);
+    let worker = jobboard::run::build_worker(&config, app.state.store.clone())
+        .await
+        .unwrap();
+
+    proxy.stall();
+    let s = app.scenario().await;
+    app.patch(
+        &format!("/api/applications/{}", s.application_id),
+        Some(&s.employer.token),
+        json!({"status": "reviewing"}),
+    )
+    .await
+    .expect(200);
+    // The background relay is publishing into the stall now.
+    for _ in 0..30 {
+        assert_eq!(
+            idle_in_transaction(&app).await,
+            0,
+            "a transaction is held across the SQS call"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let published = tokio::time::timeout(Duration::from_secs(20), relay.drain()).await;
+    assert!(
+        matches!(published, Ok(Err(_))),
+        "publishing into a hung SQS must fail within its timeout"
+    );
+    let received = tokio::time::timeout(
+        Duration::from_secs(20),
+        worker.queue().receive(1, Duration::ZERO),
+    )
+    .await;
+    assert!(
+        matches!(received, Ok(Err(_))),
+        "receiving from a hung SQS must fail within its timeout"
+    );
+    assert!(
+        app.scalar_i64("SELECT COUNT(*) FROM outbox").await >= 1,
+        "the event waits"
+    );
+
+    proxy.restore();
+    wait_until("the outbox drains", || async {
+        app.scalar_i64("SELECT COUNT(*) FROM outbox").await == 0
+    })
+    .await;
+    assert_eq!(queues.count(&queues.url).await, 1);
+}
