@@ -2,7 +2,8 @@
 //! that wrote them (the API pokes it) and in a sweep every second for anything a crash left
 //! behind. A row leaves the outbox only after SQS accepted it, so an event may be published
 //! twice (the worker's claim makes that harmless) but never lost. Several relays may run at once:
-//! each takes rows the others have not locked.
+//! each takes rows for a lease the others respect, and no database transaction stays open
+//! while SQS answers.
 
 use crate::queue::sqs::SqsQueue;
 use crate::store::Store;
@@ -51,6 +52,7 @@ impl Relay {
             .store
             .relay_outbox(
                 BATCH,
+                self.sqs.publish_lease().as_millis() as i64,
                 Box::new(move |bodies| Box::pin(async move { sqs.publish(&bodies).await })),
             )
             .await?;

@@ -149,6 +149,14 @@ pub struct Config {
     /// the dead-letter queue, with QUEUE=sqs
     #[arg(long, env = "SQS_DLQ_URL", value_parser = parse::sqs_url)]
     pub sqs_dlq_url: Option<String>,
+    /// the SQS endpoint, for SQS alone (over AWS_ENDPOINT_URL), as the AWS SDKs read it
+    #[arg(long, env = "AWS_ENDPOINT_URL_SQS", value_parser = parse::url)]
+    pub sqs_endpoint_url: Option<String>,
+    /// 1-60: seconds one SQS request may take (a long poll gets its wait on top); a call gives up
+    /// after three tries
+    #[arg(long, env = "SQS_TIMEOUT_SECS", default_value = "10",
+          value_parser = parse::ranged(1, 60))]
+    pub sqs_timeout_secs: u64,
     /// 1-43200: seconds before an unfinished event is delivered again; also the claim lease
     #[arg(long, env = "VISIBILITY_TIMEOUT_SECS", default_value = "30",
           value_parser = parse::ranged(1, 43_200))]

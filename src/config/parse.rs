@@ -71,6 +71,14 @@ pub(super) fn redis_url(raw: &str) -> Result<SecretString, String> {
     secret(raw)
 }
 
+pub(super) fn url(raw: &str) -> Result<String, String> {
+    let parsed = url::Url::parse(raw).map_err(|_| "is not a valid URL".to_string())?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err("must be an http:// or https:// URL".into());
+    }
+    Ok(raw.to_string())
+}
+
 pub(super) fn sqs_url(raw: &str) -> Result<String, String> {
     url::Url::parse(raw).map_err(|_| "is not a valid URL".to_string())?;
     if raw.trim_end_matches('/').ends_with(".fifo") {

@@ -27,6 +27,8 @@ type DeleteRequest = (String, oneshot::Sender<anyhow::Result<()>>);
 
 pub struct SqsQueue {
     client: Client,
+    /// One request's deadline (see [`ClientOptions`]).
+    timeout: Duration,
     url: String,
     dlq_url: Option<String>,
     visibility: Duration,
@@ -48,20 +50,52 @@ fn secs(d: Duration) -> i32 {
     d.as_millis().div_ceil(1000).min(43_200) as i32
 }
 
+/// How the SQS client reaches SQS.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Overrides the endpoint of the AWS environment, for SQS alone.
+    pub endpoint_url: Option<String>,
+    /// The most one request may take (a long poll gets its wait on top).
+    pub timeout: Duration,
+}
+
+/// Tries per call, the first included (the SDK's standard retries).
+const TRIES: u32 = 3;
+
+/// Deadlines for requests that may also wait `wait` (a long poll): each try, and the call.
+fn timeouts(timeout: Duration, wait: Duration) -> aws_sdk_sqs::config::timeout::TimeoutConfig {
+    aws_sdk_sqs::config::timeout::TimeoutConfig::builder()
+        .connect_timeout(timeout)
+        .operation_attempt_timeout(timeout + wait)
+        .operation_timeout((timeout + wait) * TRIES)
+        .build()
+}
+
 impl SqsQueue {
-    /// A client from the usual AWS environment (`AWS_REGION`, `AWS_ENDPOINT_URL`, credentials).
+    /// A client from the usual AWS environment (`AWS_REGION`, `AWS_ENDPOINT_URL`, credentials),
+    /// with a deadline on every call: a hung SQS stalls nothing for longer.
     pub async fn connect(
         url: &str,
         dlq_url: Option<String>,
         visibility: Duration,
         store: Arc<dyn Store>,
+        options: ClientOptions,
     ) -> anyhow::Result<SqsQueue> {
         let shared = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        let client = Client::new(&shared);
+        let mut config = aws_sdk_sqs::config::Builder::from(&shared)
+            .timeout_config(timeouts(options.timeout, Duration::ZERO))
+            .retry_config(
+                aws_sdk_sqs::config::retry::RetryConfig::standard().with_max_attempts(TRIES),
+            );
+        if let Some(endpoint) = &options.endpoint_url {
+            config = config.endpoint_url(endpoint);
+        }
+        let client = Client::from_conf(config.build());
         let (deletes, rx) = mpsc::unbounded_channel();
         tokio::spawn(delete_batches(client.clone(), url.to_string(), rx));
         Ok(SqsQueue {
             client,
+            timeout: options.timeout,
             url: url.to_string(),
             dlq_url,
             visibility,
@@ -69,6 +103,18 @@ impl SqsQueue {
             deletes,
             recent: Mutex::new(VecDeque::new()),
         })
+    }
+
+    /// How long the relay holds outbox rows while it publishes them: just past the deadline of
+    /// a whole publish (its three tries), so that only a relay that died leaves its rows to
+    /// another, and not for long.
+    pub fn publish_lease(&self) -> Duration {
+        self.timeout * TRIES + Duration::from_secs(1)
+    }
+
+    /// The deadlines of a long poll that waits `wait`.
+    fn polling(&self, wait: Duration) -> aws_sdk_sqs::config::Builder {
+        aws_sdk_sqs::config::Builder::new().timeout_config(timeouts(self.timeout, wait))
     }
 
     /// Publishes bodies (the outbox relay); returns the indexes SQS accepted.
@@ -148,6 +194,8 @@ impl SqsQueue {
                 .visibility_timeout(secs(hide).max(1))
                 .wait_time_seconds(1)
                 .message_attribute_names("All")
+                .customize()
+                .config_override(self.polling(Duration::from_secs(1)))
                 .send()
                 .await?;
             let mut new = 0;
@@ -273,15 +321,18 @@ impl Queue for SqsQueue {
     }
 
     async fn receive(&self, max: usize, wait: Duration) -> anyhow::Result<Vec<Message>> {
+        let wait = Duration::from_secs(wait.as_secs().min(20));
         let out = self
             .client
             .receive_message()
             .queue_url(&self.url)
             .max_number_of_messages(max.clamp(1, BATCH) as i32)
-            .wait_time_seconds(wait.as_secs().min(20) as i32)
+            .wait_time_seconds(wait.as_secs() as i32)
             .visibility_timeout(secs(self.visibility))
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .message_system_attribute_names(MessageSystemAttributeName::SentTimestamp)
+            .customize()
+            .config_override(self.polling(wait))
             .send()
             .await?;
         let now = Instant::now();

@@ -48,6 +48,10 @@ pub async fn sqs_queue(config: &Config, store: Arc<dyn Store>) -> anyhow::Result
             config.sqs_dlq_url.clone(),
             Duration::from_secs(config.visibility_timeout_secs),
             store,
+            crate::queue::sqs::ClientOptions {
+                endpoint_url: config.sqs_endpoint_url.clone(),
+                timeout: Duration::from_secs(config.sqs_timeout_secs),
+            },
         )
         .await?,
     ))

@@ -12,8 +12,6 @@ pub(super) trait Dialect {
     const FOR_UPDATE: &'static str;
     /// Appended to a SELECT whose rows must not change or vanish until the transaction ends.
     const FOR_SHARE: &'static str;
-    /// Whether the outbox relay may keep its rows locked while it publishes them.
-    const LOCK_WHILE_PUBLISHING: bool;
     /// Appended to the SELECT that picks queue messages: concurrent receivers skip each other's
     /// rows (SQLite's single writer needs nothing).
     const SKIP_LOCKED: &'static str;

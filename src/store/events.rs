@@ -263,9 +263,16 @@ pub trait EventStore: Send + Sync {
     /// Forgets a dead-lettered event's failures, so that a redriven copy starts from zero.
     async fn reset_dead_event(&self, event_id: &str) -> StoreResult<()>;
     /// Publishes up to `limit` outbox rows with `publish`, which returns the indexes the queue
-    /// accepted; those rows are deleted, in one transaction (concurrent relays skip each other's
-    /// rows). Returns how many were published.
-    async fn relay_outbox(&self, limit: i64, publish: PublishFn<'_>) -> StoreResult<usize>;
+    /// accepted; those rows are deleted and the rest made visible again. The rows are taken for
+    /// `lease_ms` by a statement that commits before `publish` runs, so no transaction waits on
+    /// the queue and concurrent relays skip each other's rows (a relay that dies mid-publish
+    /// leaves its rows to the next after the lease). Returns how many were published.
+    async fn relay_outbox(
+        &self,
+        limit: i64,
+        lease_ms: i64,
+        publish: PublishFn<'_>,
+    ) -> StoreResult<usize>;
     /// Rows waiting in the outbox.
     async fn outbox_pending(&self) -> StoreResult<i64>;
 

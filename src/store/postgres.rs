@@ -47,7 +47,6 @@ impl Dialect for PgDialect {
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const FOR_SHARE: &'static str = " FOR SHARE";
     const NAME: &'static str = "postgres";
-    const LOCK_WHILE_PUBLISHING: bool = true;
 
     fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Postgres>, terms: &[String]) {
         // Terms are letters and digits only, so quoting them makes each a literal lexeme.

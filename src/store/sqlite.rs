@@ -66,7 +66,6 @@ impl Dialect for SqliteDialect {
     const FOR_UPDATE: &'static str = "";
     const FOR_SHARE: &'static str = "";
     const NAME: &'static str = "sqlite";
-    const LOCK_WHILE_PUBLISHING: bool = false;
 
     fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Sqlite>, terms: &[String]) {
         // Each term double-quoted is an FTS5 string, never an operator; adjacent strings AND.

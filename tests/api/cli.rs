@@ -83,6 +83,8 @@ async fn help_lists_every_command_and_variable() {
         "QUEUE",
         "SQS_QUEUE_URL",
         "SQS_DLQ_URL",
+        "AWS_ENDPOINT_URL_SQS",
+        "SQS_TIMEOUT_SECS",
         "VISIBILITY_TIMEOUT_SECS",
         "EMAIL_SEND_TIMEOUT_SECS",
         "MAX_ATTEMPTS",

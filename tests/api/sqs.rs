@@ -263,6 +263,8 @@ async fn relay_publishes_after_an_api_crash() {
             .env("QUEUE", "sqs")
             .env("SQS_QUEUE_URL", &q.url)
             .env("SQS_DLQ_URL", &q.dlq)
+            // A publish the crash cut short holds its rows for three tries of this, plus 1 s.
+            .env("SQS_TIMEOUT_SECS", "2")
             .env("AWS_ENDPOINT_URL", endpoint)
             .env("AWS_REGION", "us-east-1")
             .env("AWS_ACCESS_KEY_ID", "test")

@@ -229,6 +229,7 @@ async fn relay_deletes_only_what_was_accepted(store: Arc<dyn Store>) {
     let n = store
         .relay_outbox(
             10,
+            LEASE_MS,
             Box::new(move |_| {
                 *flag.lock().unwrap() = true;
                 async { Ok(vec![]) }.boxed()
@@ -245,6 +246,7 @@ async fn relay_deletes_only_what_was_accepted(store: Arc<dyn Store>) {
     let n = store
         .relay_outbox(
             10,
+            LEASE_MS,
             Box::new(move |bodies| {
                 *published.lock().unwrap() = bodies;
                 // The queue took the first and the last.
@@ -261,6 +263,7 @@ async fn relay_deletes_only_what_was_accepted(store: Arc<dyn Store>) {
     let err = store
         .relay_outbox(
             10,
+            LEASE_MS,
             Box::new(|_| async { Err(anyhow::anyhow!("queue down")) }.boxed()),
         )
         .await;
@@ -274,6 +277,7 @@ async fn relay_deletes_only_what_was_accepted(store: Arc<dyn Store>) {
     let n = store
         .relay_outbox(
             2,
+            LEASE_MS,
             Box::new(move |bodies| {
                 let all = (0..bodies.len()).collect();
                 *published.lock().unwrap() = bodies;
@@ -285,4 +289,42 @@ async fn relay_deletes_only_what_was_accepted(store: Arc<dyn Store>) {
     assert_eq!(n, 2);
     assert_eq!(*seen.lock().unwrap(), ["body 1", "body 0"]);
     assert_eq!(store.outbox_pending().await.unwrap(), 1);
+
+    // Rows being published are another relay's to skip, and no transaction waits on the
+    // publish: the second relay, run from inside the first's publish, finds nothing to take.
+    let other = store.clone();
+    let n = store
+        .relay_outbox(
+            10,
+            LEASE_MS,
+            Box::new(move |bodies| {
+                async move {
+                    let inner = other
+                        .relay_outbox(10, LEASE_MS, Box::new(|_| async { Ok(vec![]) }.boxed()))
+                        .await
+                        .expect("a second relay meanwhile");
+                    assert_eq!(inner, 0, "the second relay took the first's rows");
+                    Ok((0..bodies.len()).collect())
+                }
+                .boxed()
+            }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(store.outbox_pending().await.unwrap(), 0);
+
+    // Indexes the queue never had do not count.
+    enqueue(&store, 1).await;
+    let n = store
+        .relay_outbox(
+            10,
+            LEASE_MS,
+            Box::new(|_| async { Ok(vec![0, 5, 9]) }.boxed()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
 }
+
+const LEASE_MS: i64 = 30_000;

@@ -571,43 +571,43 @@ impl EventStore for S {
         Ok(())
     }
 
-    async fn relay_outbox(&self, limit: i64, publish: PublishFn<'_>) -> StoreResult<usize> {
-        let (mut tx, rows, accepted) = if <D as Dialect>::LOCK_WHILE_PUBLISHING {
-            // Row locks keep concurrent relays off each other's rows and block nothing else.
-            let mut tx = self.begin_write().await?;
-            let rows: Vec<(i64, String)> = sqlx::query_as(sql::OUTBOX_TO_RELAY)
-                .bind(limit)
-                .fetch_all(&mut *tx)
-                .await?;
-            if rows.is_empty() {
-                return Ok(0);
-            }
-            let accepted = publish(rows.iter().map(|(_, b)| b.clone()).collect()).await?;
-            (tx, rows, accepted)
-        } else {
-            // SQLite's lock is the whole database: never hold it across a network call.
-            // Two relays may then publish a row twice, which the worker's claim absorbs.
-            let rows: Vec<(i64, String)> = sqlx::query_as(sql::OUTBOX_TO_RELAY)
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await?;
-            if rows.is_empty() {
-                return Ok(0);
-            }
-            let accepted = publish(rows.iter().map(|(_, b)| b.clone()).collect()).await?;
-            (self.begin_write().await?, rows, accepted)
+    async fn relay_outbox(
+        &self,
+        limit: i64,
+        lease_ms: i64,
+        publish: PublishFn<'_>,
+    ) -> StoreResult<usize> {
+        let mut rows: Vec<(i64, String)> = sqlx::query_as(sql::OUTBOX_TAKE)
+            .bind(limit)
+            .bind(lease_ms)
+            .fetch_all(&self.pool)
+            .await?;
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        rows.sort_by_key(|(id, _)| *id);
+        let published = publish(rows.iter().map(|(_, b)| b.clone()).collect()).await;
+        let accepted: Vec<usize> = match &published {
+            Ok(accepted) => accepted.clone(),
+            Err(_) => Vec::new(),
         };
-        // Only what the queue accepted leaves the outbox; the rest waits for the next try.
-        for i in &accepted {
-            if let Some((id, _)) = rows.get(*i) {
-                sqlx::query(sql::OUTBOX_DELETE)
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
+        // Only what the queue accepted leaves the outbox; the rest is the next sweep's.
+        let mut tx = self.begin_write().await?;
+        let mut deleted = 0;
+        for (i, (id, _)) in rows.iter().enumerate() {
+            let statement = if accepted.contains(&i) {
+                sql::OUTBOX_DELETE
+            } else {
+                sql::OUTBOX_RETURN
+            };
+            let done = sqlx::query(statement).bind(id).execute(&mut *tx).await?;
+            if statement == sql::OUTBOX_DELETE {
+                deleted += done.rows_affected() as usize;
             }
         }
         tx.commit().await?;
-        Ok(accepted.len())
+        published?;
+        Ok(deleted)
     }
 
     async fn outbox_pending(&self) -> StoreResult<i64> {

@@ -169,10 +169,19 @@ pub const QUEUE_DELAY: &str = concatcp!(
 );
 pub const QUEUE_STATS: &str = "SELECT COUNT(*), MIN(created_at) FROM outbox";
 pub const OUTBOX_COUNT: &str = "SELECT COUNT(*) FROM outbox";
-pub const OUTBOX_TO_RELAY: &str = concatcp!(
-    "SELECT id, body FROM outbox ORDER BY id LIMIT $1",
-    <D as Dialect>::SKIP_LOCKED
+/// The relay takes up to `$1` rows for `$2` ms (with `QUEUE=sqs` the outbox's `visible_at` is
+/// the relay's, not a receiver's), committed at once: no transaction waits on the publish.
+pub const OUTBOX_TAKE: &str = concatcp!(
+    "UPDATE outbox SET visible_at = ",
+    NOW,
+    " + $2 WHERE id IN (SELECT id FROM outbox WHERE visible_at <= ",
+    NOW,
+    " ORDER BY id LIMIT $1",
+    <D as Dialect>::SKIP_LOCKED,
+    ") RETURNING id, body"
 );
+/// Rows taken but not published are the next sweep's at once.
+pub const OUTBOX_RETURN: &str = concatcp!("UPDATE outbox SET visible_at = ", NOW, " WHERE id = $1");
 pub const OUTBOX_DELETE: &str = "DELETE FROM outbox WHERE id = $1";
 
 // Claims of events (processed_events)
