@@ -1,0 +1,161 @@
+//! Properties, checked on many generated inputs (proptest): the status workflow, queue-message
+//! parsing, search tokenizing and configuration parsing never panic and keep their rules,
+//! whatever they are given.
+
+use jobboard::domain::event::{StatusChanged, parse_message};
+use jobboard::domain::search::{MAX_TERM_CHARS, document_terms, query_terms, words};
+use jobboard::domain::{Actor, ApplicationStatus};
+use proptest::prelude::*;
+use std::collections::{BTreeSet, HashMap};
+
+fn status() -> impl Strategy<Value = ApplicationStatus> {
+    prop::sample::select(ApplicationStatus::ALL.to_vec())
+}
+
+fn actor() -> impl Strategy<Value = Actor> {
+    prop_oneof![Just(Actor::Employer), Just(Actor::Candidate)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Any sequence of requested moves: each is allowed exactly when the table says so, a final
+    /// status refuses everything (itself included), and only real moves emit an event.
+    #[test]
+    fn the_workflow_follows_its_table(moves in prop::collection::vec((status(), actor()), 0..40)) {
+        let mut at = ApplicationStatus::Submitted;
+        for (to, who) in moves {
+            let allowed = at.allowed_moves(who);
+            match at.check_move(to, who) {
+                Ok(true) => {
+                    prop_assert!(allowed.contains(&to), "{at} -> {to} by {who:?} passed");
+                    prop_assert!(!at.is_final());
+                    prop_assert!(
+                        (to == ApplicationStatus::Withdrawn) == (who == Actor::Candidate),
+                        "{} -> {} by {:?}: only candidates withdraw, and they do nothing else", at, to, who
+                    );
+                    at = to;
+                }
+                Ok(false) => {
+                    prop_assert_eq!(at, to);
+                    prop_assert!(!at.is_final(), "setting final {} again passed", at);
+                }
+                Err(e) => {
+                    prop_assert!(!allowed.contains(&to) || at.is_final());
+                    prop_assert!(!e.to_string().is_empty());
+                    prop_assert_eq!(e.allowed, allowed);
+                }
+            }
+        }
+    }
+
+    /// Any text is an invalid message with a reason, or a valid event that reads back the same.
+    #[test]
+    fn any_message_body_parses_or_names_its_fault(body in any::<String>()) {
+        match parse_message(&body) {
+            Ok(event) => prop_assert_eq!(parse_message(&event.to_json()).ok(), Some(event)),
+            Err(invalid) => prop_assert!(!invalid.reason.is_empty()),
+        }
+    }
+
+    /// Every event the API writes reads back as itself.
+    #[test]
+    fn events_round_trip(app in any::<i64>(), old in status(), new in status(), secs in 0i64..4_000_000_000) {
+        let at = chrono::DateTime::from_timestamp(secs, 0).unwrap();
+        let event = StatusChanged::new(app, old, new, at);
+        prop_assert_eq!(parse_message(&event.to_json()).ok(), Some(event));
+    }
+
+    /// A valid event with one field removed or replaced by another JSON type is refused, never
+    /// read with a default; a usable event id is kept for the dead letter.
+    #[test]
+    fn a_damaged_event_is_refused(field in 0usize..6, replace in prop_oneof![
+        Just(None), Just(Some(serde_json::json!(null))), Just(Some(serde_json::json!(true))),
+        Just(Some(serde_json::json!([]))), Just(Some(serde_json::json!({})))]) {
+        let event = StatusChanged::new(1, ApplicationStatus::Submitted, ApplicationStatus::Reviewing,
+            chrono::Utc::now());
+        let mut value: serde_json::Value = serde_json::from_str(&event.to_json()).unwrap();
+        let key = ["type", "event_id", "application_id", "old_status", "new_status", "occurred_at"][field];
+        let obj = value.as_object_mut().unwrap();
+        match replace {
+            None => { obj.remove(key); }
+            Some(v) => { obj.insert(key.to_string(), v); }
+        }
+        let invalid = parse_message(&value.to_string()).expect_err("a damaged event was accepted");
+        if key != "event_id" {
+            prop_assert_eq!(invalid.event_id.as_deref(), Some(event.event_id.as_str()));
+        }
+    }
+
+    /// Tokenizing never panics, terms are lower-case words without separators, a query's terms
+    /// are sorted and distinct, and a document matches a query made of its own words.
+    #[test]
+    fn search_terms_keep_their_rules(text in any::<String>(), other in "[A-Za-z ]{0,40}") {
+        for w in words(&text) {
+            prop_assert!(!w.is_empty());
+            prop_assert!(!w.chars().any(char::is_whitespace), "{:?}", w);
+        }
+        let doc: BTreeSet<String> = document_terms(&[&text, &other]).split(' ')
+            .filter(|t| !t.is_empty()).map(str::to_string).collect();
+        if let Some(q) = query_terms(&text) {
+            let mut sorted = q.clone();
+            sorted.sort();
+            sorted.dedup();
+            prop_assert_eq!(&sorted, &q);
+            for t in &q {
+                prop_assert!(t.chars().count() <= MAX_TERM_CHARS);
+                prop_assert!(doc.contains(t), "the document lacks its own term {:?}", t);
+            }
+        }
+        // ASCII case never matters.
+        prop_assert_eq!(query_terms(&other.to_uppercase()), query_terms(&other.to_lowercase()));
+    }
+
+    /// Any values for any variables: a configuration, or one error that names a variable given
+    /// (or one that a rule between variables concerns); never a panic.
+    #[test]
+    fn any_environment_is_read_or_refused_by_name(vars in prop::collection::hash_map(
+        prop::sample::select(VARS.to_vec()), any::<String>(), 0..6)) {
+        let vars: HashMap<String, String> = vars.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        if let Err(e) = jobboard::config::Config::from_map(&vars, false) {
+            prop_assert!(VARS.contains(&e.var.as_str()), "unknown variable {:?} in {}", e.var, e.message);
+            prop_assert!(!e.message.is_empty());
+        }
+    }
+}
+
+/// Every variable of the configuration.
+const VARS: &[&str] = &[
+    "APP_ENV",
+    "DATABASE_URL",
+    "BIND_ADDR",
+    "METRICS_ADDR",
+    "WORKER_HTTP_ADDR",
+    "CORS_ALLOWED_ORIGINS",
+    "REDIS_URL",
+    "REDIS_KEY_PREFIX",
+    "SEARCH_CACHE_TTL_SECS",
+    "SEARCH_CACHE_MAX_MB",
+    "QUEUE",
+    "SQS_QUEUE_URL",
+    "SQS_DLQ_URL",
+    "AWS_ENDPOINT_URL_SQS",
+    "SQS_TIMEOUT_SECS",
+    "VISIBILITY_TIMEOUT_SECS",
+    "EMAIL_SEND_TIMEOUT_SECS",
+    "MAX_ATTEMPTS",
+    "WORKER_CONCURRENCY",
+    "CLAIM_MODE",
+    "WORKER_BATCH",
+    "DATABASE_POOL_SIZE",
+    "PROCESSED_EVENTS_RETENTION_DAYS",
+    "EMAIL_BACKEND",
+    "EMAIL_FILE_DIR",
+    "SMTP_URL",
+    "EMAIL_FROM",
+    "JWT_SECRET",
+    "JWT_SECRET_PREVIOUS",
+    "JWT_TTL_SECS",
+    "SHUTDOWN_GRACE_SECS",
+    "LOG_FORMAT",
+];
