@@ -1,5 +1,6 @@
 //! A real SMTP server for tests: it listens on a port, speaks enough SMTP for any client, records
-//! what it accepted, and can be told to refuse the next messages (4xx or 5xx) or to answer slowly.
+//! what it accepted, and can be told to refuse the next messages (4xx or 5xx) or to answer slowly;
+//! or, for the chaos run, to refuse and stall a random share of messages.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -60,6 +61,19 @@ struct State {
     delay: Duration,
     /// Messages whose text contains the first part wait this much longer.
     stall: Option<(String, Duration)>,
+    chaos: Option<Chaos>,
+    refused: usize,
+    stalled: usize,
+}
+
+/// Random trouble: each message is refused (451) with one probability, or stalled past the
+/// client's patience with another. A stalled message whose client hangs up before the reply is
+/// not accepted, as a real server discards a transaction that lost its client.
+#[derive(Clone, Copy, Debug)]
+pub struct Chaos {
+    pub refuse: f64,
+    pub stall: f64,
+    pub stall_for: Duration,
 }
 
 #[derive(Clone)]
@@ -115,6 +129,19 @@ impl SmtpServer {
         self.state.lock().unwrap().stall = Some((needle.to_string(), d));
     }
 
+    /// Refuses and stalls a random share of the messages from now on.
+    #[allow(dead_code)] // the chaos run's (examples/chaos.rs)
+    pub fn set_chaos(&self, chaos: Chaos) {
+        self.state.lock().unwrap().chaos = Some(chaos);
+    }
+
+    /// Messages refused and stalled by [`Chaos`] so far.
+    #[allow(dead_code)] // the chaos run's
+    pub fn troubles(&self) -> (usize, usize) {
+        let st = self.state.lock().unwrap();
+        (st.refused, st.stalled)
+    }
+
     pub fn mails(&self) -> Vec<Mail> {
         self.state.lock().unwrap().accepted.clone()
     }
@@ -166,9 +193,9 @@ async fn session(socket: tokio::net::TcpStream, state: Arc<Mutex<State>>) -> std
                 let l = line.strip_prefix('.').unwrap_or(&line);
                 raw.push_str(l);
             }
-            let (refusal, delay) = {
+            let (refusal, delay, hang) = {
                 let mut st = state.lock().unwrap();
-                let refusal = if st.refusals.is_empty() {
+                let mut refusal = if st.refusals.is_empty() {
                     None
                 } else {
                     Some(st.refusals.remove(0))
@@ -177,13 +204,32 @@ async fn session(socket: tokio::net::TcpStream, state: Arc<Mutex<State>>) -> std
                     Some((needle, d)) if raw.contains(needle.as_str()) => *d,
                     _ => Duration::ZERO,
                 };
-                (refusal, st.delay + stall)
+                let mut hang = None;
+                if let (None, Some(chaos)) = (&refusal, st.chaos) {
+                    let roll: f64 = rand::random();
+                    if roll < chaos.refuse {
+                        st.refused += 1;
+                        refusal = Some("451 4.3.0 chaos: try again later".to_string());
+                    } else if roll < chaos.refuse + chaos.stall {
+                        st.stalled += 1;
+                        hang = Some(chaos.stall_for);
+                    }
+                }
+                (refusal, st.delay + stall, hang)
             };
             if let Some(reply) = refusal {
                 write.write_all(format!("{reply}\r\n").as_bytes()).await?;
                 continue;
             }
             tokio::time::sleep(delay).await;
+            if let Some(hang) = hang {
+                // Accepted only if the client is still there when the stall ends.
+                line.clear();
+                match tokio::time::timeout(hang, lines.read_line(&mut line)).await {
+                    Err(_) => {}
+                    Ok(_) => return Ok(()),
+                }
+            }
             // Accepted once the reply is out, as a real server would be.
             write.write_all(b"250 2.0.0 queued\r\n").await?;
             write.flush().await?;

@@ -1,0 +1,916 @@
+//! The chaos run: the worker's promise (CONTRACT.md §6) checked by breaking many things at once
+//! and counting. Against PostgreSQL, a real SMTP listener and the real binary, it
+//!
+//! - drives `--events` status changes through the API (`jobboard serve`),
+//! - runs `--workers` worker processes and SIGKILLs a random one every 0.5–2 s, restarting it,
+//! - re-injects a share of the events into the queue as duplicates,
+//! - has the SMTP listener refuse a share of deliveries (451) and stall some past the send
+//!   timeout,
+//! - restarts PostgreSQL once mid-run (the API and the workers must recover on their own),
+//! - once switches half the workers to the other claim mode,
+//!
+//! then waits (bounded) for the queue to drain and prints, and writes as JSON, what happened:
+//! events, emails, lost, duplicated, dead letters, kills, injections, reclaims, seconds. It exits
+//! 1 on any loss or on more duplicates than reclaims (2 when the run itself could not be made).
+//!
+//! `scripts/chaos` builds the binaries, starts the services and passes its arguments on:
+//!   scripts/chaos --queue db --mode mixed --events 2000 --workers 4
+
+#[allow(dead_code)] // the test fixture has more than the chaos run uses
+#[path = "../tests/api/smtp.rs"]
+mod smtp;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, ValueEnum};
+use futures::StreamExt;
+use rand::Rng;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum QueueArg {
+    Db,
+    Sqs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ModeArg {
+    Lease,
+    Transaction,
+    /// Half the workers in each mode.
+    Mixed,
+}
+
+/// Breaks the system in many ways at once and counts lost and repeated emails.
+#[derive(Parser, Debug)]
+#[command(name = "chaos")]
+struct Opts {
+    /// The jobboard binary (default: the one beside this example).
+    #[arg(long)]
+    bin: Option<PathBuf>,
+    /// A PostgreSQL URL whose user may create databases; the run gets a database of its own.
+    #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+    pg_url: String,
+    #[arg(long, value_enum, default_value = "db")]
+    queue: QueueArg,
+    /// The claim mode the workers start in.
+    #[arg(long, value_enum, default_value = "lease")]
+    mode: ModeArg,
+    /// Status changes to drive (four per application).
+    #[arg(long, default_value_t = 400)]
+    events: usize,
+    #[arg(long, default_value_t = 3)]
+    workers: usize,
+    /// Status changes per second (so that the trouble spreads over the run).
+    #[arg(long, default_value_t = 20.0)]
+    rate: f64,
+    /// Share of the events re-injected into the queue as duplicates.
+    #[arg(long, default_value_t = 0.1)]
+    duplicate_share: f64,
+    /// Share of deliveries the SMTP listener refuses with a 451.
+    #[arg(long, default_value_t = 0.1)]
+    refuse_share: f64,
+    /// Share of deliveries the SMTP listener stalls past the send timeout.
+    #[arg(long, default_value_t = 0.02)]
+    stall_share: f64,
+    /// The shell command that restarts PostgreSQL (default: pg_ctlcluster for the one cluster
+    /// in /etc/postgresql).
+    #[arg(long)]
+    pg_restart: Option<String>,
+    /// Do not restart PostgreSQL.
+    #[arg(long)]
+    no_pg_restart: bool,
+    /// Seconds to wait for the queue to drain after the last status change.
+    #[arg(long, default_value_t = 120)]
+    drain_timeout_secs: u64,
+    /// Where to write the result as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// The send deadline the workers get; stalls last longer than this.
+const SEND_TIMEOUT_SECS: u64 = 2;
+const VISIBILITY_SECS: u64 = 6;
+
+fn main() -> ExitCode {
+    let opts = Opts::parse();
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("chaos: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match rt.block_on(run(opts)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("chaos: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn progress(msg: impl std::fmt::Display) {
+    eprintln!("[chaos] {msg}");
+}
+
+// ------------------------------------------------------------------------------- processes
+
+/// A child process with its log in a folder of its own.
+struct Proc {
+    name: String,
+    child: tokio::process::Child,
+    log: PathBuf,
+}
+
+impl Proc {
+    fn spawn(
+        bin: &Path,
+        dir: &Path,
+        name: &str,
+        args: &[&str],
+        env: &[(String, String)],
+    ) -> Result<Proc> {
+        let log = dir.join(format!("{name}.log"));
+        let out = std::fs::File::create(&log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let mut cmd = tokio::process::Command::new(bin);
+        cmd.args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .kill_on_drop(true);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {} ({name})", bin.display()))?;
+        Ok(Proc {
+            name: name.to_string(),
+            child,
+            log,
+        })
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn reclaims(&self) -> usize {
+        self.log_text().matches("reclaiming expired claim").count()
+    }
+
+    async fn sigkill(&mut self) {
+        let _ = self.child.kill().await;
+    }
+
+    /// SIGTERM, then up to 20 s for a graceful stop (SIGKILL after that).
+    async fn sigterm(&mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = tokio::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()
+                .await;
+        }
+        if tokio::time::timeout(Duration::from_secs(20), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+    }
+
+    fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+}
+
+/// A worker slot: its process, its claim mode and the reclaims its earlier lives logged.
+struct Worker {
+    proc: Proc,
+    mode: &'static str,
+    lives: usize,
+}
+
+struct Run {
+    bin: PathBuf,
+    dir: tempfile::TempDir,
+    worker_env: Vec<(String, String)>,
+    workers: Mutex<Vec<Worker>>,
+    kills: AtomicUsize,
+    reclaims_of_dead: AtomicUsize,
+}
+
+impl Run {
+    fn spawn_worker(&self, slot: usize, life: usize, mode: &'static str) -> Result<Proc> {
+        let mut env = self.worker_env.clone();
+        env.push(("CLAIM_MODE".into(), mode.into()));
+        Proc::spawn(
+            &self.bin,
+            self.dir.path(),
+            &format!("worker-{slot}-{life}"),
+            &["worker"],
+            &env,
+        )
+    }
+
+    /// Replaces the slot's process (already stopped) by a new one in `mode`.
+    fn respawn(&self, slot: usize, w: &mut Worker, mode: &'static str) -> Result<()> {
+        self.reclaims_of_dead
+            .fetch_add(w.proc.reclaims(), Ordering::SeqCst);
+        w.lives += 1;
+        w.mode = mode;
+        w.proc = self.spawn_worker(slot, w.lives, mode)?;
+        Ok(())
+    }
+
+    async fn kill_one(&self) -> Result<()> {
+        let mut workers = self.workers.lock().await;
+        let slot = rand::thread_rng().gen_range(0..workers.len());
+        let w = &mut workers[slot];
+        w.proc.sigkill().await;
+        self.kills.fetch_add(1, Ordering::SeqCst);
+        let mode = w.mode;
+        self.respawn(slot, w, mode)
+    }
+
+    /// Stops half the workers gracefully and starts them again in the other claim mode.
+    async fn switch_modes(&self) -> Result<usize> {
+        let mut workers = self.workers.lock().await;
+        let half = workers.len().div_ceil(2);
+        for (slot, w) in workers.iter_mut().enumerate().take(half) {
+            w.proc.sigterm().await;
+            let other = if w.mode == "lease" {
+                "transaction"
+            } else {
+                "lease"
+            };
+            self.respawn(slot, w, other)?;
+        }
+        Ok(half)
+    }
+
+    /// Restarts any worker that exited on its own (a crash is a finding: it is reported).
+    async fn revive(&self) -> Result<usize> {
+        let mut workers = self.workers.lock().await;
+        let mut revived = 0;
+        for (slot, w) in workers.iter_mut().enumerate() {
+            if let Some(status) = w.proc.exited() {
+                progress(format!(
+                    "{} exited on its own ({status}); restarting it",
+                    w.proc.name
+                ));
+                let mode = w.mode;
+                self.respawn(slot, w, mode)?;
+                revived += 1;
+            }
+        }
+        Ok(revived)
+    }
+
+    /// Stops every worker gracefully; returns the reclaims of all their lives.
+    async fn stop_all(&self) -> usize {
+        let mut workers = self.workers.lock().await;
+        let mut total = self.reclaims_of_dead.load(Ordering::SeqCst);
+        for w in workers.iter_mut() {
+            w.proc.sigterm().await;
+            total += w.proc.reclaims();
+        }
+        total
+    }
+}
+
+fn default_bin() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("jobboard")))
+        .unwrap_or_else(|| PathBuf::from("target/release/jobboard"))
+}
+
+fn default_pg_restart() -> Result<String> {
+    let versions: Vec<String> = std::fs::read_dir("/etc/postgresql")
+        .context("no /etc/postgresql: give --pg-restart or --no-pg-restart")?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    match versions.as_slice() {
+        [v] => Ok(format!(
+            "pg_ctlcluster --skip-systemctl-redirect {v} main restart"
+        )),
+        _ => bail!(
+            "expected one PostgreSQL version in /etc/postgresql, found {versions:?}; give --pg-restart"
+        ),
+    }
+}
+
+// ------------------------------------------------------------------------------ the API side
+
+/// The API through HTTP, retrying what a restart of the database or a dropped connection
+/// failed; writes carry an Idempotency-Key so that a retry is safe.
+struct Api {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Api {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+        want: u16,
+    ) -> Result<Value> {
+        let key = uuid::Uuid::new_v4().to_string();
+        let deadline = Instant::now() + Duration::from_secs(90);
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            let mut req = self
+                .http
+                .request(method.clone(), format!("{}{path}", self.base))
+                .timeout(Duration::from_secs(15));
+            if method != reqwest::Method::GET {
+                req = req.header("idempotency-key", &key);
+            }
+            if let Some(t) = token {
+                req = req.bearer_auth(t);
+            }
+            if let Some(b) = &body {
+                req = req.json(b);
+            }
+            match req.send().await {
+                Ok(res) => {
+                    let status = res.status().as_u16();
+                    let text = res.text().await.unwrap_or_default();
+                    if status == want {
+                        return Ok(serde_json::from_str(&text).unwrap_or(Value::Null));
+                    }
+                    if status < 500 && status != 429 && status != 409 {
+                        bail!("{method} {path}: {status} {text}");
+                    }
+                    // 409 idempotency-in-flight: the first try still runs.
+                    if status == 409 && !text.contains("idempotency-in-flight") {
+                        bail!("{method} {path}: {status} {text}");
+                    }
+                    last = format!("{status} {text}");
+                }
+                Err(e) => last = e.to_string(),
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        bail!("{method} {path} kept failing: {last}")
+    }
+
+    async fn user(&self, role: &str, i: usize) -> Result<(i64, String)> {
+        let email = format!("{role}{i}-{}@chaos.example", uuid::Uuid::new_v4().simple());
+        let password = "a long enough passphrase";
+        let body = json!({"email": email, "password": password, "name": format!("{role} {i}"), "role": role});
+        let u = self
+            .call(
+                reqwest::Method::POST,
+                "/api/auth/register",
+                None,
+                Some(body),
+                201,
+            )
+            .await?;
+        let t = self
+            .call(
+                reqwest::Method::POST,
+                "/api/auth/token",
+                None,
+                Some(json!({"email": email, "password": password})),
+                200,
+            )
+            .await?;
+        let token = t["access_token"]
+            .as_str()
+            .context("no access_token")?
+            .to_string();
+        Ok((u["id"].as_i64().context("no user id")?, token))
+    }
+}
+
+// --------------------------------------------------------------------------------- the run
+
+async fn run(opts: Opts) -> Result<bool> {
+    let started = Instant::now();
+    let bin = opts.bin.clone().unwrap_or_else(default_bin);
+    if !bin.exists() {
+        bail!(
+            "no jobboard binary at {} (build it, or give --bin)",
+            bin.display()
+        );
+    }
+    let pg_restart = if opts.no_pg_restart {
+        None
+    } else {
+        Some(match &opts.pg_restart {
+            Some(c) => c.clone(),
+            None => default_pg_restart()?,
+        })
+    };
+    // A database of its own.
+    let db_name = format!("jbchaos_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect(&opts.pg_url)
+        .await
+        .with_context(|| format!("cannot connect to {}", opts.pg_url))?;
+    sqlx::query(&format!("CREATE DATABASE {db_name}"))
+        .execute(&mut admin)
+        .await?;
+    let mut db_url = url::Url::parse(&opts.pg_url)?;
+    db_url.set_path(&db_name);
+    let db_url = db_url.to_string();
+    let outcome = run_in(&opts, &bin, &db_url, pg_restart, started).await;
+    // The database goes whatever happened (a fresh connection: the server may have restarted).
+    if let Ok(mut admin) = <sqlx::PgConnection as sqlx::Connection>::connect(&opts.pg_url).await {
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {db_name} WITH (FORCE)"))
+            .execute(&mut admin)
+            .await;
+    }
+    outcome
+}
+
+async fn run_in(
+    opts: &Opts,
+    bin: &Path,
+    db_url: &str,
+    pg_restart: Option<String>,
+    started: Instant,
+) -> Result<bool> {
+    let dir = tempfile::Builder::new().prefix("jbchaos-").tempdir()?;
+    let smtp = smtp::SmtpServer::start().await;
+    let mut common: Vec<(String, String)> = vec![
+        ("DATABASE_URL".into(), db_url.into()),
+        ("LOG_FORMAT".into(), "json".into()),
+        (
+            "VISIBILITY_TIMEOUT_SECS".into(),
+            VISIBILITY_SECS.to_string(),
+        ),
+        (
+            "EMAIL_SEND_TIMEOUT_SECS".into(),
+            SEND_TIMEOUT_SECS.to_string(),
+        ),
+    ];
+    let sqs = match opts.queue {
+        QueueArg::Db => None,
+        QueueArg::Sqs => {
+            let (client, url, dlq) = sqs_queues().await?;
+            common.push(("QUEUE".into(), "sqs".into()));
+            common.push(("SQS_QUEUE_URL".into(), url.clone()));
+            common.push(("SQS_DLQ_URL".into(), dlq));
+            common.push(("SQS_TIMEOUT_SECS".into(), "3".into()));
+            Some((client, url))
+        }
+    };
+
+    // The API.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let mut api_env = common.clone();
+    api_env.push(("BIND_ADDR".into(), format!("127.0.0.1:{port}")));
+    api_env.push((
+        "JWT_SECRET".into(),
+        "chaos-run-secret-of-enough-length-0123456789".into(),
+    ));
+    let mut api_proc = Proc::spawn(bin, dir.path(), "api", &["serve"], &api_env)?;
+    let api = Api {
+        base: format!("http://127.0.0.1:{port}"),
+        http: reqwest::Client::new(),
+    };
+    let ready = Instant::now();
+    loop {
+        if let Some(status) = api_proc.exited() {
+            bail!("the API exited ({status}):\n{}", api_proc.log_text());
+        }
+        if let Ok(r) = api.http.get(format!("{}/readyz", api.base)).send().await
+            && r.status().is_success()
+        {
+            break;
+        }
+        if ready.elapsed() > Duration::from_secs(30) {
+            bail!("the API did not become ready:\n{}", api_proc.log_text());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The people: one employer with a job, one candidate per four status changes.
+    progress("registering candidates and applying");
+    let (_, employer) = api.user("employer", 0).await?;
+    let company = api
+        .call(
+            reqwest::Method::POST,
+            "/api/companies",
+            Some(&employer),
+            Some(json!({"name": "Chaos"})),
+            201,
+        )
+        .await?;
+    let job = api
+        .call(
+            reqwest::Method::POST,
+            "/api/jobs",
+            Some(&employer),
+            Some(json!({"company_id": company["id"], "title": "Engineer", "description": "Under fire",
+                "location": "Anywhere", "remote": true, "employment_type": "full_time"})),
+            201,
+        )
+        .await?;
+    let job_id = job["id"].as_i64().context("no job id")?;
+    let apps_wanted = opts.events.div_ceil(4);
+    let applications: Vec<i64> = futures::stream::iter(0..apps_wanted)
+        .map(|i| {
+            let api = &api;
+            async move {
+                let (_, token) = api.user("candidate", i + 1).await?;
+                let a = api
+                    .call(
+                        reqwest::Method::POST,
+                        &format!("/api/jobs/{job_id}/applications"),
+                        Some(&token),
+                        Some(json!({})),
+                        201,
+                    )
+                    .await?;
+                a["id"].as_i64().context("no application id")
+            }
+        })
+        .buffer_unordered(4)
+        .collect::<Vec<Result<i64>>>()
+        .await
+        .into_iter()
+        .collect::<Result<_>>()?;
+
+    // The workers, and the trouble.
+    let mut worker_env = common.clone();
+    worker_env.extend([
+        ("EMAIL_BACKEND".into(), "smtp".into()),
+        ("SMTP_URL".into(), smtp.url()),
+        ("EMAIL_FROM".into(), "jobs@chaos.example".into()),
+        ("WORKER_HTTP_ADDR".into(), "127.0.0.1:0".into()),
+        ("MAX_ATTEMPTS".into(), "50".into()),
+        ("SHUTDOWN_GRACE_SECS".into(), "5".into()),
+    ]);
+    let run = Arc::new(Run {
+        bin: bin.to_path_buf(),
+        dir,
+        worker_env,
+        workers: Mutex::new(Vec::new()),
+        kills: AtomicUsize::new(0),
+        reclaims_of_dead: AtomicUsize::new(0),
+    });
+    {
+        let mut workers = run.workers.lock().await;
+        for slot in 0..opts.workers {
+            let mode = match opts.mode {
+                ModeArg::Lease => "lease",
+                ModeArg::Transaction => "transaction",
+                ModeArg::Mixed if slot % 2 == 0 => "lease",
+                ModeArg::Mixed => "transaction",
+            };
+            workers.push(Worker {
+                proc: run.spawn_worker(slot, 0, mode)?,
+                mode,
+                lives: 0,
+            });
+        }
+    }
+    smtp.set_chaos(smtp::Chaos {
+        refuse: opts.refuse_share,
+        stall: opts.stall_share,
+        stall_for: Duration::from_secs(SEND_TIMEOUT_SECS + 1),
+    });
+    progress(format!(
+        "driving {} status changes; {} workers ({:?}), queue {:?}",
+        applications.len() * 4,
+        opts.workers,
+        opts.mode,
+        opts.queue
+    ));
+
+    let moves_done = Arc::new(AtomicUsize::new(0));
+    let driving = Arc::new(AtomicBool::new(true));
+    let total_moves = applications.len() * 4;
+
+    // Kills every 0.5–2 s, the database restart at a third of the moves, the mode switch at
+    // two thirds.
+    let chaos = {
+        let (run, moves_done, driving) = (run.clone(), moves_done.clone(), driving.clone());
+        tokio::spawn(async move {
+            let (mut restarted, mut switched) = (0usize, 0usize);
+            let mut restart = pg_restart;
+            while driving.load(Ordering::SeqCst) {
+                let pause = rand::thread_rng().gen_range(500..2000);
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+                run.revive().await?;
+                run.kill_one().await?;
+                let done = moves_done.load(Ordering::SeqCst);
+                if done * 3 >= total_moves
+                    && let Some(cmd) = restart.take()
+                {
+                    progress(format!("restarting PostgreSQL: {cmd}"));
+                    let status = tokio::process::Command::new("sh")
+                        .args(["-c", &cmd])
+                        .status()
+                        .await?;
+                    if !status.success() {
+                        bail!("restarting PostgreSQL failed ({status}): {cmd}");
+                    }
+                    restarted += 1;
+                }
+                if done * 3 >= total_moves * 2 && switched == 0 {
+                    switched = run.switch_modes().await?;
+                    progress(format!(
+                        "switched {switched} workers to the other claim mode"
+                    ));
+                }
+            }
+            anyhow::Ok((restarted, switched))
+        })
+    };
+
+    // Copies of committed events, up to the duplicate share of what has been driven.
+    let injections = Arc::new(AtomicUsize::new(0));
+    let injector = {
+        let (injections, moves_done, driving) =
+            (injections.clone(), moves_done.clone(), driving.clone());
+        let share = opts.duplicate_share;
+        let db_url = db_url.to_string();
+        tokio::spawn(async move {
+            let pool = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(2)
+                .connect_lazy(&db_url)?;
+            let mut failures = 0usize;
+            while driving.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let due = (moves_done.load(Ordering::SeqCst) as f64 * share) as usize;
+                while injections.load(Ordering::SeqCst) < due {
+                    match inject(&pool, sqs.as_ref()).await {
+                        Ok(true) => {
+                            injections.fetch_add(1, Ordering::SeqCst);
+                        }
+                        // Nothing committed yet: later.
+                        Ok(false) => break,
+                        // The database restarting, say: said once in a while, tried again.
+                        Err(e) => {
+                            failures += 1;
+                            if failures % 20 == 1 {
+                                progress(format!("injecting a copy failed: {e:#}"));
+                            }
+                            break;
+                        }
+                    }
+                }
+            }
+            anyhow::Ok(())
+        })
+    };
+
+    // The status changes, each application's in order, several applications at once, at
+    // `--rate` in all.
+    let pace = Mutex::new(tokio::time::interval(Duration::from_secs_f64(
+        1.0 / opts.rate.max(0.1),
+    )));
+    let moved: Vec<Result<()>> = futures::stream::iter(applications.clone())
+        .map(|app| {
+            let (api, employer, moves_done, pace) = (&api, &employer, moves_done.clone(), &pace);
+            async move {
+                for to in ["reviewing", "interview", "offered", "hired"] {
+                    pace.lock().await.tick().await;
+                    api.call(
+                        reqwest::Method::PATCH,
+                        &format!("/api/applications/{app}"),
+                        Some(employer),
+                        Some(json!({"status": to})),
+                        200,
+                    )
+                    .await?;
+                    moves_done.fetch_add(1, Ordering::SeqCst);
+                }
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    driving.store(false, Ordering::SeqCst);
+    let (pg_restarts, mode_switches) = chaos.await??;
+    injector.await??;
+    moved.into_iter().collect::<Result<Vec<()>>>()?;
+    progress("status changes driven; the trouble stops, waiting for the queue to drain");
+    smtp.set_chaos(smtp::Chaos {
+        refuse: 0.0,
+        stall: 0.0,
+        stall_for: Duration::ZERO,
+    });
+    run.revive().await?;
+
+    // Drained: every event emailed or dead-lettered, and nothing left in the queue.
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(2)
+        .connect(db_url)
+        .await?;
+    let events: Vec<String> =
+        sqlx::query_scalar("SELECT event_id FROM application_history WHERE old_status IS NOT NULL")
+            .fetch_all(&pool)
+            .await?;
+    let deadline = Instant::now() + Duration::from_secs(opts.drain_timeout_secs);
+    let mut dead = Vec::new();
+    for round in 0usize.. {
+        let emailed = per_event(&smtp);
+        if round % 4 == 0 {
+            dead = dead_letters(bin, &common).await.unwrap_or(dead);
+        }
+        let open = events
+            .iter()
+            .filter(|e| !emailed.contains_key(*e) && !dead.contains(e))
+            .count();
+        let queued: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM outbox")
+            .fetch_one(&pool)
+            .await
+            .unwrap_or(1);
+        if open == 0 && queued == 0 {
+            break;
+        }
+        if Instant::now() > deadline {
+            progress(format!(
+                "not drained within {} s: {open} events open, {queued} in the outbox",
+                opts.drain_timeout_secs
+            ));
+            break;
+        }
+        run.revive().await?;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // Copies still in flight settle before the count.
+    tokio::time::sleep(Duration::from_secs(VISIBILITY_SECS)).await;
+    let reclaims = run.stop_all().await;
+    api_proc.sigterm().await;
+
+    let emailed = per_event(&smtp);
+    let lost = events
+        .iter()
+        .filter(|e| !emailed.contains_key(*e) && !dead.contains(e))
+        .count();
+    let duplicated: usize = emailed.values().map(|n| n - 1).sum();
+    let strangers = emailed.keys().filter(|e| !events.contains(e)).count();
+    let (refused, stalled) = smtp.troubles();
+    let result = json!({
+        "queue": format!("{:?}", opts.queue).to_lowercase(),
+        "mode": format!("{:?}", opts.mode).to_lowercase(),
+        "workers": opts.workers,
+        "events": events.len(),
+        "emails": smtp.mails().len(),
+        "lost": lost,
+        "duplicated": duplicated,
+        "dead_letters": dead.len(),
+        "kills": run.kills.load(Ordering::SeqCst),
+        "injections": injections.load(Ordering::SeqCst),
+        "reclaims": reclaims,
+        "refused": refused,
+        "stalled": stalled,
+        "pg_restarts": pg_restarts,
+        "mode_switches": mode_switches,
+        "unknown_event_emails": strangers,
+        "seconds": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+    });
+    println!(
+        "chaos queue={} mode={} workers={}: events {} emails {} lost {} duplicated {} dead letters {} \
+         kills {} injections {} reclaims {} refused {} stalled {} pg restarts {} mode switches {} seconds {}",
+        result["queue"].as_str().unwrap_or(""),
+        result["mode"].as_str().unwrap_or(""),
+        opts.workers,
+        result["events"],
+        result["emails"],
+        lost,
+        duplicated,
+        result["dead_letters"],
+        result["kills"],
+        result["injections"],
+        reclaims,
+        refused,
+        stalled,
+        pg_restarts,
+        mode_switches,
+        result["seconds"],
+    );
+    if let Some(path) = &opts.json {
+        std::fs::write(path, serde_json::to_string_pretty(&result)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let mut ok = true;
+    if lost > 0 {
+        eprintln!("chaos: FAILED: {lost} events have neither an email nor a dead letter");
+        ok = false;
+    }
+    if duplicated > reclaims {
+        eprintln!("chaos: FAILED: {duplicated} duplicate emails but only {reclaims} reclaims");
+        ok = false;
+    }
+    if strangers > 0 {
+        eprintln!("chaos: FAILED: {strangers} emails for events that were never committed");
+        ok = false;
+    }
+    Ok(ok)
+}
+
+/// Emails accepted per event id.
+fn per_event(smtp: &smtp::SmtpServer) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for m in smtp.mails() {
+        *counts.entry(m.event_id()).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// The event ids `jobboard dlq list --json` reports.
+async fn dead_letters(bin: &Path, env: &[(String, String)]) -> Result<Vec<String>> {
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.args(["dlq", "list", "--json"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().await?;
+    if !out.status.success() {
+        bail!("dlq list failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            serde_json::from_str::<Value>(l).ok()?["event_id"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect())
+}
+
+/// Re-enqueues a copy of a random committed event; false when there is none yet.
+async fn inject(pool: &sqlx::PgPool, sqs: Option<&(aws_sdk_sqs::Client, String)>) -> Result<bool> {
+    let row: Option<(String, i64, String, String, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
+        "SELECT event_id, application_id, old_status, new_status, at FROM application_history \
+         WHERE old_status IS NOT NULL ORDER BY random() LIMIT 1",
+    )
+    .fetch_optional(pool)
+    .await?;
+    let Some((event_id, application_id, old, new, at)) = row else {
+        return Ok(false);
+    };
+    let status = |s: &str| {
+        jobboard::domain::ApplicationStatus::parse(s)
+            .with_context(|| format!("a stored status {s:?}"))
+    };
+    let mut event = jobboard::domain::event::StatusChanged::new(
+        application_id,
+        status(&old)?,
+        status(&new)?,
+        at,
+    );
+    event.event_id = event_id.clone();
+    let body = event.to_json();
+    match sqs {
+        None => {
+            sqlx::query(
+                "INSERT INTO outbox (event_id, application_id, body, created_at, visible_at) \
+                 VALUES ($1, $2, $3, now(), CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT))",
+            )
+            .bind(&event_id)
+            .bind(application_id)
+            .bind(&body)
+            .execute(pool)
+            .await?;
+        }
+        Some((client, url)) => {
+            client
+                .send_message()
+                .queue_url(url)
+                .message_body(body)
+                .send()
+                .await?;
+        }
+    }
+    Ok(true)
+}
+
+/// A queue and its DLQ on the SQS of the AWS environment (`AWS_ENDPOINT_URL` for a local one).
+async fn sqs_queues() -> Result<(aws_sdk_sqs::Client, String, String)> {
+    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let client = aws_sdk_sqs::Client::new(&config);
+    let name = format!("jbchaos-{}", uuid::Uuid::new_v4().simple());
+    let dlq = client
+        .create_queue()
+        .queue_name(format!("{name}-dlq"))
+        .send()
+        .await?;
+    let dlq = dlq.queue_url().context("no DLQ URL")?.to_string();
+    let url = client.create_queue().queue_name(name).send().await?;
+    let url = url.queue_url().context("no queue URL")?.to_string();
+    Ok((client, url, dlq))
+}
