@@ -270,7 +270,7 @@ async fn register(
 
 /// Exchange email and password for an access token.
 #[utoipa::path(post, path = "/api/auth/token", tag = "accounts", request_body = TokenIn,
-    responses((status = 200, body = TokenOut), (status = 401, body = super::openapi::Problem),
+    responses((status = 200, body = TokenOut), (status = 401, body = super::openapi::Problem), (status = 422, description = "email or password missing", body = super::openapi::Problem),
               (status = 429, description = "too many failures; see Retry-After", body = super::openapi::Problem)))]
 async fn token(
     State(st): State<AppState>,

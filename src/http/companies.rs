@@ -210,7 +210,7 @@ async fn show(
 /// Update a company (members only), as a JSON Merge Patch.
 #[utoipa::path(patch, path = "/api/companies/{id}", tag = "companies", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     request_body(content = CompanyPatch, content_type = "application/merge-patch+json"),
-    responses((status = 200, body = CompanyOut), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = CompanyOut), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update(
     State(st): State<AppState>,
     user: AuthUser,
@@ -242,7 +242,7 @@ async fn update(
 
 /// Delete a company that has no jobs (members only).
 #[utoipa::path(delete, path = "/api/companies/{id}", tag = "companies", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
-    responses((status = 204), (status = 404, body = Problem), (status = 409, description = "the company still has jobs", body = Problem)))]
+    responses((status = 204), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem), (status = 409, description = "the company still has jobs", body = Problem)))]
 async fn remove(
     State(st): State<AppState>,
     user: AuthUser,
@@ -257,7 +257,7 @@ async fn remove(
 
 /// The company's members (members only).
 #[utoipa::path(get, path = "/api/companies/{id}/members", tag = "companies", security(("bearer" = [])), params(("id" = i64, Path)),
-    responses((status = 200, body = Vec<MemberOut>), (status = 404, body = Problem)))]
+    responses((status = 200, body = Vec<MemberOut>), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem)))]
 async fn members(
     State(st): State<AppState>,
     user: AuthUser,
@@ -271,7 +271,7 @@ async fn members(
 /// Add an employer account to the company by email (members only).
 #[utoipa::path(post, path = "/api/companies/{id}/members", tag = "companies", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     request_body = MemberIn,
-    responses((status = 204, description = "added, or already a member"), (status = 404, body = Problem),
+    responses((status = 204, description = "added, or already a member"), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem),
               (status = 422, description = "no employer account has this email", body = Problem)))]
 async fn add_member(
     State(st): State<AppState>,
@@ -297,7 +297,7 @@ async fn add_member(
 /// Remove a member (members only); the last member cannot be removed.
 #[utoipa::path(delete, path = "/api/companies/{id}/members/{user_id}", tag = "companies", security(("bearer" = [])),
     params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path), ("user_id" = i64, Path)),
-    responses((status = 204), (status = 404, body = Problem), (status = 409, description = "the last member", body = Problem)))]
+    responses((status = 204), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem), (status = 409, description = "the last member", body = Problem)))]
 async fn remove_member(
     State(st): State<AppState>,
     user: AuthUser,

@@ -258,7 +258,7 @@ async fn member_job(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<JobRow
 /// Update a job (members of its company) as a JSON Merge Patch; `status` may go open ↔ closed.
 #[utoipa::path(patch, path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     request_body(content = JobPatch, content_type = "application/merge-patch+json"),
-    responses((status = 200, body = JobOut), (status = 404, body = Problem),
+    responses((status = 200, body = JobOut), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem),
               (status = 422, description = "invalid, unknown or read-only field", body = Problem)))]
 async fn update(
     State(st): State<AppState>,
@@ -332,7 +332,7 @@ fn merge(job: &JobRow, p: &JobPatch) -> ApiResult<JobFields> {
 
 /// Delete a job with its applications and their history; no email is sent.
 #[utoipa::path(delete, path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
-    responses((status = 204), (status = 404, body = Problem)))]
+    responses((status = 204), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem)))]
 async fn remove(
     State(st): State<AppState>,
     user: AuthUser,
