@@ -7,6 +7,7 @@ mod helpers;
 mod accounts;
 mod applications;
 mod architecture;
+mod authz;
 mod cli;
 mod companies;
 mod crash;

@@ -1,0 +1,204 @@
+//! The authorization matrix: every endpoint × {anonymous, the candidate, another candidate, a
+//! member of the company, another company's member}, with the status each must get, from one
+//! table. Each row runs on a fresh scenario; the callers go in the table's column order, the
+//! refused ones first, and every refused call is checked to have changed nothing in the database.
+
+use crate::each_store;
+use crate::helpers::*;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+each_store!(every_endpoint_answers_each_caller_as_the_table_says);
+
+/// The callers, in the order they call.
+const CALLERS: [&str; 5] = [
+    "anonymous",
+    "other candidate",
+    "other member",
+    "candidate",
+    "member",
+];
+
+/// One row: method, path (`{c}` company, `{j}` job, `{a}` application, `{m}` the member's user
+/// id), body, and the status for each caller of [`CALLERS`].
+type Row = (Method, &'static str, Option<Value>, [u16; 5]);
+
+fn table() -> Vec<Row> {
+    use Method as M;
+    let job = json!({"company_id": "{c}", "title": "Another", "description": "d", "location": "l",
+        "remote": false, "employment_type": "full_time"});
+    vec![
+        //                                                          anon oth-c oth-m cand member
+        (M::GET, "/api/me", None, [401, 200, 200, 200, 200]),
+        (M::GET, "/api/companies", None, [200, 200, 200, 200, 200]),
+        (
+            M::GET,
+            "/api/companies/{c}",
+            None,
+            [200, 200, 200, 200, 200],
+        ),
+        (
+            M::POST,
+            "/api/companies",
+            Some(json!({"name": "New"})),
+            [401, 403, 201, 403, 201],
+        ),
+        (
+            M::PATCH,
+            "/api/companies/{c}",
+            Some(json!({"name": "Renamed"})),
+            [401, 403, 404, 403, 200],
+        ),
+        (
+            M::DELETE,
+            "/api/companies/{c}",
+            None,
+            [401, 403, 404, 403, 409],
+        ),
+        (
+            M::GET,
+            "/api/companies/{c}/members",
+            None,
+            [401, 403, 404, 403, 200],
+        ),
+        (
+            M::POST,
+            "/api/companies/{c}/members",
+            Some(json!({"email": "{other_member_email}"})),
+            [401, 403, 404, 403, 204],
+        ),
+        (
+            M::DELETE,
+            "/api/companies/{c}/members/{m}",
+            None,
+            [401, 403, 404, 403, 409],
+        ),
+        (M::POST, "/api/jobs", Some(job), [401, 403, 404, 403, 201]),
+        (M::GET, "/api/jobs", None, [200, 200, 200, 200, 200]),
+        (M::GET, "/api/jobs/{j}", None, [200, 200, 200, 200, 200]),
+        (
+            M::PATCH,
+            "/api/jobs/{j}",
+            Some(json!({"title": "Renamed"})),
+            [401, 403, 404, 403, 200],
+        ),
+        (M::DELETE, "/api/jobs/{j}", None, [401, 403, 404, 403, 204]),
+        (
+            M::POST,
+            "/api/jobs/{j}/applications",
+            Some(json!({})),
+            [401, 201, 403, 409, 403],
+        ),
+        (M::GET, "/api/applications", None, [401, 200, 200, 200, 200]),
+        (
+            M::GET,
+            "/api/applications/{a}",
+            None,
+            [401, 404, 404, 200, 200],
+        ),
+        (
+            M::GET,
+            "/api/applications/{a}/history",
+            None,
+            [401, 404, 404, 200, 200],
+        ),
+        (
+            M::PATCH,
+            "/api/applications/{a}",
+            Some(json!({"status": "reviewing"})),
+            [401, 403, 404, 403, 200],
+        ),
+        (
+            M::POST,
+            "/api/applications/{a}/withdraw",
+            Some(json!({})),
+            [401, 404, 403, 200, 403],
+        ),
+        (
+            M::DELETE,
+            "/api/applications/{a}",
+            None,
+            [401, 404, 403, 204, 403],
+        ),
+    ]
+}
+
+/// What the refused calls must leave as it was: each table's rows and the fields a write
+/// could change.
+async fn fingerprint(app: &TestApp) -> Vec<i64> {
+    let mut out = Vec::new();
+    for sql in [
+        "SELECT COUNT(*) FROM users",
+        "SELECT COUNT(*) FROM companies",
+        "SELECT COUNT(*) FROM company_members",
+        "SELECT COUNT(*) FROM jobs",
+        "SELECT COUNT(*) FROM applications",
+        "SELECT COUNT(*) FROM application_history",
+        "SELECT COUNT(*) FROM outbox",
+        "SELECT COUNT(*) FROM idempotency_keys",
+        "SELECT CAST(COALESCE(SUM(LENGTH(name)), 0) AS BIGINT) FROM companies",
+        "SELECT CAST(COALESCE(SUM(LENGTH(title) + LENGTH(status)), 0) AS BIGINT) FROM jobs",
+        "SELECT CAST(COALESCE(SUM(LENGTH(status)), 0) AS BIGINT) FROM applications",
+    ] {
+        out.push(app.scalar_i64(sql).await);
+    }
+    out
+}
+
+fn fill(template: &str, s: &Scenario, other_member: &User) -> String {
+    template
+        .replace("{c}", &s.company_id.to_string())
+        .replace("{j}", &s.job_id.to_string())
+        .replace("{a}", &s.application_id.to_string())
+        .replace("{m}", &s.employer.id.to_string())
+        .replace("{other_member_email}", &other_member.email)
+}
+
+async fn every_endpoint_answers_each_caller_as_the_table_says(app: TestApp) {
+    let mut wrong = Vec::new();
+    for (method, path, body, expected) in table() {
+        let s = app.scenario().await;
+        let other_candidate = app.user("candidate").await;
+        let other_member = app.user("employer").await;
+        app.company(&other_member, "Elsewhere").await;
+        let path = fill(path, &s, &other_member);
+        let body = body.map(|b| {
+            let text = fill(&b.to_string(), &s, &other_member);
+            // `"{c}"` stands for the company id, a number.
+            let text = text.replace(&format!("\"{}\"", s.company_id), &s.company_id.to_string());
+            serde_json::from_str::<Value>(&text).unwrap()
+        });
+        let tokens = [
+            None,
+            Some(other_candidate.token.as_str()),
+            Some(other_member.token.as_str()),
+            Some(s.candidate.token.as_str()),
+            Some(s.employer.token.as_str()),
+        ];
+        for ((caller, token), want) in CALLERS.iter().zip(tokens).zip(expected) {
+            let before = fingerprint(&app).await;
+            let r = app.send(method.clone(), &path, token, body.clone()).await;
+            let got = r.status.as_u16();
+            if got != want {
+                wrong.push(format!(
+                    "{method} {path} as {caller}: {got}, expected {want} ({})",
+                    r.text
+                ));
+            }
+            if got >= 400 {
+                assert_eq!(
+                    r.header("content-type"),
+                    Some("application/problem+json"),
+                    "{method} {path}"
+                );
+                let after = fingerprint(&app).await;
+                if after != before {
+                    wrong.push(format!(
+                        "{method} {path} as {caller}: refused with {got} but changed the database"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
