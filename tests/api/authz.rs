@@ -123,28 +123,6 @@ fn table() -> Vec<Row> {
     ]
 }
 
-/// What the refused calls must leave as it was: each table's rows and the fields a write
-/// could change.
-async fn fingerprint(app: &TestApp) -> Vec<i64> {
-    let mut out = Vec::new();
-    for sql in [
-        "SELECT COUNT(*) FROM users",
-        "SELECT COUNT(*) FROM companies",
-        "SELECT COUNT(*) FROM company_members",
-        "SELECT COUNT(*) FROM jobs",
-        "SELECT COUNT(*) FROM applications",
-        "SELECT COUNT(*) FROM application_history",
-        "SELECT COUNT(*) FROM outbox",
-        "SELECT COUNT(*) FROM idempotency_keys",
-        "SELECT CAST(COALESCE(SUM(LENGTH(name)), 0) AS BIGINT) FROM companies",
-        "SELECT CAST(COALESCE(SUM(LENGTH(title) + LENGTH(status)), 0) AS BIGINT) FROM jobs",
-        "SELECT CAST(COALESCE(SUM(LENGTH(status)), 0) AS BIGINT) FROM applications",
-    ] {
-        out.push(app.scalar_i64(sql).await);
-    }
-    out
-}
-
 fn fill(template: &str, s: &Scenario, other_member: &User) -> String {
     template
         .replace("{c}", &s.company_id.to_string())
@@ -176,7 +154,7 @@ async fn every_endpoint_answers_each_caller_as_the_table_says(app: TestApp) {
             Some(s.employer.token.as_str()),
         ];
         for ((caller, token), want) in CALLERS.iter().zip(tokens).zip(expected) {
-            let before = fingerprint(&app).await;
+            let before = app.fingerprint().await;
             let r = app.send(method.clone(), &path, token, body.clone()).await;
             let got = r.status.as_u16();
             if got != want {
@@ -191,7 +169,7 @@ async fn every_endpoint_answers_each_caller_as_the_table_says(app: TestApp) {
                     Some("application/problem+json"),
                     "{method} {path}"
                 );
-                let after = fingerprint(&app).await;
+                let after = app.fingerprint().await;
                 if after != before {
                     wrong.push(format!(
                         "{method} {path} as {caller}: refused with {got} but changed the database"

@@ -19,6 +19,7 @@ each_backend!(
     validation_comes_before_state,
     bad_inputs_never_cause_a_500,
     nul_characters_never_cause_a_500,
+    sql_metacharacters_are_plain_text,
 );
 
 /// Sends raw bytes with the given headers.
@@ -733,6 +734,7 @@ async fn bad_inputs_never_cause_a_500(app: TestApp) {
     ];
     let mut server_errors = Vec::new();
     for (method, path, headers, body) in cases {
+        let before = app.fingerprint().await;
         let r = raw(&app, method.clone(), &path, &headers, body).await;
         let shown: String = path.chars().take(80).collect();
         if r.status.is_server_error() {
@@ -743,6 +745,12 @@ async fn bad_inputs_never_cause_a_500(app: TestApp) {
                 Some("application/problem+json"),
                 "{method} {shown}: {}",
                 r.text
+            );
+            assert_eq!(
+                app.fingerprint().await,
+                before,
+                "{method} {shown} was refused ({}) but changed the database",
+                r.status
             );
         }
     }
@@ -836,4 +844,61 @@ async fn nul_characters_never_cause_a_500(app: TestApp) {
         1,
         "U+0000 separates words like any non-letter"
     );
+}
+
+/// Quotes, comment markers, wildcards and statement separators in every string are plain text:
+/// stored and answered as given, found by search only as words, and no table is touched.
+async fn sql_metacharacters_are_plain_text(app: TestApp) {
+    let nasty = "Robert'); DROP TABLE jobs; -- %_\\ \" OR '1'='1";
+    let e = app.user("employer").await;
+    let r = app
+        .post(
+            "/api/companies",
+            Some(&e.token),
+            json!({"name": nasty, "description": nasty}),
+        )
+        .await;
+    let company = r.expect(201)["id"].as_i64().unwrap();
+    assert_eq!(r.body["name"], nasty);
+    let job = app
+        .job(
+            &e,
+            company,
+            json!({"title": nasty, "description": nasty, "location": nasty}),
+        )
+        .await;
+    assert_eq!(job["title"], nasty);
+    assert_eq!(job["location"], nasty);
+    let before = app.fingerprint().await;
+    for query in [
+        "q=%27%3B%20DROP%20TABLE%20jobs%3B%20--",
+        "q=robert%20drop%20table",
+        "location=%25%27%20OR%20%271%27%3D%271",
+        "location=%25",
+        "location=_",
+        "q=%22%20OR%201%3D1",
+    ] {
+        let r = app.get(&format!("/api/jobs?{query}"), None).await;
+        let body = r.expect(200);
+        assert!(body["total"].as_i64().unwrap() <= 1, "{query}: {body}");
+    }
+    // The words of the text find it; a wildcard is a character like any other.
+    let r = app.get("/api/jobs?q=robert+drop+table", None).await;
+    assert_eq!(r.expect(200)["total"], 1);
+    let r = app.get("/api/jobs?location=%25_", None).await;
+    assert_eq!(
+        r.expect(200)["total"],
+        1,
+        "the literal %_ is in the location"
+    );
+    let r = app.get("/api/jobs?location=x%25y", None).await;
+    assert_eq!(r.expect(200)["total"], 0, "% matches only a %");
+    assert_eq!(
+        app.fingerprint().await,
+        before,
+        "a search changed the database"
+    );
+    app.get(&format!("/api/companies/{company}"), None)
+        .await
+        .expect(200);
 }

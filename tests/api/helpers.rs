@@ -437,6 +437,29 @@ impl TestApp {
     }
 
     /// Moves every queued message's visibility to now: the retry delay has passed.
+    /// What a refused request must leave as it was: each table's rows and the fields a write
+    /// could change.
+    pub async fn fingerprint(&self) -> Vec<i64> {
+        let mut out = Vec::new();
+        for sql in [
+            "SELECT COUNT(*) FROM users",
+            "SELECT COUNT(*) FROM companies",
+            "SELECT COUNT(*) FROM company_members",
+            "SELECT COUNT(*) FROM jobs",
+            "SELECT COUNT(*) FROM applications",
+            "SELECT COUNT(*) FROM application_history",
+            "SELECT COUNT(*) FROM outbox",
+            "SELECT COUNT(*) FROM idempotency_keys",
+            "SELECT CAST(COALESCE(SUM(LENGTH(name) + LENGTH(password_hash)), 0) AS BIGINT) FROM users",
+            "SELECT CAST(COALESCE(SUM(LENGTH(name)), 0) AS BIGINT) FROM companies",
+            "SELECT CAST(COALESCE(SUM(LENGTH(title) + LENGTH(status)), 0) AS BIGINT) FROM jobs",
+            "SELECT CAST(COALESCE(SUM(LENGTH(status)), 0) AS BIGINT) FROM applications",
+        ] {
+            out.push(self.scalar_i64(sql).await);
+        }
+        out
+    }
+
     pub async fn time_passes(&self) {
         self.exec("UPDATE outbox SET visible_at = 0").await;
     }
