@@ -135,40 +135,13 @@ pub fn redact(url: &str) -> String {
 
 // ------------------------------------------------------------------------- child processes
 
-/// The configuration variables of `jobboard` itself: never inherited by a child, so that the
-/// caller's shell cannot change what a scenario runs.
-const JOBBOARD_VARS: &[&str] = &[
-    "APP_ENV",
-    "DATABASE_URL",
-    "DATABASE_POOL_SIZE",
-    "BIND_ADDR",
-    "METRICS_ADDR",
-    "WORKER_HTTP_ADDR",
-    "CORS_ALLOWED_ORIGINS",
-    "REDIS_URL",
-    "REDIS_KEY_PREFIX",
-    "SEARCH_CACHE_TTL_SECS",
-    "QUEUE",
-    "SQS_QUEUE_URL",
-    "SQS_DLQ_URL",
-    "VISIBILITY_TIMEOUT_SECS",
-    "EMAIL_SEND_TIMEOUT_SECS",
-    "MAX_ATTEMPTS",
-    "WORKER_CONCURRENCY",
-    "WORKER_BATCH",
-    "CLAIM_MODE",
-    "PROCESSED_EVENTS_RETENTION_DAYS",
-    "EMAIL_BACKEND",
-    "EMAIL_FILE_DIR",
-    "SMTP_URL",
-    "EMAIL_FROM",
-    "JWT_SECRET",
-    "JWT_SECRET_PREVIOUS",
-    "JWT_TTL_SECS",
-    "SHUTDOWN_GRACE_SECS",
-    "LOG_FORMAT",
-    "RUST_LOG",
-];
+/// The configuration variables of `jobboard` itself (and `RUST_LOG`): never inherited by a
+/// child, so that the caller's shell cannot change what a scenario runs.
+fn jobboard_vars() -> Vec<String> {
+    let mut vars = jobboard::config::variable_names();
+    vars.push("RUST_LOG".to_string());
+    vars
+}
 
 /// A child process with its output in a log file of its own temporary folder (also its working
 /// directory). Dropping it stops it: SIGTERM, then SIGKILL after 15 s.
@@ -203,7 +176,7 @@ impl Child {
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
-        for var in JOBBOARD_VARS {
+        for var in jobboard_vars() {
             cmd.env_remove(var);
         }
         for (k, v) in env {

@@ -266,6 +266,14 @@ pub(super) fn variables(cmd: &clap::Command) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Every variable the configuration reads, as `--help` lists them.
+pub fn variable_names() -> Vec<String> {
+    variables(&command(false))
+        .into_iter()
+        .map(|(var, _)| var)
+        .collect()
+}
+
 impl Config {
     /// Reads the process environment.
     pub fn from_env() -> Result<Config, ConfigError> {

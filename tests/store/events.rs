@@ -633,15 +633,7 @@ async fn a_vanished_transaction_holder_is_reclaimed(store: Arc<dyn Store>) {
         })
     };
     let ev = status_event(&store, &s, ApplicationStatus::Reviewing).await;
-    // A send that never ends, abandoned as a killed worker abandons it.
-    let hangs: jobboard::store::SendFn<'static> =
-        Box::new(|_data, _claim| futures::future::pending().boxed());
-    let abandoned = tokio::time::timeout(
-        std::time::Duration::from_millis(200),
-        store.process_in_transaction(&ev, app, 3, hangs),
-    )
-    .await;
-    assert!(abandoned.is_err(), "the send was abandoned");
+    abandon_mid_send(&store, &ev, app).await;
     let out = store
         .process_in_transaction(&ev, app, 3, noting(Ok(())))
         .await
@@ -655,13 +647,7 @@ async fn a_vanished_transaction_holder_is_reclaimed(store: Arc<dyn Store>) {
 
     // In lease mode too.
     let ev = status_event(&store, &s, ApplicationStatus::Interview).await;
-    let hangs: jobboard::store::SendFn<'static> =
-        Box::new(|_data, _claim| futures::future::pending().boxed());
-    let _ = tokio::time::timeout(
-        std::time::Duration::from_millis(200),
-        store.process_in_transaction(&ev, app, 3, hangs),
-    )
-    .await;
+    abandon_mid_send(&store, &ev, app).await;
     let (_, reclaimed, _) = claim(&store, &ev).await;
     assert!(reclaimed, "a lease-mode claim reports it too");
 
@@ -679,4 +665,16 @@ async fn a_vanished_transaction_holder_is_reclaimed(store: Arc<dyn Store>) {
     let seen = seen.lock().unwrap();
     let last_two: Vec<bool> = seen.iter().rev().take(2).map(|c| c.reclaimed).collect();
     assert_eq!(last_two, vec![false, false]);
+}
+
+/// Starts a transaction-mode send that never ends and abandons it, as a killed worker does.
+async fn abandon_mid_send(store: &Arc<dyn Store>, event_id: &str, application_id: i64) {
+    let hangs: jobboard::store::SendFn<'static> =
+        Box::new(|_data, _claim| futures::future::pending().boxed());
+    let abandoned = tokio::time::timeout(
+        std::time::Duration::from_millis(200),
+        store.process_in_transaction(event_id, application_id, 3, hangs),
+    )
+    .await;
+    assert!(abandoned.is_err(), "the send was abandoned");
 }

@@ -179,13 +179,8 @@ impl Store for S {
     }
 
     async fn auth_failures(&self, keys: AuthKeys<'_>, window_ms: i64) -> StoreResult<AuthCounters> {
-        let rows = sqlx::query_as(sql::AUTH_FAILURES_READ)
-            .bind(keys.email)
-            .bind(keys.addr)
-            .bind(window_ms)
-            .fetch_all(&self.pool)
-            .await?;
-        counters(rows)
+        self.auth_counters(sql::AUTH_FAILURES_READ, keys, window_ms)
+            .await
     }
 
     async fn count_auth_failure(
@@ -193,13 +188,8 @@ impl Store for S {
         keys: AuthKeys<'_>,
         window_ms: i64,
     ) -> StoreResult<AuthCounters> {
-        let rows = sqlx::query_as(sql::AUTH_FAILURES_COUNT)
-            .bind(keys.email)
-            .bind(keys.addr)
-            .bind(window_ms)
-            .fetch_all(&self.pool)
-            .await?;
-        counters(rows)
+        self.auth_counters(sql::AUTH_FAILURES_COUNT, keys, window_ms)
+            .await
     }
 
     async fn forgive_auth_failure(&self, keys: AuthKeys<'_>) -> StoreResult<()> {
@@ -603,6 +593,24 @@ impl Store for S {
             .bind(application_id)
             .fetch_all(&self.pool)
             .await?)
+    }
+}
+
+impl S {
+    /// Runs one of the `AUTH_FAILURES_*` statements that answer both counters.
+    async fn auth_counters(
+        &self,
+        statement: &'static str,
+        keys: AuthKeys<'_>,
+        window_ms: i64,
+    ) -> StoreResult<AuthCounters> {
+        let rows = sqlx::query_as(statement)
+            .bind(keys.email)
+            .bind(keys.addr)
+            .bind(window_ms)
+            .fetch_all(&self.pool)
+            .await?;
+        counters(rows)
     }
 }
 
