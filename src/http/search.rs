@@ -22,7 +22,10 @@ pub struct JobList {
     pub items: Vec<JobOut>,
     pub page: i64,
     pub page_size: i64,
+    /// Matches are counted up to 100 or to the end of this page, whichever is further: `total`
+    /// is exact when `total_exact` is true, and a lower bound otherwise.
     pub total: i64,
+    pub total_exact: bool,
 }
 
 /// Search open jobs, newest first. Every word of `q` must match a whole word of the title,
@@ -83,6 +86,7 @@ pub(super) async fn search_jobs(
                 page: page.page,
                 page_size: page.size,
                 total: 0,
+                total_exact: true,
             }),
             "MISS",
         ));
@@ -100,12 +104,13 @@ pub(super) async fn search_jobs(
         Lookup::Unavailable => None,
     };
     metrics::counter!(SEARCH_CACHE_REQUESTS_TOTAL, "result" => "miss").increment(1);
-    let (rows, total) = st.store.search_jobs(&search).await?;
+    let found = st.store.search_jobs(&search).await?;
     let body = render(&JobList {
-        items: rows.into_iter().map(Into::into).collect(),
+        items: found.rows.into_iter().map(Into::into).collect(),
         page: page.page,
         page_size: page.size,
-        total,
+        total: found.total,
+        total_exact: found.total_exact,
     });
     if let Some(version) = version {
         st.cache.store(&version, &key, body.clone()).await;

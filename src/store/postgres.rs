@@ -26,6 +26,21 @@ impl PgStore {
         &self.pool
     }
 
+    /// `EXPLAIN (ANALYZE, BUFFERS)` of the two statements a search runs (its count, then its
+    /// page), for looking at a slow search.
+    pub async fn explain_search(&self, s: &super::JobSearch) -> anyhow::Result<[String; 2]> {
+        const EXPLAIN: &str = "EXPLAIN (ANALYZE, BUFFERS) ";
+        let count: Vec<String> = sql::search_count(EXPLAIN, s)
+            .build_query_scalar()
+            .fetch_all(&self.pool)
+            .await?;
+        let page: Vec<String> = sql::search_page(EXPLAIN, s)
+            .build_query_scalar()
+            .fetch_all(&self.pool)
+            .await?;
+        Ok([count.join("\n"), page.join("\n")])
+    }
+
     async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, Postgres>> {
         self.pool.begin().await
     }

@@ -509,6 +509,7 @@ async fn newest_first_and_pagination(app: TestApp) {
         (json!(1), json!(20))
     );
     assert_eq!(first.body["total"], 25);
+    assert_eq!(first.body["total_exact"], true, "a small total is exact");
 
     let second = search(&app, &[("page", "2")]).await;
     assert_eq!(titles_of(&second), names(1..=5));

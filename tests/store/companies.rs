@@ -109,8 +109,8 @@ async fn update_company_reindexes_its_jobs(store: Arc<dyn Store>) {
             ..JobSearch::default()
         };
         async move {
-            let (rows, _) = store.search_jobs(&search).await.expect("search");
-            rows.iter().map(|r| r.id).collect::<Vec<_>>()
+            let found = store.search_jobs(&search).await.expect("search");
+            found.rows.iter().map(|r| r.id).collect::<Vec<_>>()
         }
     };
     assert_eq!(finds("acme").await, [j.id]);

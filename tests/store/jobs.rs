@@ -2,7 +2,7 @@
 
 use crate::harness::*;
 use jobboard::domain::{EmploymentType, JobStatus, Role, search};
-use jobboard::store::{JobSearch, Page, Store};
+use jobboard::store::{JobSearch, Page, SEARCH_COUNT_MIN, Store};
 use std::sync::Arc;
 
 crate::each_backend!(
@@ -11,6 +11,7 @@ crate::each_backend!(
     delete_job_takes_its_applications,
     search_applies_every_filter,
     search_pages_keep_their_total,
+    a_broad_search_counts_up_to_its_limit,
 );
 
 async fn jobs_are_created_and_read(store: Arc<dyn Store>) {
@@ -138,9 +139,14 @@ async fn search_applies_every_filter(store: Arc<dyn Store>) {
     let ids = |search: JobSearch| {
         let store = store.clone();
         async move {
-            let (rows, total) = store.search_jobs(&search).await.expect("search");
-            assert_eq!(total, rows.len() as i64, "one page holds them all");
-            rows.iter().map(|r| r.id).collect::<Vec<_>>()
+            let found = store.search_jobs(&search).await.expect("search");
+            assert_eq!(
+                found.total,
+                found.rows.len() as i64,
+                "one page holds them all"
+            );
+            assert!(found.total_exact);
+            found.rows.iter().map(|r| r.id).collect::<Vec<_>>()
         }
     };
     // Open jobs only, newest first.
@@ -237,7 +243,8 @@ async fn search_pages_keep_their_total(store: Arc<dyn Store>) {
             page: Page { page, size: 2 },
             ..JobSearch::default()
         };
-        let (rows, total) = store.search_jobs(&search).await.unwrap();
+        let found = store.search_jobs(&search).await.unwrap();
+        let (rows, total) = (found.rows, found.total);
         assert_eq!(total, 5, "page {page}");
         assert_eq!(rows.len(), if page < 3 { 2 } else { 1 }, "page {page}");
         seen.extend(rows.iter().map(|r| r.id));
@@ -247,7 +254,62 @@ async fn search_pages_keep_their_total(store: Arc<dyn Store>) {
         page: Page { page: 4, size: 2 },
         ..JobSearch::default()
     };
-    let (rows, total) = store.search_jobs(&past).await.unwrap();
-    assert!(rows.is_empty());
-    assert_eq!(total, 5, "a page past the end still counts them");
+    let found = store.search_jobs(&past).await.unwrap();
+    assert!(found.rows.is_empty());
+    assert_eq!(found.total, 5, "a page past the end still counts them");
+    assert!(found.total_exact);
+}
+
+async fn a_broad_search_counts_up_to_its_limit(store: Arc<dyn Store>) {
+    let owner = user(&store, Role::Employer).await;
+    let c = company(&store, owner.id, "Acme").await;
+    let over = SEARCH_COUNT_MIN + 5;
+    let mut newest = 0;
+    for i in 0..over {
+        newest = job(&store, c.id, job_fields(&format!("Welder {i}")))
+            .await
+            .id;
+    }
+    let welders = |page: Page| JobSearch {
+        terms: vec!["welder".into()],
+        page,
+        ..JobSearch::default()
+    };
+    let first = store.search_jobs(&welders(Page::default())).await.unwrap();
+    assert_eq!(
+        first.total, SEARCH_COUNT_MIN,
+        "the count stops at its limit"
+    );
+    assert!(!first.total_exact, "and says it is a lower bound");
+    assert_eq!(first.rows[0].id, newest, "the page is still newest first");
+
+    // A page past the limit is counted to its own end, so the total still covers the page.
+    let last = store
+        .search_jobs(&welders(Page {
+            page: over / 100 + 1,
+            size: 100,
+        }))
+        .await
+        .unwrap();
+    assert_eq!(last.rows.len() as i64, over % 100);
+    assert_eq!(last.total, over);
+    assert!(last.total_exact, "every match was counted");
+    let end = store
+        .search_jobs(&welders(Page {
+            page: over / 100,
+            size: 100,
+        }))
+        .await
+        .unwrap();
+    assert_eq!(end.rows.len(), 100);
+    assert_eq!(end.total, over / 100 * 100);
+    assert!(!end.total_exact, "more match than the end of this page");
+
+    // A selective search among them is exact.
+    let one = JobSearch {
+        terms: vec!["welder".into(), "7".into()],
+        ..JobSearch::default()
+    };
+    let found = store.search_jobs(&one).await.unwrap();
+    assert_eq!((found.total, found.total_exact), (1, true));
 }

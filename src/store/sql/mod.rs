@@ -11,6 +11,9 @@ mod idempotency;
 mod statements;
 mod store_impl;
 
+#[allow(unused_imports)]
+pub(super) use store_impl::{search_count, search_page};
+
 use super::{D, Db, S};
 use crate::store::{ApplicationRow, Idem, JobRow};
 use crate::store::{StoreError, StoreResult};

@@ -6,7 +6,7 @@ use crate::domain::{Actor, ApplicationStatus, Conflict};
 use crate::store::dialect::{Dialect, constraint, job_terms};
 use crate::store::*;
 use chrono::{DateTime, Utc};
-use sqlx::{QueryBuilder, Row};
+use sqlx::{FromRow, QueryBuilder, Row};
 
 fn push_job_filters(qb: &mut QueryBuilder<'_, Db>, s: &JobSearch) {
     qb.push(" WHERE j.status = 'open'");
@@ -30,6 +30,36 @@ fn push_job_filters(qb: &mut QueryBuilder<'_, Db>, s: &JobSearch) {
     if let Some(t) = &s.employment_type {
         qb.push(" AND j.employment_type = ").push_bind(t.clone());
     }
+}
+
+/// Counts a search's matches up to one past its limit (`prefix` goes before, e.g. EXPLAIN).
+/// Counting stops there: a broad search reads no more rows than that, in whatever order the
+/// planner finds them.
+pub(in crate::store) fn search_count<'a>(prefix: &str, s: &'a JobSearch) -> QueryBuilder<'a, Db> {
+    let mut qb = QueryBuilder::<Db>::new(prefix);
+    qb.push("SELECT COUNT(*) FROM (SELECT 1 FROM jobs j");
+    push_job_filters(&mut qb, s);
+    qb.push(" LIMIT ")
+        .push_bind(s.count_limit() + 1)
+        .push(") m");
+    qb
+}
+
+/// A search's page, newest first, each row with the count (`matches`) as `search_count` makes it.
+pub(in crate::store) fn search_page<'a>(prefix: &str, s: &'a JobSearch) -> QueryBuilder<'a, Db> {
+    let mut qb = QueryBuilder::<Db>::new(prefix);
+    let select = sql::JOB_SELECT
+        .strip_prefix("SELECT ")
+        .unwrap_or(sql::JOB_SELECT);
+    qb.push("SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM jobs j");
+    push_job_filters(&mut qb, s);
+    qb.push(" LIMIT ")
+        .push_bind(s.count_limit() + 1)
+        .push(") m) AS matches, ")
+        .push(select);
+    push_job_filters(&mut qb, s);
+    push_page(&mut qb, " ORDER BY j.created_at DESC, j.id DESC", s.page);
+    qb
 }
 
 fn push_application_filters(
@@ -451,21 +481,37 @@ impl Store for S {
         self.delete_one(sql::JOB_DELETE, id, idem).await
     }
 
-    async fn search_jobs(&self, s: &JobSearch) -> StoreResult<(Vec<JobRow>, i64)> {
-        let mut tx = self.begin_read().await?;
-        let mut count = QueryBuilder::<Db>::new("SELECT COUNT(*) FROM jobs j");
-        push_job_filters(&mut count, s);
-        let total: i64 = count.build_query_scalar().fetch_one(&mut *tx).await?;
-        let rows = if total > s.page.offset() {
-            let mut list = QueryBuilder::<Db>::new(sql::JOB_SELECT);
-            push_job_filters(&mut list, s);
-            push_page(&mut list, " ORDER BY j.created_at DESC, j.id DESC", s.page);
-            list.build_query_as::<JobRow>().fetch_all(&mut *tx).await?
-        } else {
-            Vec::new()
+    async fn search_jobs(&self, s: &JobSearch) -> StoreResult<SearchPage> {
+        let limit = s.count_limit();
+        // One statement, so the count and the page share one snapshot. It is not kept prepared:
+        // a plan made for one word (a generic plan, reused after a few runs) can be very wrong
+        // for another, so each search is planned for its own values.
+        let rows = search_page("", s)
+            .build()
+            .persistent(false)
+            .fetch_all(&self.pool)
+            .await?;
+        let counted: i64 = match rows.first() {
+            Some(row) => row.try_get("matches")?,
+            // An empty first page means nothing matched; past the first page it is counted.
+            None if s.page.offset() == 0 => 0,
+            None => {
+                search_count("", s)
+                    .build_query_scalar()
+                    .persistent(false)
+                    .fetch_one(&self.pool)
+                    .await?
+            }
         };
-        tx.commit().await?;
-        Ok((rows, total))
+        let rows = rows
+            .iter()
+            .map(JobRow::from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(SearchPage {
+            rows,
+            total: counted.min(limit),
+            total_exact: counted <= limit,
+        })
     }
 
     async fn apply(
