@@ -7,6 +7,14 @@
 //! searches go to the database. A bump that fails leaves the cache bypassed in this process and
 //! is retried every second until it succeeds; other processes sharing the Redis can serve pages
 //! from before that write only until then (or until the pages' TTL ends).
+//!
+//! With Redis, each process also keeps the pages it has seen in memory, under the same versioned
+//! keys: a hit reads only the version from Redis (one small call) and the page from memory. The
+//! version still comes from Redis on every search, so what a search may see is unchanged.
+//! A Redis version is an epoch and a counter (`<epoch>:<n>`): the counter is bumped by every
+//! write, and the epoch, a random word, is replaced whenever either key is missing (a Redis that
+//! restarted empty, a flush, an eviction). A version can therefore never come back, and a page
+//! kept in memory under it can never be served again.
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -44,16 +52,21 @@ pub struct MemoryCache {
     pages: moka::future::Cache<String, Bytes>,
 }
 
+/// Pages in memory for `ttl`, weighing at most `max_bytes` together.
+fn page_store(ttl: Duration, max_bytes: u64) -> moka::future::Cache<String, Bytes> {
+    moka::future::Cache::builder()
+        .weigher(|k: &String, v: &Bytes| (k.len() + v.len()).try_into().unwrap_or(u32::MAX))
+        .max_capacity(max_bytes)
+        .time_to_live(ttl)
+        .build()
+}
+
 impl MemoryCache {
     /// Pages live for `ttl`; together they weigh at most `max_bytes`.
     pub fn new(ttl: Duration, max_bytes: u64) -> MemoryCache {
         MemoryCache {
             version: AtomicU64::new(0),
-            pages: moka::future::Cache::builder()
-                .weigher(|k: &String, v: &Bytes| (k.len() + v.len()).try_into().unwrap_or(u32::MAX))
-                .max_capacity(max_bytes)
-                .time_to_live(ttl)
-                .build(),
+            pages: page_store(ttl, max_bytes),
         }
     }
 }
@@ -92,18 +105,44 @@ pub struct RedisCache {
     ttl_secs: u64,
     /// Set when a bump failed: until one succeeds, entries may be stale, so none is used.
     bump_owed: AtomicBool,
-    lookup_script: redis::Script,
+    version_script: redis::Script,
+    bump_script: redis::Script,
+    /// The pages this process has read or stored, by `version:key`.
+    local: moka::future::Cache<String, Bytes>,
 }
 
-const LOOKUP_LUA: &str = r#"
-local v = redis.call('GET', KEYS[1]) or '0'
-local body = redis.call('GET', ARGV[1] .. v .. ':' .. ARGV[2])
-if body then return {v, body} else return {v} end
+/// The current version. KEYS: counter, epoch; ARGV: a fresh epoch, used if one is missing.
+const VERSION_LUA: &str = r#"
+local c = redis.call('GET', KEYS[1])
+local e = redis.call('GET', KEYS[2])
+if not c or not e then
+  e = ARGV[1]
+  redis.call('SET', KEYS[2], e)
+  if not c then
+    c = '0'
+    redis.call('SET', KEYS[1], c)
+  end
+end
+return e .. ':' .. c
+"#;
+
+/// A version bump. KEYS: counter, epoch; ARGV: a fresh epoch, used if either key is missing.
+const BUMP_LUA: &str = r#"
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 0 then
+  redis.call('SET', KEYS[2], ARGV[1])
+end
+return redis.call('INCR', KEYS[1])
 "#;
 
 impl RedisCache {
-    /// Connects lazily: start-up never waits for (or fails on) Redis.
-    pub fn new(url: &str, prefix: &str, ttl: Duration) -> anyhow::Result<RedisCache> {
+    /// Connects lazily: start-up never waits for (or fails on) Redis. The pages kept in memory
+    /// weigh at most `local_max_bytes`.
+    pub fn new(
+        url: &str,
+        prefix: &str,
+        ttl: Duration,
+        local_max_bytes: u64,
+    ) -> anyhow::Result<RedisCache> {
         let client = redis::Client::open(url)?;
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_millis(500)))
@@ -116,12 +155,23 @@ impl RedisCache {
             prefix: prefix.to_string(),
             ttl_secs: ttl.as_secs().max(1),
             bump_owed: AtomicBool::new(false),
-            lookup_script: redis::Script::new(LOOKUP_LUA),
+            version_script: redis::Script::new(VERSION_LUA),
+            bump_script: redis::Script::new(BUMP_LUA),
+            local: page_store(ttl, local_max_bytes),
         })
     }
 
+    /// The counter every write bumps (an integer, as it has always been).
     fn version_key(&self) -> String {
         format!("{}search:version", self.prefix)
+    }
+
+    fn epoch_key(&self) -> String {
+        format!("{}search:epoch", self.prefix)
+    }
+
+    fn fresh_epoch() -> String {
+        uuid::Uuid::new_v4().simple().to_string()
     }
 
     fn page_prefix(&self) -> String {
@@ -130,9 +180,12 @@ impl RedisCache {
 
     async fn try_bump(&self) -> redis::RedisResult<()> {
         let mut conn = self.conn.clone();
-        let _: i64 = redis::cmd("INCR")
-            .arg(self.version_key())
-            .query_async(&mut conn)
+        let _: i64 = self
+            .bump_script
+            .key(self.version_key())
+            .key(self.epoch_key())
+            .arg(Self::fresh_epoch())
+            .invoke_async(&mut conn)
             .await?;
         Ok(())
     }
@@ -158,28 +211,36 @@ impl SearchCache for RedisCache {
             }
         }
         let mut conn = self.conn.clone();
-        // The script answers [version] on a miss and [version, page] on a hit.
-        let found: redis::RedisResult<Vec<Vec<u8>>> = self
-            .lookup_script
+        let version: redis::RedisResult<String> = self
+            .version_script
             .key(self.version_key())
-            .arg(self.page_prefix())
-            .arg(key)
+            .key(self.epoch_key())
+            .arg(Self::fresh_epoch())
             .invoke_async(&mut conn)
             .await;
+        let version = match version {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(error = %e, "search cache unavailable; reading the database");
+                return Lookup::Unavailable;
+            }
+        };
+        let local_key = format!("{version}:{key}");
+        if let Some(body) = self.local.get(&local_key).await {
+            return Lookup::Hit(body);
+        }
+        // Not seen here: perhaps another process stored it.
+        let found: redis::RedisResult<Option<Vec<u8>>> = redis::cmd("GET")
+            .arg(format!("{}{local_key}", self.page_prefix()))
+            .query_async(&mut conn)
+            .await;
         match found {
-            Ok(mut parts) if parts.len() == 2 => {
-                Lookup::Hit(Bytes::from(parts.pop().unwrap_or_default()))
+            Ok(Some(body)) => {
+                let body = Bytes::from(body);
+                self.local.insert(local_key, body.clone()).await;
+                Lookup::Hit(body)
             }
-            Ok(parts) if parts.len() == 1 => Lookup::Miss {
-                version: String::from_utf8_lossy(&parts[0]).into_owned(),
-            },
-            Ok(parts) => {
-                tracing::warn!(
-                    parts = parts.len(),
-                    "unexpected search cache answer; reading the database"
-                );
-                Lookup::Unavailable
-            }
+            Ok(None) => Lookup::Miss { version },
             Err(e) => {
                 tracing::warn!(error = %e, "search cache unavailable; reading the database");
                 Lookup::Unavailable
@@ -188,6 +249,9 @@ impl SearchCache for RedisCache {
     }
 
     async fn store(&self, version: &str, key: &str, body: Bytes) {
+        self.local
+            .insert(format!("{version}:{key}"), body.clone())
+            .await;
         let mut conn = self.conn.clone();
         let stored: redis::RedisResult<()> = redis::cmd("SET")
             .arg(format!("{}{version}:{key}", self.page_prefix()))

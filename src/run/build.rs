@@ -89,6 +89,7 @@ pub async fn app_state(
                 url.expose_secret(),
                 &config.redis_key_prefix,
                 ttl,
+                config.search_cache_max_mb * 1024 * 1024,
             )?)
         }
         None => Arc::new(MemoryCache::new(

@@ -1327,3 +1327,54 @@ async fn a_write_during_one_process_redis_outage_reaches_every_process_once_redi
     }
     assert_eq!(titles(&a, &[]).await, vec!["Third", "Second", "First"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_that_lost_its_keys_never_brings_back_an_old_page() {
+    // Each process keeps the pages it has seen; a Redis that restarts empty (or evicts the
+    // version) must not make an old version current again.
+    let prefix = format!("{}:", unique("jbt-reset-"));
+    let app = TestApp::spawn_with(
+        Backend::Sqlite,
+        CacheKind::Redis,
+        &[("REDIS_KEY_PREFIX", &prefix)],
+    )
+    .await;
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    let wipe = || async {
+        let client = redis::Client::open(redis_url()).expect("redis url");
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("redis");
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{prefix}*"))
+            .query_async(&mut conn)
+            .await
+            .expect("KEYS");
+        if !keys.is_empty() {
+            let _: i64 = redis::cmd("DEL")
+                .arg(&keys)
+                .query_async(&mut conn)
+                .await
+                .expect("DEL");
+        }
+    };
+    // The first page is cached before any version exists.
+    wipe().await;
+    app.job(&e, c, json!({"title": "First Job"})).await;
+    wipe().await;
+    until_cached(&app, &[], &["First Job"]).await;
+    app.job(&e, c, json!({"title": "Second Job"})).await;
+    until_cached(&app, &[], &["Second Job", "First Job"]).await;
+
+    wipe().await;
+    let after = search(&app, &[]).await;
+    assert_eq!(
+        titles_of(&after),
+        vec!["Second Job", "First Job"],
+        "a page from before the second job came back"
+    );
+    assert_eq!(cache_of(&after), "MISS");
+    until_cached(&app, &[], &["Second Job", "First Job"]).await;
+}
