@@ -131,7 +131,7 @@ pub struct Config {
           value_parser = parse::ranged(1, 86_400))]
     pub search_cache_ttl_secs: u64,
     /// 1-65536: the in-process search cache's budget, in MiB of cached pages
-    #[arg(long, env = "SEARCH_CACHE_MAX_MB", default_value = "16",
+    #[arg(long, env = "SEARCH_CACHE_MAX_MB", default_value = "8",
           value_parser = parse::ranged(1, 65_536))]
     pub search_cache_max_mb: u64,
     /// the database is the queue, or Amazon SQS (standard queues)

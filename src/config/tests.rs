@@ -19,7 +19,7 @@ fn defaults() {
     );
     assert_eq!(c.bind_addr.to_string(), "127.0.0.1:8000");
     assert_eq!(c.search_cache_ttl_secs, 300);
-    assert_eq!(c.search_cache_max_mb, 16);
+    assert_eq!(c.search_cache_max_mb, 8);
     assert_eq!(c.claim_mode, ClaimMode::Lease);
     assert!(c.worker_batch);
     assert_eq!(c.database_pool_size, None);
@@ -194,7 +194,7 @@ fn values_are_trimmed_and_empty_ones_are_unset() {
     .unwrap();
     assert_eq!(c.bind_addr.to_string(), "127.0.0.1:8001");
     assert_eq!(c.search_cache_ttl_secs, 300);
-    assert_eq!(c.search_cache_max_mb, 16);
+    assert_eq!(c.search_cache_max_mb, 8);
     assert!(c.jwt_secret.is_none());
     assert_eq!(
         c.cors_allowed_origins,
