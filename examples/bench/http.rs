@@ -13,6 +13,7 @@ use crate::report::{Section, Target};
 use anyhow::{Context, Result, bail, ensure};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use futures::StreamExt;
+use jobboard::store::{JobSearch, Page};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -32,14 +33,53 @@ const UNCACHED_PAGES: u64 = 4;
 /// Rows per bulk INSERT while seeding.
 const SEED_CHUNK: usize = 5_000;
 /// The order scenarios are reported in.
-const ORDER: [&str; 6] = [
+const ORDER: [&str; 11] = [
     "search_cached_memory",
     "search_cached_redis",
     "search_uncached",
+    "search_broad",
+    "search_uncached_scale",
+    "search_broad_scale",
+    "search_uncached_sqlite",
+    "search_broad_sqlite",
     "job_detail",
     "apply",
     "status_change",
 ];
+
+/// The searches of search_broad prepared per run (distinct; they repeat past this many).
+const BROAD_QUERIES: usize = 400_000;
+/// Rows per INSERT while seeding SQLite (its statements take at most 32 766 parameters).
+const SQLITE_SEED_CHUNK: usize = 2_000;
+
+/// What one server of this section measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// PostgreSQL with `--jobs` jobs: every scenario, at every connection level.
+    Main,
+    /// PostgreSQL with `--scale-jobs` jobs: the uncached searches at 16 connections.
+    Scale,
+    /// SQLite with `--jobs` jobs: the uncached searches at 16 connections.
+    Sqlite,
+}
+
+impl Kind {
+    fn jobs(self, opts: &Opts) -> usize {
+        match self {
+            Kind::Scale => opts.scale_jobs,
+            _ => opts.jobs,
+        }
+    }
+
+    /// The names of its uncached search rows (search_uncached, search_broad).
+    fn search_names(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Main => ("search_uncached", "search_broad"),
+            Kind::Scale => ("search_uncached_scale", "search_broad_scale"),
+            Kind::Sqlite => ("search_uncached_sqlite", "search_broad_sqlite"),
+        }
+    }
+}
 
 /// A measured run of one scenario at one connection level.
 struct Measured {
@@ -87,25 +127,49 @@ pub async fn run(opts: &Opts, ceilings: Option<&Ceilings>) -> Section {
     let mut measured: Vec<Measured> = Vec::new();
     let mut setup_json = json!({});
     let mut words = Vec::new();
-    match Bench::start(opts).await {
-        Err(e) => common::record_failure(&mut section, "setup", &e),
-        Ok(mut bench) => {
-            bench.run_all(&mut section, &mut measured).await;
-            bench.finish(&mut section).await;
-            setup_json = bench.setup_json();
-            words = bench.words.clone();
-            if let (Some(before), Some(after)) = bench.seed_rss {
-                bench.checks.push(format!(
-                    "seeding: the API's RSS went from {before:.1} to {after:.1} MB while {} \
-                     accounts registered and logged in (4 at a time); the measured runs use a \
-                     restarted process",
-                    bench.candidate_tokens.len() + 1
-                ));
+    let mut checks = Vec::new();
+    let mut plans = Vec::new();
+    let mut kinds = vec![Kind::Main];
+    if opts.scale_jobs > 0 {
+        kinds.push(Kind::Scale);
+    }
+    kinds.push(Kind::Sqlite);
+    for kind in kinds {
+        // A search-only run is skipped when --scenario leaves out both of its rows.
+        let (a, b) = kind.search_names();
+        if kind != Kind::Main && !opts.wants(a) && !opts.wants(b) {
+            continue;
+        }
+        let key = format!("{kind:?}").to_lowercase();
+        match Bench::start(opts, kind).await {
+            Err(e) => common::record_failure(&mut section, &format!("setup ({key})"), &e),
+            Ok(mut bench) => {
+                match kind {
+                    Kind::Main => bench.run_all(&mut section, &mut measured).await,
+                    _ => bench.run_searches(&mut section, &mut measured, &[16]).await,
+                }
+                bench.finish(&mut section).await;
+                setup_json[&key] = bench.setup_json();
+                if kind == Kind::Main {
+                    words = bench.words.clone();
+                    if let (Some(before), Some(after)) = bench.seed_rss {
+                        bench.checks.push(format!(
+                            "seeding: the API's RSS went from {before:.1} to {after:.1} MB while {} \
+                             accounts registered and logged in (4 at a time); the measured runs use a \
+                             restarted process",
+                            bench.candidate_tokens.len() + 1
+                        ));
+                    }
+                }
+                checks.append(&mut bench.checks);
+                plans.append(&mut bench.plans);
             }
-            section.json["checks"] = json!(bench.checks);
-            section.notes.append(&mut bench.checks);
         }
     }
+    section.json["checks"] = json!(checks);
+    section.json["plans"] = json!(plans);
+    section.notes.append(&mut checks);
+    section.plans = plans;
 
     // Rows in the report's order; failures recorded meanwhile are already rows.
     let mut rows = Vec::new();
@@ -194,6 +258,23 @@ fn notes(opts: &Opts, words: &[String]) -> Vec<String> {
              misses the cache; the hit ratio is read from search_cache_requests_total on /metrics.",
             words.len()
         ),
+        "search_broad: GET /api/jobs?q=<word>&salary_min=<20000..200000, step 500>&page=<1..3>, \
+         every request a combination no earlier request made; the word is drawn from the seeded \
+         titles and descriptions weighted by how often it occurs there, among the words in at \
+         least 1 % of the jobs (so from hundreds of matches to every job)."
+            .into(),
+        format!(
+            "search_*_scale: the same two searches at 16 connections on a second PostgreSQL \
+             database seeded with {} jobs (no other scenario runs there); search_*_sqlite: the \
+             same on SQLite (a WAL database file, the default pool) seeded with {} jobs. The \
+             search indexes of a seeded PostgreSQL database are dropped during the bulk insert \
+             and built again from the migrations' definitions.",
+            opts.scale_jobs, opts.jobs
+        ),
+        "Plans: after each search scenario's unloaded sample, the two slowest sample searches \
+         are run again under EXPLAIN (ANALYZE, BUFFERS) (count, then page) on PostgreSQL; they \
+         follow the notes."
+            .into(),
         "job_detail: GET /api/jobs/{id} of a random seeded job.".into(),
         "apply: POST /api/jobs/{id}/applications {\"cover_letter\":…} as one of the candidates \
          (rotating), never the same candidate and job twice across threads and runs; a row with \
@@ -257,13 +338,41 @@ fn targets(section: &mut Section, measured: &[Measured], ceilings: Option<&Ceili
                 .into(),
         ),
     }
-    if let Some(m) = find("search_uncached", 16) {
+    for (scenario, what) in [
+        (
+            "search_uncached",
+            "uncached search (word pairs), PostgreSQL",
+        ),
+        (
+            "search_broad",
+            "uncached broad search + salary_min, PostgreSQL",
+        ),
+        (
+            "search_uncached_scale",
+            "uncached search (word pairs), PostgreSQL at scale",
+        ),
+        (
+            "search_broad_scale",
+            "uncached broad search + salary_min, PostgreSQL at scale",
+        ),
+        (
+            "search_uncached_sqlite",
+            "uncached search (word pairs), SQLite",
+        ),
+        (
+            "search_broad_sqlite",
+            "uncached broad search + salary_min, SQLite",
+        ),
+    ] {
+        let Some(m) = find(scenario, 16) else {
+            continue;
+        };
         section.targets.push(Target::at_most(
-            "uncached full-text search p99 <= 20 ms @16 conns",
+            &format!("{what}: p99 <= 20 ms @16 conns"),
             m.wrk.latency_ms.p99,
             20.0,
             format!(
-                "p99 {} ms at 16 connections over {} requests (cache hit ratio {})",
+                "{scenario}: p99 {} ms at 16 connections over {} requests (cache hit ratio {})",
                 common::fmt_ms(m.wrk.latency_ms.p99),
                 m.wrk.requests,
                 m.hit_ratio()
@@ -302,8 +411,13 @@ fn targets(section: &mut Section, measured: &[Measured], ceilings: Option<&Ceili
 
 struct Bench<'a> {
     opts: &'a Opts,
+    /// What this run measures on which database.
+    kind: Kind,
     db: Option<FreshDb>,
-    pool: sqlx::PgPool,
+    /// PostgreSQL runs only.
+    pg: Option<sqlx::PgPool>,
+    /// The SQLite run: its database file (in `dir`) and a pool on it.
+    sqlite: Option<(String, sqlx::SqlitePool)>,
     /// Scripts and parameter files.
     dir: tempfile::TempDir,
     server: Option<Child>,
@@ -313,6 +427,10 @@ struct Bench<'a> {
     first_job_id: i64,
     njobs: i64,
     words: Vec<String>,
+    /// The broad searches (search_broad), in the order they are sent.
+    broad: Vec<BroadQuery>,
+    /// Query plans of the slowest sample searches.
+    plans: Vec<String>,
     seed_s: f64,
     cached_total: i64,
     /// The API's RSS before and after seeding (MiB).
@@ -324,7 +442,7 @@ struct Bench<'a> {
 
 impl<'a> Bench<'a> {
     /// A fresh database, the API on it, the seeded data.
-    async fn start(opts: &'a Opts) -> Result<Bench<'a>> {
+    async fn start(opts: &'a Opts, kind: Kind) -> Result<Bench<'a>> {
         ensure!(
             opts.bin.is_file(),
             "the jobboard binary {} does not exist (build it with `cargo build --release --bin \
@@ -332,14 +450,33 @@ impl<'a> Bench<'a> {
             opts.bin.display()
         );
         ensure!(opts.jobs > 0, "--jobs must be at least 1");
-        let db = FreshDb::create(&opts.pg_url).await?;
-        common::progress(SECTION, format!("database {}", db.name));
-        let pool = db.pool(4).await?;
+        let dir = tempfile::Builder::new().prefix("jbbench-http-").tempdir()?;
+        let (db, pg, sqlite) = if kind == Kind::Sqlite {
+            let url = format!("sqlite://{}/bench.db", dir.path().display());
+            let pool = sqlx::sqlite::SqlitePoolOptions::new()
+                .max_connections(1)
+                .connect_with(
+                    url.parse::<sqlx::sqlite::SqliteConnectOptions>()?
+                        .create_if_missing(true)
+                        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+                        .busy_timeout(Duration::from_secs(30)),
+                )
+                .await?;
+            common::progress(SECTION, format!("database {url}"));
+            (None, None, Some((url, pool)))
+        } else {
+            let db = FreshDb::create(&opts.pg_url).await?;
+            common::progress(SECTION, format!("database {}", db.name));
+            let pool = db.pool(4).await?;
+            (Some(db), Some(pool), None)
+        };
         let mut bench = Bench {
             opts,
-            pool,
-            dir: tempfile::Builder::new().prefix("jbbench-http-").tempdir()?,
-            db: Some(db),
+            kind,
+            pg,
+            sqlite,
+            dir,
+            db,
             server: None,
             base: String::new(),
             employer_token: String::new(),
@@ -347,6 +484,8 @@ impl<'a> Bench<'a> {
             first_job_id: 0,
             njobs: 0,
             words: Vec::new(),
+            broad: Vec::new(),
+            plans: Vec::new(),
             seed_s: 0.0,
             cached_total: 0,
             seed_rss: (None, None),
@@ -385,7 +524,11 @@ impl<'a> Bench<'a> {
         if let Some(mut old) = self.server.take() {
             old.stop()?;
         }
-        let db_url = self.db.as_ref().map(|d| d.url.clone()).unwrap_or_default();
+        let db_url = match (&self.db, &self.sqlite) {
+            (Some(d), _) => d.url.clone(),
+            (None, Some((url, _))) => url.clone(),
+            (None, None) => bail!("no database"),
+        };
         let addr = common::free_addr()?;
         let mut env = vec![
             ("DATABASE_URL", db_url),
@@ -427,6 +570,14 @@ impl<'a> Bench<'a> {
         Ok(())
     }
 
+    fn pg(&self) -> Result<&sqlx::PgPool> {
+        self.pg.as_ref().context("this run is not on PostgreSQL")
+    }
+
+    async fn pg_count(&self, sql: &str) -> Result<i64> {
+        Ok(sqlx::query_scalar(sql).fetch_one(self.pg()?).await?)
+    }
+
     fn server(&mut self) -> Result<&mut Child> {
         self.server.as_mut().context("the API is not running")
     }
@@ -462,18 +613,44 @@ impl<'a> Bench<'a> {
 
         // The jobs, in bulk.
         let t = Instant::now();
-        common::progress(SECTION, format!("seeding {} jobs", self.opts.jobs));
-        let jobs = generate_jobs(self.opts.jobs, COMPANY);
+        let njobs = self.kind.jobs(self.opts);
+        common::progress(SECTION, format!("seeding {njobs} jobs"));
+        let jobs = generate_jobs(njobs, COMPANY);
         self.words = query_words(&jobs);
-        for chunk in jobs.chunks(SEED_CHUNK) {
-            insert_jobs(&self.pool, company_id, chunk).await?;
-        }
-        let (min, max, count): (i64, i64, i64) =
-            sqlx::query_as("SELECT MIN(id), MAX(id), COUNT(*) FROM jobs WHERE status = 'open'")
-                .fetch_one(&self.pool)
+        self.broad = broad_queries(&jobs, BROAD_QUERIES);
+        const IDS: &str = "SELECT MIN(id), MAX(id), COUNT(*) FROM jobs WHERE status = 'open'";
+        let (min, max, count): (i64, i64, i64) = match (&self.pg, &self.sqlite) {
+            (Some(pool), _) => {
+                // Bulk loading goes faster with the search indexes built afterwards, from the
+                // definitions the migrations gave them.
+                let indexes: Vec<String> = sqlx::query_scalar(
+                    "SELECT indexdef FROM pg_indexes WHERE tablename = 'jobs' \
+                     AND indexname IN ('jobs_search', 'jobs_open_newest')",
+                )
+                .fetch_all(pool)
                 .await?;
+                sqlx::query("DROP INDEX jobs_search, jobs_open_newest")
+                    .execute(pool)
+                    .await?;
+                for chunk in jobs.chunks(SEED_CHUNK) {
+                    insert_jobs(pool, company_id, chunk).await?;
+                }
+                for def in indexes {
+                    sqlx::query(&def).execute(pool).await?;
+                }
+                sqlx::query_as(IDS).fetch_one(pool).await?
+            }
+            (None, Some((_, pool))) => {
+                for chunk in jobs.chunks(SQLITE_SEED_CHUNK) {
+                    insert_jobs_sqlite(pool, company_id, chunk).await?;
+                }
+                sqlx::query_as(IDS).fetch_one(pool).await?
+            }
+            (None, None) => bail!("no database"),
+        };
+        drop(jobs);
         ensure!(
-            count == self.opts.jobs as i64 && max - min + 1 == count,
+            count == njobs as i64 && max - min + 1 == count,
             "the seeded job ids are not contiguous ({count} jobs, ids {min}..{max})"
         );
         self.first_job_id = min;
@@ -485,10 +662,26 @@ impl<'a> Bench<'a> {
                 t.elapsed().as_secs_f64()
             ),
         );
-        sqlx::query("VACUUM (ANALYZE)").execute(&self.pool).await?;
+        match (&self.pg, &self.sqlite) {
+            (Some(pool), _) => {
+                sqlx::query("VACUUM (ANALYZE)").execute(pool).await?;
+            }
+            (None, Some((_, pool))) => {
+                sqlx::query("ANALYZE").execute(pool).await?;
+                sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                    .execute(pool)
+                    .await?;
+            }
+            (None, None) => {}
+        }
 
-        // Candidates, through the API (each costs two password hashes on the server).
-        let n = if self.opts.quick { 40 } else { 100 };
+        // Candidates, through the API (each costs two password hashes on the server); the
+        // search-only runs need none.
+        let n = match self.kind {
+            Kind::Main if self.opts.quick => 40,
+            Kind::Main => 100,
+            _ => 0,
+        };
         let t = Instant::now();
         let results: Vec<Result<String>> = futures::stream::iter(0..n)
             .map(|i| {
@@ -620,26 +813,26 @@ impl<'a> Bench<'a> {
                 for m in &out[before..] {
                     apply_rps.insert(m.conns, m.wrk.rps);
                 }
-                match sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM applications")
-                    .fetch_one(&self.pool)
-                    .await
-                {
+                match self.pg_count("SELECT COUNT(*) FROM applications").await {
                     Ok(n) => self.checks.push(format!(
                         "apply: {n} applications in the database after its runs (warm-ups included)"
                     )),
-                    Err(e) => common::record_failure(section, "apply count", &e.into()),
+                    Err(e) => common::record_failure(section, "apply count", &e),
                 }
             }
             Err(e) => common::record_failure(section, "apply", &e),
         }
 
         // status_change, on the applications apply made
-        let ids: Result<Vec<i64>> = sqlx::query_scalar(
-            "SELECT id FROM applications WHERE status = 'submitted' ORDER BY id",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .context("listing the applications");
+        let ids: Result<Vec<i64>> = match self.pg() {
+            Ok(pool) => sqlx::query_scalar(
+                "SELECT id FROM applications WHERE status = 'submitted' ORDER BY id",
+            )
+            .fetch_all(pool)
+            .await
+            .context("listing the applications"),
+            Err(e) => Err(e),
+        };
         match (
             ids,
             script(&dir, "status_change", include_str!("wrk_status_change.lua")),
@@ -668,25 +861,7 @@ impl<'a> Bench<'a> {
             (Err(e), _) | (_, Err(e)) => common::record_failure(section, "status_change", &e),
         }
 
-        // search_uncached
-        match script(
-            &dir,
-            "search_uncached",
-            include_str!("wrk_search_uncached.lua"),
-        ) {
-            Ok(s) => {
-                let mut sc = Uncached::new(s, dir.join("uncached.params.lua"), self.words.clone());
-                match self.sample_uncached(&sc).await {
-                    Ok((line, sample)) => {
-                        self.checks.push(line);
-                        section.json["uncached_sample"] = sample;
-                    }
-                    Err(e) => common::record_failure(section, "search_uncached sample", &e),
-                }
-                self.levels(&mut sc, section, out).await;
-            }
-            Err(e) => common::record_failure(section, "search_uncached", &e),
-        }
+        self.run_searches(section, out, &common::CONN_LEVELS).await;
 
         // search_cached_redis, on a restarted server
         let prefix = format!("jbbench:{}:", uuid::Uuid::new_v4().simple());
@@ -703,16 +878,144 @@ impl<'a> Bench<'a> {
         }
     }
 
+    /// The uncached searches: word pairs (search_uncached) and broad words with a pay filter
+    /// (search_broad), each with a sample without load and the plans of its slowest searches.
+    async fn run_searches(
+        &mut self,
+        section: &mut Section,
+        out: &mut Vec<Measured>,
+        levels: &[u32],
+    ) {
+        let dir = self.dir.path().to_path_buf();
+        let (uncached, broad) = self.kind.search_names();
+        if self.opts.wants(uncached) {
+            match common::wrk_script(&dir, uncached, include_str!("wrk_search_uncached.lua")) {
+                Ok(s) => {
+                    let mut sc = Uncached::new(
+                        uncached,
+                        s,
+                        dir.join(format!("{uncached}.params.lua")),
+                        self.words.clone(),
+                    );
+                    let far = (0..100u64).map(|i| sc.combos.saturating_sub(1 + i * 7));
+                    let sample: Vec<(String, JobSearch)> =
+                        far.map(|n| (sc.path(n), sc.search(n))).collect();
+                    self.sample(section, uncached, sample).await;
+                    self.levels_at(&mut sc, section, out, levels).await;
+                }
+                Err(e) => common::record_failure(section, uncached, &e),
+            }
+        }
+        if self.opts.wants(broad) {
+            match common::wrk_script(&dir, broad, include_str!("wrk_search_broad.lua")) {
+                Ok(s) => {
+                    // The sample comes from the far end of the list, which the runs do not reach.
+                    let sample: Vec<(String, JobSearch)> = self
+                        .broad
+                        .iter()
+                        .rev()
+                        .take(100)
+                        .map(|q| (q.path(), q.search()))
+                        .collect();
+                    let mut sc = Broad {
+                        name: broad,
+                        script: s,
+                        params: dir.join(format!("{broad}.params.lua")),
+                        paths: self.broad.iter().map(BroadQuery::path).collect(),
+                        start: vec![0; common::WRK_THREADS as usize],
+                    };
+                    self.sample(section, broad, sample).await;
+                    self.levels_at(&mut sc, section, out, levels).await;
+                }
+                Err(e) => common::record_failure(section, broad, &e),
+            }
+        }
+    }
+
+    /// Sends the searches one at a time without load, to show what they find and how long one
+    /// takes; on PostgreSQL, keeps the plans (`EXPLAIN (ANALYZE, BUFFERS)`) of the two slowest.
+    async fn sample(
+        &mut self,
+        section: &mut Section,
+        name: &str,
+        sample: Vec<(String, JobSearch)>,
+    ) {
+        let client = common::http_client();
+        let mut found = Vec::new();
+        for (path, search) in sample {
+            let t = Instant::now();
+            match api(client.get(format!("{}{path}", self.base)), 200).await {
+                Ok(body) => found.push((
+                    t.elapsed().as_secs_f64() * 1000.0,
+                    body["total"].as_i64().unwrap_or(0),
+                    body["total_exact"].as_bool().unwrap_or(true),
+                    path,
+                    search,
+                )),
+                Err(e) => {
+                    common::record_failure(section, &format!("{name} sample {path}"), &e);
+                    return;
+                }
+            }
+        }
+        if found.is_empty() {
+            return;
+        }
+        let n = found.len();
+        let mut totals: Vec<i64> = found.iter().map(|f| f.1).collect();
+        totals.sort_unstable();
+        let capped = found.iter().filter(|f| !f.2).count();
+        found.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let median_ms = found[n / 2].0;
+        self.checks.push(format!(
+            "{name}: {n} sample searches without load: {} find jobs, median total {}, {capped} \
+             counted to the limit (total_exact false); median {} ms, slowest {} ms ({})",
+            totals.iter().filter(|&&t| t > 0).count(),
+            totals[n / 2],
+            common::fmt_ms(median_ms),
+            common::fmt_ms(found[0].0),
+            found[0].3
+        ));
+        let mut plans = Vec::new();
+        if let Some(db) = &self.db {
+            match jobboard::store::PgStore::connect(&db.url, 1).await {
+                Ok(store) => {
+                    for (ms, total, _, path, search) in found.iter().take(2) {
+                        match store.explain_search(search).await {
+                            Ok([count, page]) => {
+                                self.plans.push(format!(
+                                    "{name}: {path} ({} ms without load, total {total})\n\
+                                     -- count\n{count}\n-- page\n{page}",
+                                    common::fmt_ms(*ms)
+                                ));
+                                plans.push(
+                                    json!({"path": path, "ms": ms, "count": count, "page": page}),
+                                );
+                            }
+                            Err(e) => common::record_failure(section, "EXPLAIN", &e),
+                        }
+                    }
+                    store.pool().close().await;
+                }
+                Err(e) => common::record_failure(section, "EXPLAIN", &e),
+            }
+        }
+        section.json[format!("{name}_sample")] = json!({
+            "latency_ms": found.iter().map(|f| f.0).collect::<Vec<_>>(),
+            "totals": totals,
+            "capped": capped,
+            "plans": plans,
+        });
+    }
+
     /// What status_change did, from the database.
     async fn status_counts(&self) -> Result<String> {
         let rows: Vec<(String, i64)> = sqlx::query_as(
             "SELECT status, COUNT(*) FROM applications GROUP BY status ORDER BY COUNT(*) DESC",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(self.pg()?)
         .await?;
-        let events: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM outbox")
-            .fetch_one(&self.pool)
-            .await?;
+        let events = self.pg_count("SELECT COUNT(*) FROM outbox").await?;
         Ok(format!(
             "status_change: {events} status-change events in the outbox (warm-ups included); \
              applications by status: {}",
@@ -723,38 +1026,6 @@ impl<'a> Bench<'a> {
         ))
     }
 
-    /// Sends 100 uncached searches one at a time (from the far end of the query space, which the
-    /// load runs do not reach) to show what they find and how long one takes without load.
-    async fn sample_uncached(&self, sc: &Uncached) -> Result<(String, Value)> {
-        let client = common::http_client();
-        let mut totals = Vec::new();
-        let mut millis = Vec::new();
-        for i in 0..100u64 {
-            let path = sc.path(sc.combos.saturating_sub(1 + i * 7));
-            let t = Instant::now();
-            let found: Value = api(client.get(format!("{}{path}", self.base)), 200)
-                .await
-                .with_context(|| format!("GET {path}"))?;
-            millis.push(t.elapsed().as_secs_f64() * 1000.0);
-            totals.push(found["total"].as_i64().unwrap_or(0));
-        }
-        totals.sort_unstable();
-        millis.sort_by(f64::total_cmp);
-        let with_results = totals.iter().filter(|&&t| t > 0).count();
-        let line = format!(
-            "search_uncached: 100 sample queries without load: {with_results} % find jobs, \
-             median total {}, max {}; median {} ms, max {} ms",
-            totals[50],
-            totals[99],
-            common::fmt_ms(millis[50]),
-            common::fmt_ms(millis[99])
-        );
-        Ok((
-            line,
-            json!({"totals": totals, "latency_ms": millis, "combinations": sc.combos}),
-        ))
-    }
-
     /// Runs `sc` at every connection level.
     async fn levels(
         &mut self,
@@ -762,7 +1033,21 @@ impl<'a> Bench<'a> {
         section: &mut Section,
         out: &mut Vec<Measured>,
     ) {
-        for conns in common::CONN_LEVELS {
+        self.levels_at(sc, section, out, &common::CONN_LEVELS).await;
+    }
+
+    /// Runs `sc` at these connection levels (unless `--scenario` leaves it out).
+    async fn levels_at(
+        &mut self,
+        sc: &mut dyn Scenario,
+        section: &mut Section,
+        out: &mut Vec<Measured>,
+        levels: &[u32],
+    ) {
+        if !self.opts.wants(sc.name()) {
+            return;
+        }
+        for &conns in levels {
             common::progress(SECTION, format!("{}, {conns} connections", sc.name()));
             match self.level(sc, conns).await {
                 Ok(m) => {
@@ -861,7 +1146,12 @@ impl<'a> Bench<'a> {
         {
             common::record_failure(section, "deleting the Redis keys", &e);
         }
-        self.pool.close().await;
+        if let Some(pool) = self.pg.take() {
+            pool.close().await;
+        }
+        if let Some((_, pool)) = self.sqlite.take() {
+            pool.close().await;
+        }
         if let Some(db) = self.db.take() {
             if self.opts.keep_db {
                 let url = db.keep();
@@ -1160,6 +1450,7 @@ impl Scenario for StatusChange {
 }
 
 struct Uncached {
+    name: &'static str,
     script: PathBuf,
     params: PathBuf,
     words: Vec<String>,
@@ -1169,7 +1460,7 @@ struct Uncached {
 }
 
 impl Uncached {
-    fn new(script: PathBuf, params: PathBuf, words: Vec<String>) -> Uncached {
+    fn new(name: &'static str, script: PathBuf, params: PathBuf, words: Vec<String>) -> Uncached {
         let w = words.len() as u64;
         let combos = (w * w.saturating_sub(1) / 2).max(1) * UNCACHED_PAGES * 3;
         // A multiplier coprime with the number of combinations spreads consecutive requests
@@ -1179,6 +1470,7 @@ impl Uncached {
             mult += 2;
         }
         Uncached {
+            name,
             script,
             params,
             words,
@@ -1192,6 +1484,32 @@ impl Uncached {
 impl Uncached {
     /// The path of request number `n`, as the load script makes it.
     fn path(&self, n: u64) -> String {
+        let (a, b, page, remote) = self.parts(n);
+        let mut path = format!("/api/jobs?q={a}+{b}&page={page}");
+        match remote {
+            Some(true) => path.push_str("&remote=true"),
+            Some(false) => path.push_str("&remote=false"),
+            None => {}
+        }
+        path
+    }
+
+    /// The search of request number `n`, as the API makes it from the path.
+    fn search(&self, n: u64) -> JobSearch {
+        let (a, b, page, remote) = self.parts(n);
+        JobSearch {
+            terms: jobboard::domain::search::query_terms(&format!("{a} {b}")).unwrap_or_default(),
+            remote,
+            page: Page {
+                page: page as i64,
+                size: 20,
+            },
+            ..JobSearch::default()
+        }
+    }
+
+    /// The two words, the page and the remote filter of request number `n`.
+    fn parts(&self, n: u64) -> (&str, &str, u64, Option<bool>) {
         let w = self.words.len() as u64;
         let npairs = (w * w.saturating_sub(1) / 2).max(1);
         let idx = ((n as u128 * self.mult as u128) % self.combos as u128) as u64;
@@ -1207,13 +1525,137 @@ impl Uncached {
         }
         let b = a + 1 + pair;
         let word = |i: u64| self.words.get(i as usize).map(String::as_str).unwrap_or("");
-        let mut path = format!("/api/jobs?q={}+{}&page={page}", word(a), word(b));
-        match remote {
-            1 => path.push_str("&remote=true"),
-            2 => path.push_str("&remote=false"),
-            _ => {}
+        let remote = match remote {
+            1 => Some(true),
+            2 => Some(false),
+            _ => None,
+        };
+        (word(a), word(b), page, remote)
+    }
+}
+
+/// One broad search: a common word of the seeded text, a pay filter and a page.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct BroadQuery {
+    word: String,
+    salary_min: i64,
+    page: i64,
+}
+
+impl BroadQuery {
+    fn path(&self) -> String {
+        format!(
+            "/api/jobs?q={}&salary_min={}&page={}",
+            self.word, self.salary_min, self.page
+        )
+    }
+
+    fn search(&self) -> JobSearch {
+        JobSearch {
+            terms: jobboard::domain::search::query_terms(&self.word).unwrap_or_default(),
+            salary_min: Some(self.salary_min),
+            page: Page {
+                page: self.page,
+                size: 20,
+            },
+            ..JobSearch::default()
         }
-        path
+    }
+}
+
+/// `n` distinct broad searches: words drawn from the seeded titles and descriptions weighted by
+/// how often they occur there, among those in at least 1 % of the jobs (hundreds to all of the
+/// jobs match each), with `salary_min` a multiple of 500 from 20 000 to 200 000 and pages 1–3.
+fn broad_queries(jobs: &[SeedJob], n: usize) -> Vec<BroadQuery> {
+    let mut occurrences: BTreeMap<String, u64> = BTreeMap::new();
+    for job in jobs {
+        for text in [&job.title, &job.description] {
+            for w in jobboard::domain::search::words(text) {
+                *occurrences.entry(w).or_default() += 1;
+            }
+        }
+    }
+    // Document frequency, counted once per job.
+    let mut df: BTreeMap<&str, usize> = BTreeMap::new();
+    for job in jobs {
+        for term in job.search_terms.split(' ') {
+            *df.entry(term).or_default() += 1;
+        }
+    }
+    let common: Vec<(&str, u64)> = occurrences
+        .iter()
+        .filter(|(w, _)| {
+            w.chars().all(|c| c.is_ascii_alphanumeric())
+                && df.get(w.as_str()).copied().unwrap_or(0) * 100 >= jobs.len()
+        })
+        .map(|(w, count)| (w.as_str(), *count))
+        .collect();
+    if common.is_empty() {
+        return Vec::new();
+    }
+    let weights = rand::distributions::WeightedIndex::new(common.iter().map(|c| c.1));
+    let Ok(weights) = weights else {
+        return Vec::new();
+    };
+    let mut rng = StdRng::seed_from_u64(14);
+    let space = common.len() * 361 * 3;
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    while out.len() < n.min(space / 2) {
+        let q = BroadQuery {
+            word: common[rng.sample(&weights)].0.to_string(),
+            salary_min: 20_000 + 500 * rng.gen_range(0..361),
+            page: rng.gen_range(1..=3),
+        };
+        if seen.insert(q.clone()) {
+            out.push(q);
+        }
+    }
+    out
+}
+
+/// search_broad: the prepared broad searches in order, continuing from the previous run.
+struct Broad {
+    name: &'static str,
+    script: PathBuf,
+    params: PathBuf,
+    paths: Vec<String>,
+    start: Vec<u64>,
+}
+
+impl Scenario for Broad {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn script(&self) -> &Path {
+        &self.script
+    }
+    fn prepare(&mut self, _conns: u32, _secs: u64, _warmup: bool) -> Result<Vec<String>> {
+        ensure!(!self.paths.is_empty(), "no broad searches");
+        common::lua_params(
+            &self.params,
+            &[
+                ("paths", LuaValue::Str(self.paths.join(","))),
+                ("nthreads", LuaValue::Int(common::WRK_THREADS as i64)),
+                (
+                    "start",
+                    LuaValue::Ints(self.start.iter().map(|&c| c as i64).collect()),
+                ),
+            ],
+        )?;
+        Ok(vec![self.params.display().to_string()])
+    }
+    fn finish(&mut self, r: &WrkResult, warmup: bool) -> Result<Vec<String>> {
+        let used = advance(&mut self.start, r)?;
+        let mut notes = Vec::new();
+        // The sample uses the last 100 searches.
+        if used + 100 >= self.paths.len() as u64 && !warmup {
+            notes.push(format!(
+                "searches exhausted ({used} requests, {} searches): some repeat",
+                self.paths.len()
+            ));
+        }
+        Ok(notes)
     }
 }
 
@@ -1223,7 +1665,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 
 impl Scenario for Uncached {
     fn name(&self) -> &'static str {
-        "search_uncached"
+        self.name
     }
     fn script(&self) -> &Path {
         &self.script
@@ -1592,6 +2034,39 @@ fn generate_jobs(n: usize, company: &str) -> Vec<SeedJob> {
     // Ids grow with creation time, as they do when jobs are published one by one.
     jobs.sort_by_key(|j| j.created_at);
     jobs
+}
+
+/// Inserts jobs into SQLite the way `create_job` writes them (the triggers fill the full-text
+/// index).
+async fn insert_jobs_sqlite(
+    pool: &sqlx::SqlitePool,
+    company_id: i64,
+    jobs: &[SeedJob],
+) -> Result<()> {
+    let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+        "INSERT INTO jobs (company_id, title, description, location, location_key, remote, \
+         salary_min, salary_max, employment_type, status, search_terms, created_at, updated_at) ",
+    );
+    qb.push_values(jobs, |mut b, j| {
+        b.push_bind(company_id)
+            .push_bind(&j.title)
+            .push_bind(&j.description)
+            .push_bind(&j.location)
+            .push_bind(j.location.to_lowercase())
+            .push_bind(j.remote)
+            .push_bind(j.salary_min)
+            .push_bind(j.salary_max)
+            .push_bind(j.employment_type)
+            .push_bind("open")
+            .push_bind(&j.search_terms)
+            .push_bind(j.created_at)
+            .push_bind(j.created_at);
+    });
+    qb.build()
+        .execute(pool)
+        .await
+        .context("inserting jobs into SQLite")?;
+    Ok(())
 }
 
 /// Inserts jobs the way `create_job` writes them (PostgreSQL computes `search_vector` from

@@ -64,10 +64,19 @@ pub struct Opts {
     /// Status-change events per worker scenario [default: 20000; 2000 with --quick].
     #[arg(long)]
     pub events: Option<usize>,
-    /// Run only the worker scenarios whose name contains this text (repeatable), e.g.
-    /// `--scenario "pg db file"`.
+    /// Run only the scenarios (HTTP and worker) whose name contains this text (repeatable), e.g.
+    /// `--scenario "pg db file"` or `--scenario search_broad`.
     #[arg(long, value_name = "TEXT")]
     pub scenario: Vec<String>,
+    /// Open jobs seeded for the search rows at scale (`search_*_scale`, 16 connections); 0
+    /// leaves them out [default: 1000000; 0 with --quick].
+    #[arg(
+        long,
+        value_name = "JOBS",
+        hide_default_value = true,
+        default_value_t = 1_000_000
+    )]
+    pub scale_jobs: usize,
     /// Keep the HTTP section's database instead of dropping it (to look at it afterwards).
     #[arg(long, hide = true)]
     pub keep_db: bool,
@@ -78,6 +87,11 @@ pub struct Opts {
 }
 
 impl Opts {
+    /// Whether `--scenario` keeps the scenario of this name (all when it is absent).
+    pub fn wants(&self, name: &str) -> bool {
+        self.scenario.is_empty() || self.scenario.iter().any(|s| name.contains(s.as_str()))
+    }
+
     /// Whether `part` (`ceilings`, `http`, `worker`) runs.
     pub fn runs(&self, part: &str) -> bool {
         self.only.is_empty() || self.only.iter().any(|p| p == part)
@@ -110,6 +124,9 @@ fn parse_opts() -> Opts {
         }
         if defaulted("jobs") {
             opts.jobs = 10_000;
+        }
+        if defaulted("scale_jobs") {
+            opts.scale_jobs = 0;
         }
     }
     opts
@@ -189,6 +206,9 @@ async fn run(opts: Opts) -> Result<bool> {
         text.push_str(&report::table(&s.columns, &s.rows));
         for note in &s.notes {
             text.push_str(&format!("  * {note}\n"));
+        }
+        for plan in &s.plans {
+            text.push_str(&format!("\n-- plan: {plan}\n"));
         }
     }
     let target_columns: Vec<String> = ["target", "measured", "relation", "bound", "met", "detail"]

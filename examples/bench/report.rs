@@ -15,6 +15,8 @@ pub struct Section {
     pub targets: Vec<Target>,
     /// Lines printed under the table (what was measured, how).
     pub notes: Vec<String>,
+    /// Query plans, printed after the notes as they are.
+    pub plans: Vec<String>,
 }
 
 /// A target from the performance goals, judged on figures from this run.
