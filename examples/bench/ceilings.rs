@@ -20,6 +20,8 @@ use std::time::Duration;
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct Ceilings {
     pub bare_rps: BTreeMap<u32, f64>,
+    /// Bare axum answering a fixed body as large as a cached search page.
+    pub bare_page_rps: BTreeMap<u32, f64>,
     pub insert_tps: BTreeMap<u32, f64>,
 }
 
@@ -41,12 +43,21 @@ pub async fn run(opts: &Opts) -> (Section, Ceilings) {
     let mut bare_json = Vec::new();
     match start_bare().await {
         Err(e) => common::record_failure(&mut section, "bare axum", &e),
-        Ok((child, url, script)) => {
-            for conns in common::CONN_LEVELS {
-                common::progress("ceilings", format!("bare axum, {conns} connections"));
+        Ok((child, bare_url, script)) => {
+            let page_url = bare_url.replace("/bare", "/bare-page");
+            let runs = common::CONN_LEVELS
+                .iter()
+                .map(|&c| ("bare axum", c, &bare_url))
+                .chain(
+                    common::CONN_LEVELS
+                        .iter()
+                        .map(|&c| ("bare axum, 15 KB page", c, &page_url)),
+                );
+            for (what, conns, url) in runs {
+                common::progress("ceilings", format!("{what}, {conns} connections"));
                 let run = async {
                     let mut wrk = Wrk {
-                        url: &url,
+                        url,
                         conns,
                         secs: common::WARMUP_SECS,
                         script: &script.1,
@@ -58,9 +69,13 @@ pub async fn run(opts: &Opts) -> (Section, Ceilings) {
                 };
                 match run.await {
                     Ok(r) => {
-                        ceilings.bare_rps.insert(conns, r.rps);
+                        if what == "bare axum" {
+                            ceilings.bare_rps.insert(conns, r.rps);
+                        } else {
+                            ceilings.bare_page_rps.insert(conns, r.rps);
+                        }
                         section.rows.push(vec![
-                            "bare axum".into(),
+                            what.into(),
                             format!("{conns} conns"),
                             common::fmt_int(r.rps),
                             common::fmt_ms(r.latency_ms.p50),
@@ -69,7 +84,7 @@ pub async fn run(opts: &Opts) -> (Section, Ceilings) {
                             (r.non_2xx + r.errors.socket()).to_string(),
                             format!("{} B/resp", r.bytes / r.requests.max(1)),
                         ]);
-                        bare_json.push(json!({ "conns": conns, "wrk": r }));
+                        bare_json.push(json!({ "what": what, "conns": conns, "wrk": r }));
                     }
                     Err(e) => {
                         common::record_failure(&mut section, &format!("bare axum {conns}"), &e)
@@ -142,7 +157,9 @@ pub async fn run(opts: &Opts) -> (Section, Ceilings) {
     section.notes = vec![
         format!(
             "bare axum: this executable with --bare-axum (its own process, default multi-thread \
-             tokio runtime), GET /bare answering a ~1 KB job-like JSON serialised per request; \
+             tokio runtime), GET /bare answering a ~1 KB job-like JSON serialised per request \
+             (the ceiling the targets use), and GET /bare-page answering a fixed ~15 KB body, \
+             the size of a cached search page, as the cache serves it (to tell the cost of the page's size from the API's own work); \
              wrk -t{} -c16/64/256, {} s warm-up then {secs} s each, --timeout 5s.",
             common::WRK_THREADS,
             common::WARMUP_SECS
@@ -269,7 +286,26 @@ pub async fn serve_bare(addr: SocketAddr) -> Result<()> {
             updated_at: "2026-12-02T10:00:00.000000Z".to_string(),
         })
     }
+    // A fixed body of the size of a cached search page (20 jobs), served as the cache serves it.
+    let page = {
+        let jobs: Vec<serde_json::Value> = (0..17)
+            .map(|i| {
+                serde_json::json!({"id": i, "title": "Senior Rust Engineer",
+                    "description": BARE_DESCRIPTION, "location": "Berlin, Germany"})
+            })
+            .collect();
+        bytes::Bytes::from(
+            serde_json::to_vec(&serde_json::json!({"items": jobs})).unwrap_or_default(),
+        )
+    };
     let app = Router::new()
+        .route(
+            "/bare-page",
+            get(move || {
+                let page = page.clone();
+                async move { ([("content-type", "application/json")], page) }
+            }),
+        )
         .route("/bare", get(bare))
         .with_state(Arc::new(AtomicI64::new(1)));
     let listener = tokio::net::TcpListener::bind(addr)

@@ -308,9 +308,14 @@ fn targets(section: &mut Section, measured: &[Measured], ceilings: Option<&Ceili
                             m.wrk.rps / bare,
                             factor,
                             format!(
-                                "{} req/s / {} req/s (bare axum), both at {conns} connections",
+                                "{} req/s / {} req/s (bare axum), both at {conns} connections; \
+                                 {:.2}x bare axum answering a 15 KB page",
                                 common::fmt_int(m.wrk.rps),
-                                common::fmt_int(*bare)
+                                common::fmt_int(*bare),
+                                c.bare_page_rps
+                                    .get(&conns)
+                                    .map(|p| m.wrk.rps / p)
+                                    .unwrap_or(f64::NAN)
                             ),
                         ));
                     }
