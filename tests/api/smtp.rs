@@ -230,13 +230,25 @@ async fn session(socket: tokio::net::TcpStream, state: Arc<Mutex<State>>) -> std
                     Ok(_) => return Ok(()),
                 }
             }
-            // Accepted once the reply is out, as a real server would be.
-            write.write_all(b"250 2.0.0 queued\r\n").await?;
-            write.flush().await?;
-            state.lock().unwrap().accepted.push(Mail {
+            // Recorded before the reply goes out, so a client that has its 250 always finds
+            // the mail here; taken back if the reply cannot be sent (the client is gone).
+            let mail = Mail {
                 recipients: recipients.clone(),
                 raw: raw.replace("\r\n", "\n").replace('\n', "\r\n"),
-            });
+            };
+            let kept = mail.raw.clone();
+            state.lock().unwrap().accepted.push(mail);
+            let sent = async {
+                write.write_all(b"250 2.0.0 queued\r\n").await?;
+                write.flush().await
+            };
+            if let Err(e) = sent.await {
+                let mut st = state.lock().unwrap();
+                if let Some(i) = st.accepted.iter().rposition(|m| m.raw == kept) {
+                    st.accepted.remove(i);
+                }
+                return Err(e);
+            }
         } else if cmd.starts_with("RSET") {
             recipients.clear();
             write.write_all(b"250 ok\r\n").await?;
