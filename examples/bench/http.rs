@@ -663,8 +663,13 @@ impl<'a> Bench<'a> {
         common::progress(
             SECTION,
             format!(
-                "jobs inserted in {:.1} s; VACUUM ANALYZE",
-                t.elapsed().as_secs_f64()
+                "jobs inserted in {:.1} s; {}",
+                t.elapsed().as_secs_f64(),
+                if self.pg.is_some() {
+                    "VACUUM ANALYZE"
+                } else {
+                    "ANALYZE"
+                }
             ),
         );
         match (&self.pg, &self.sqlite) {
