@@ -1,4 +1,5 @@
-//! The public job search: open jobs by words, place, pay and kind, newest first, with pages
+//! The public job search: open jobs by words, place, pay, kind and age, newest first or by
+//! relevance, within a window of the first 10 000 results, with pages
 //! cached per search-cache version (`crate::cache`).
 
 use super::error::{ApiResult, FieldErrors};
@@ -8,7 +9,7 @@ use super::openapi::Problem;
 use crate::cache::Lookup;
 use crate::domain::{EmploymentType, search, validate};
 use crate::http::AppState;
-use crate::store::JobSearch;
+use crate::store::{JobSearch, PostedWithin, SEARCH_WINDOW, SearchSort};
 use crate::telemetry::SEARCH_CACHE_REQUESTS_TOTAL;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
@@ -28,7 +29,7 @@ pub struct JobList {
     pub total_exact: bool,
 }
 
-/// Search open jobs, newest first. Every word of `q` must match a whole word of the title,
+/// Search open jobs, newest first or by title relevance. Every word of `q` must match a whole word of the title,
 /// description or company name (singular and plural alike); `q` is never query syntax.
 #[utoipa::path(get, path = "/api/jobs", tag = "jobs",
     params(
@@ -38,7 +39,10 @@ pub struct JobList {
         ("company_id" = Option<i64>, Query),
         ("salary_min" = Option<i64>, Query, description = "keeps jobs whose salary_max is at least this, or unknown"),
         ("employment_type" = Option<String>, Query),
-        ("page" = Option<i64>, Query), ("page_size" = Option<i64>, Query)),
+        ("posted_within_days" = Option<i64>, Query, minimum = 1, maximum = 365, description = "keeps jobs created in the last this many days"),
+        ("sort" = Option<String>, Query, description = "newest (default): created_at then id, descending; relevance: jobs whose title matches the most distinct words of q first, then newest"),
+        ("page" = Option<i64>, Query, description = "from 1; page × page_size at most 10 000 (a search serves its first 10 000 results)"),
+        ("page_size" = Option<i64>, Query)),
     responses((status = 200, body = JobList, headers(("X-Cache" = String, description = "HIT or MISS"))),
               (status = 422, body = Problem)))]
 pub(super) async fn search_jobs(
@@ -65,7 +69,26 @@ pub(super) async fn search_jobs(
         }
         parsed
     });
+    let posted_within = q
+        .int("posted_within_days", 1, 365, &mut errors)
+        .map(|days| PostedWithin::days_before(days, crate::timefmt::now()));
+    let sort = match q.get("sort") {
+        None => SearchSort::Newest,
+        Some(s) => SearchSort::parse(s).unwrap_or_else(|| {
+            errors.add("sort", "must be newest or relevance");
+            SearchSort::Newest
+        }),
+    };
     let page = q.page(&mut errors);
+    if page.page.saturating_mul(page.size) > SEARCH_WINDOW {
+        errors.add(
+            "page",
+            format!(
+                "a search serves its first {SEARCH_WINDOW} results: page × page_size must be at \
+                 most {SEARCH_WINDOW}; narrow the search instead"
+            ),
+        );
+    }
     errors.into_result()?;
 
     let search = JobSearch {
@@ -75,6 +98,8 @@ pub(super) async fn search_jobs(
         company_id,
         salary_min,
         employment_type,
+        posted_within,
+        sort,
         page,
     };
     // A word too long to be indexed matches nothing, and no stored location holds a NUL (which

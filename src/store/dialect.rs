@@ -19,10 +19,20 @@ pub(super) trait Dialect {
     const NOW_MS: &'static str;
     /// The backend's name, as `Store::backend` reports it.
     const NAME: &'static str;
-    /// Adds `AND <every term matches>` to a job query whose jobs table is aliased `j`.
-    fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Self::Db>, terms: &[String]);
-    /// Adds `AND <location_key contains needle>`.
-    fn push_location_match(qb: &mut sqlx::QueryBuilder<'_, Self::Db>, needle: String);
+    /// Taken in a job insert's transaction before it reads the newest job's creation time, so
+    /// that inserts take turns (none where the transaction already holds the write lock).
+    const JOB_INSERT_LOCK: Option<&'static str>;
+    /// Pushes `<haystack contains needle>` (a condition, no `AND`); `haystack` is SQL.
+    fn push_contains_expr(
+        qb: &mut sqlx::QueryBuilder<'_, Self::Db>,
+        haystack: &str,
+        needle: String,
+    );
+    /// Adds `AND <column contains needle>`; `column` is SQL.
+    fn push_contains(qb: &mut sqlx::QueryBuilder<'_, Self::Db>, column: &str, needle: String) {
+        qb.push(" AND ");
+        Self::push_contains_expr(qb, column, needle);
+    }
 }
 
 /// Maps a constraint violation to the given conflict; anything else stays an error.

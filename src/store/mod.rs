@@ -158,17 +158,68 @@ pub struct JobSearch {
     pub company_id: Option<i64>,
     pub salary_min: Option<i64>,
     pub employment_type: Option<String>,
+    /// Only jobs created at or after this instant (`posted_within_days`).
+    pub posted_within: Option<PostedWithin>,
+    pub sort: SearchSort,
     pub page: Page,
+}
+
+/// `posted_within_days`: the days asked for (what a cached page is keyed by) and the instant
+/// they reach back to, taken once when the request arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct PostedWithin {
+    pub days: i64,
+    #[serde(skip)]
+    pub since: DateTime<Utc>,
+}
+
+impl PostedWithin {
+    /// The jobs posted within the last `days` days before `now`.
+    pub fn days_before(days: i64, now: DateTime<Utc>) -> PostedWithin {
+        PostedWithin {
+            days,
+            since: now - chrono::Duration::days(days),
+        }
+    }
+}
+
+/// The order of a search's results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchSort {
+    /// `created_at` descending, then `id` descending.
+    #[default]
+    Newest,
+    /// Jobs whose title holds the most distinct query terms first, then newest.
+    Relevance,
+}
+
+impl SearchSort {
+    pub fn parse(s: &str) -> Option<SearchSort> {
+        match s {
+            "newest" => Some(SearchSort::Newest),
+            "relevance" => Some(SearchSort::Relevance),
+            _ => None,
+        }
+    }
 }
 
 /// A search counts its matches up to this many, or to the end of the page asked for if that is
 /// further: an exact count of a broad search would read every matching row.
 pub const SEARCH_COUNT_MIN: i64 = 100;
 
+/// A search serves its first this many results; a page that ends past them is refused.
+pub const SEARCH_WINDOW: i64 = 10_000;
+
 impl JobSearch {
     /// How many matches the count reads at most: `SEARCH_COUNT_MIN`, or the end of the page.
     pub fn count_limit(&self) -> i64 {
         SEARCH_COUNT_MIN.max(self.page.offset().saturating_add(self.page.size))
+    }
+
+    /// Whether results are ordered by title relevance (asked for, and there are words).
+    pub fn by_relevance(&self) -> bool {
+        self.sort == SearchSort::Relevance && !self.terms.is_empty()
     }
 }
 

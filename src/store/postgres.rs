@@ -26,19 +26,21 @@ impl PgStore {
         &self.pool
     }
 
-    /// `EXPLAIN (ANALYZE, BUFFERS)` of the two statements a search runs (its count, then its
-    /// page), for looking at a slow search.
-    pub async fn explain_search(&self, s: &super::JobSearch) -> anyhow::Result<[String; 2]> {
+    /// `EXPLAIN (ANALYZE, BUFFERS)` of the statements a search's first branch can run (the
+    /// newest-first walk, then its reading through the full-text index), for looking at a slow
+    /// search.
+    pub async fn explain_search(&self, s: &super::JobSearch) -> anyhow::Result<Vec<String>> {
         const EXPLAIN: &str = "EXPLAIN (ANALYZE, BUFFERS) ";
-        let count: Vec<String> = sql::search_count(EXPLAIN, s)
-            .build_query_scalar()
-            .fetch_all(&self.pool)
-            .await?;
-        let page: Vec<String> = sql::search_page(EXPLAIN, s)
-            .build_query_scalar()
-            .fetch_all(&self.pool)
-            .await?;
-        Ok([count.join("\n"), page.join("\n")])
+        let mut plans = Vec::new();
+        for mut statement in sql::explained_search(EXPLAIN, s) {
+            let lines: Vec<String> = statement
+                .build_query_scalar()
+                .persistent(false)
+                .fetch_all(&self.pool)
+                .await?;
+            plans.push(lines.join("\n"));
+        }
+        Ok(plans)
     }
 
     async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, Postgres>> {
@@ -62,21 +64,15 @@ impl Dialect for PgDialect {
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const FOR_SHARE: &'static str = " FOR SHARE";
     const NAME: &'static str = "postgres";
+    // Job inserts take turns, so that ids (from the identity) follow creation times.
+    const JOB_INSERT_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7406001)");
 
-    fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Postgres>, terms: &[String]) {
-        // Terms are letters and digits only, so quoting them makes each a literal lexeme.
-        let query = terms
-            .iter()
-            .map(|t| format!("'{t}'"))
-            .collect::<Vec<_>>()
-            .join(" & ");
-        qb.push(" AND j.search_vector @@ CAST(")
-            .push_bind(query)
-            .push(" AS tsquery)");
-    }
-
-    fn push_location_match(qb: &mut sqlx::QueryBuilder<'_, Postgres>, needle: String) {
-        qb.push(" AND strpos(j.location_key, ")
+    fn push_contains_expr(
+        qb: &mut sqlx::QueryBuilder<'_, Postgres>,
+        haystack: &str,
+        needle: String,
+    ) {
+        qb.push(format!("strpos({haystack}, "))
             .push_bind(needle)
             .push(") > 0");
     }

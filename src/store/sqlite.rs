@@ -66,21 +66,11 @@ impl Dialect for SqliteDialect {
     const FOR_UPDATE: &'static str = "";
     const FOR_SHARE: &'static str = "";
     const NAME: &'static str = "sqlite";
+    // Write transactions start with the database's write lock, which orders job inserts.
+    const JOB_INSERT_LOCK: Option<&'static str> = None;
 
-    fn push_terms_match(qb: &mut sqlx::QueryBuilder<'_, Sqlite>, terms: &[String]) {
-        // Each term double-quoted is an FTS5 string, never an operator; adjacent strings AND.
-        let query = terms
-            .iter()
-            .map(|t| format!("\"{t}\""))
-            .collect::<Vec<_>>()
-            .join(" ");
-        qb.push(" AND j.id IN (SELECT rowid FROM jobs_fts WHERE jobs_fts MATCH ")
-            .push_bind(query)
-            .push(")");
-    }
-
-    fn push_location_match(qb: &mut sqlx::QueryBuilder<'_, Sqlite>, needle: String) {
-        qb.push(" AND instr(j.location_key, ")
+    fn push_contains_expr(qb: &mut sqlx::QueryBuilder<'_, Sqlite>, haystack: &str, needle: String) {
+        qb.push(format!("instr({haystack}, "))
             .push_bind(needle)
             .push(") > 0");
     }

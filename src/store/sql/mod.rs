@@ -8,11 +8,12 @@
 
 mod events;
 mod idempotency;
+mod search;
 mod statements;
 mod store_impl;
 
 #[allow(unused_imports)]
-pub(super) use store_impl::{search_count, search_page};
+pub(super) use search::explained as explained_search;
 
 use super::{D, Db, S};
 use crate::store::{ApplicationRow, Idem, JobRow};

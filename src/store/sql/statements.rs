@@ -106,12 +106,19 @@ pub const JOB_SELECT: &str = "SELECT j.id, j.company_id, c.name AS company_name,
 pub const JOB_BY_ID: &str = concatcp!(JOB_SELECT, " WHERE j.id = $1");
 pub const JOB_INSERT: &str = "INSERT INTO jobs (company_id, title, description, location, \
      location_key, remote, salary_min, salary_max, employment_type, status, search_terms, \
-     created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) \
-     RETURNING id";
+     title_terms, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) RETURNING id";
+/// The creation time of the job with the highest id: a new job is never created before it.
+pub const JOB_LATEST_CREATED: &str = "SELECT created_at FROM jobs ORDER BY id DESC LIMIT 1";
 /// Updates the job only if it still has the version (`updated_at`) its merge started from.
 pub const JOB_UPDATE: &str = "UPDATE jobs SET title = $1, description = $2, location = $3, \
      location_key = $4, remote = $5, salary_min = $6, salary_max = $7, employment_type = $8, \
-     status = $9, search_terms = $10, updated_at = $11 WHERE id = $12 AND updated_at = $13";
+     status = $9, search_terms = $10, title_terms = $11, updated_at = $12 \
+     WHERE id = $13 AND updated_at = $14";
+/// Rows whose title terms are not filled yet (written before the column existed).
+pub const JOB_TITLES_UNINDEXED: &str =
+    "SELECT id, title FROM jobs WHERE title_terms IS NULL ORDER BY id LIMIT 500";
+pub const JOB_SET_TITLE_TERMS: &str = "UPDATE jobs SET title_terms = $1 WHERE id = $2";
 pub const JOB_COMPANY_NAME: &str =
     "SELECT c.name FROM jobs j JOIN companies c ON c.id = j.company_id WHERE j.id = $1";
 pub const JOB_SET_TERMS: &str = "UPDATE jobs SET search_terms = $1 WHERE id = $2";

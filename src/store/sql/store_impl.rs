@@ -2,65 +2,11 @@
 
 use super::{D, Db, S, sql};
 use crate::domain::values::Email;
-use crate::domain::{Actor, ApplicationStatus, Conflict};
+use crate::domain::{Actor, ApplicationStatus, Conflict, search};
 use crate::store::dialect::{Dialect, constraint, job_terms};
 use crate::store::*;
 use chrono::{DateTime, Utc};
-use sqlx::{FromRow, QueryBuilder, Row};
-
-fn push_job_filters(qb: &mut QueryBuilder<'_, Db>, s: &JobSearch) {
-    qb.push(" WHERE j.status = 'open'");
-    if !s.terms.is_empty() {
-        D::push_terms_match(qb, &s.terms);
-    }
-    if let Some(loc) = &s.location {
-        D::push_location_match(qb, loc.clone());
-    }
-    if let Some(remote) = s.remote {
-        qb.push(" AND j.remote = ").push_bind(remote);
-    }
-    if let Some(company) = s.company_id {
-        qb.push(" AND j.company_id = ").push_bind(company);
-    }
-    if let Some(min) = s.salary_min {
-        qb.push(" AND (j.salary_max IS NULL OR j.salary_max >= ")
-            .push_bind(min)
-            .push(")");
-    }
-    if let Some(t) = &s.employment_type {
-        qb.push(" AND j.employment_type = ").push_bind(t.clone());
-    }
-}
-
-/// Counts a search's matches up to one past its limit (`prefix` goes before, e.g. EXPLAIN).
-/// Counting stops there: a broad search reads no more rows than that, in whatever order the
-/// planner finds them.
-pub(in crate::store) fn search_count<'a>(prefix: &str, s: &'a JobSearch) -> QueryBuilder<'a, Db> {
-    let mut qb = QueryBuilder::<Db>::new(prefix);
-    qb.push("SELECT COUNT(*) FROM (SELECT 1 FROM jobs j");
-    push_job_filters(&mut qb, s);
-    qb.push(" LIMIT ")
-        .push_bind(s.count_limit() + 1)
-        .push(") m");
-    qb
-}
-
-/// A search's page, newest first, each row with the count (`matches`) as `search_count` makes it.
-pub(in crate::store) fn search_page<'a>(prefix: &str, s: &'a JobSearch) -> QueryBuilder<'a, Db> {
-    let mut qb = QueryBuilder::<Db>::new(prefix);
-    let select = sql::JOB_SELECT
-        .strip_prefix("SELECT ")
-        .unwrap_or(sql::JOB_SELECT);
-    qb.push("SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM jobs j");
-    push_job_filters(&mut qb, s);
-    qb.push(" LIMIT ")
-        .push_bind(s.count_limit() + 1)
-        .push(") m) AS matches, ")
-        .push(select);
-    push_job_filters(&mut qb, s);
-    push_page(&mut qb, " ORDER BY j.created_at DESC, j.id DESC", s.page);
-    qb
-}
+use sqlx::{QueryBuilder, Row};
 
 fn push_application_filters(
     qb: &mut QueryBuilder<'_, Db>,
@@ -103,6 +49,7 @@ fn bind_job<'q>(query: Query<'q>, f: &'q JobFields, company: &str) -> Query<'q> 
         .bind(f.employment_type.as_str())
         .bind(f.status.as_str())
         .bind(job_terms(f.title.as_str(), &f.description, company))
+        .bind(search::document_terms(&[f.title.as_str()]))
 }
 
 fn push_page(qb: &mut QueryBuilder<'_, Db>, order: &str, page: Page) {
@@ -121,7 +68,24 @@ impl Store for S {
 
     async fn migrate(&self) -> anyhow::Result<()> {
         Self::MIGRATOR.run(&self.pool).await?;
-        Ok(())
+        // Jobs written before titles had terms of their own get them here, in batches.
+        loop {
+            let batch: Vec<(i64, String)> = sqlx::query_as(sql::JOB_TITLES_UNINDEXED)
+                .fetch_all(&self.pool)
+                .await?;
+            if batch.is_empty() {
+                return Ok(());
+            }
+            let mut tx = self.begin_write().await?;
+            for (id, title) in batch {
+                sqlx::query(sql::JOB_SET_TITLE_TERMS)
+                    .bind(search::document_terms(&[&title]))
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+        }
     }
 
     async fn check_schema(&self) -> anyhow::Result<()> {
@@ -430,7 +394,15 @@ impl Store for S {
     ) -> StoreResult<JobRow> {
         let mut tx = self.begin_write().await?;
         let company: String = Self::locked(&mut tx, sql::COMPANY_NAME_LOCKED, company_id).await?;
-        let now = crate::timefmt::now();
+        // Ids follow creation time (the search's newest-first order is the id order): under a
+        // lock that orders job inserts, a job is created no earlier than the newest one.
+        if let Some(lock) = D::JOB_INSERT_LOCK {
+            sqlx::query(lock).execute(&mut *tx).await?;
+        }
+        let latest: Option<DateTime<Utc>> = sqlx::query_scalar(sql::JOB_LATEST_CREATED)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let now = latest.map_or(crate::timefmt::now(), |l| l.max(crate::timefmt::now()));
         let id: i64 = bind_job(sqlx::query(sql::JOB_INSERT).bind(company_id), &f, &company)
             .bind(now)
             .fetch_one(&mut *tx)
@@ -482,36 +454,16 @@ impl Store for S {
     }
 
     async fn search_jobs(&self, s: &JobSearch) -> StoreResult<SearchPage> {
-        let limit = s.count_limit();
-        // One statement, so the count and the page share one snapshot. It is not kept prepared:
-        // a plan made for one word (a generic plan, reused after a few runs) can be very wrong
-        // for another, so each search is planned for its own values.
-        let rows = search_page("", s)
-            .build()
-            .persistent(false)
-            .fetch_all(&self.pool)
-            .await?;
-        let counted: i64 = match rows.first() {
-            Some(row) => row.try_get("matches")?,
-            // An empty first page means nothing matched; past the first page it is counted.
-            None if s.page.offset() == 0 => 0,
-            None => {
-                search_count("", s)
-                    .build_query_scalar()
-                    .persistent(false)
-                    .fetch_one(&self.pool)
-                    .await?
-            }
-        };
-        let rows = rows
-            .iter()
-            .map(JobRow::from_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(SearchPage {
-            rows,
-            total: counted.min(limit),
-            total_exact: counted <= limit,
-        })
+        if super::search::branches(s).len() > 1 {
+            // Several statements, one snapshot.
+            let mut tx = self.begin_read().await?;
+            let page = super::search::search(&mut tx, s).await?;
+            tx.commit().await?;
+            Ok(page)
+        } else {
+            let mut conn = self.pool.acquire().await?;
+            super::search::search(&mut conn, s).await
+        }
     }
 
     async fn apply(

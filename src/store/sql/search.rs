@@ -1,0 +1,397 @@
+//! The job search: the plans that read a page of matches without reading every match.
+//!
+//! Results are ordered newest first (`created_at` desc, then `id` desc), or by relevance: the
+//! jobs whose title holds all `k` distinct query terms first, then those holding `k − 1`, …, then
+//! those whose title holds none, each group newest first. So every search is a sequence of
+//! *branches* (one for `newest`, `k + 1` for relevance), each an ordered stream of ids; the
+//! search reads each branch only as far as it needs: up to the count's limit
+//! ([`JobSearch::count_limit`], plus one to tell that there are more) and the page's rows.
+//!
+//! How a branch streams its matches newest first without reading them all differs by backend:
+//!
+//! * **SQLite.** FTS5 returns a query's matches in rowid order and consumes
+//!   `ORDER BY rowid DESC` itself, stopping at the `LIMIT`. Ids follow creation time (a job's
+//!   `created_at` is never earlier than a lower id's: `create_job` and migration 0006), so the
+//!   rowid order is the newest-first order. The indexes hold open jobs only, so a search for
+//!   words alone counts and pages from the index without visiting the table;
+//!   `posted_within_days` becomes a lower bound on the rowid. Relevance branches with title
+//!   terms read the title-only index.
+//! * **PostgreSQL.** A GIN index returns matches unordered, so a branch first walks the
+//!   newest-first index of open jobs, testing each row, for at most `WALK_FACTOR` rows per
+//!   match it needs: a common word fills its page within a few rows. When the walk ends short
+//!   (a sparse word, a rare pair, a selective filter) the branch reads its matches through the
+//!   GIN index instead, which then are few, and sorts them. Each statement is planned for its
+//!   own values (never a generic plan).
+
+use super::{D, Db, sql};
+use crate::store::dialect::Dialect;
+use crate::store::{JobRow, JobSearch, SearchPage, StoreResult};
+use sqlx::{FromRow, QueryBuilder, Row};
+
+/// On PostgreSQL, how many rows the newest-first walk may test per match it needs before the
+/// branch reads its matches through the full-text index instead (chosen by measuring: see the
+/// README's Performance section).
+pub(in crate::store) const WALK_FACTOR: i64 = 40;
+
+/// One ordered stream of a search's results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::store) enum Branch {
+    /// Every match, newest first.
+    All,
+    /// The matches whose title holds exactly this many of the query's terms, newest first.
+    TitleScore(usize),
+}
+
+/// How a PostgreSQL branch reads its matches (SQLite has one way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::store) enum Access {
+    /// The newest-first index, testing each row, at most this many rows.
+    Walk(i64),
+    /// The full-text index (or whatever the planner finds best), then sorted.
+    Matches,
+}
+
+/// The branches of a search, in result order.
+pub(in crate::store) fn branches(s: &JobSearch) -> Vec<Branch> {
+    if s.by_relevance() {
+        (0..=s.terms.len()).rev().map(Branch::TitleScore).collect()
+    } else {
+        vec![Branch::All]
+    }
+}
+
+/// Whether anything but the terms narrows the search.
+fn has_row_filters(s: &JobSearch) -> bool {
+    s.location.is_some()
+        || s.remote.is_some()
+        || s.company_id.is_some()
+        || s.salary_min.is_some()
+        || s.employment_type.is_some()
+        || s.posted_within.is_some()
+}
+
+/// `AND …` for every filter but the terms, on a jobs table aliased `j`.
+fn push_row_filters(qb: &mut QueryBuilder<'_, Db>, s: &JobSearch) {
+    qb.push(" AND j.status = 'open'");
+    if let Some(loc) = &s.location {
+        D::push_contains(qb, "j.location_key", loc.clone());
+    }
+    if let Some(remote) = s.remote {
+        qb.push(" AND j.remote = ").push_bind(remote);
+    }
+    if let Some(company) = s.company_id {
+        qb.push(" AND j.company_id = ").push_bind(company);
+    }
+    if let Some(min) = s.salary_min {
+        qb.push(" AND (j.salary_max IS NULL OR j.salary_max >= ")
+            .push_bind(min)
+            .push(")");
+    }
+    if let Some(t) = &s.employment_type {
+        qb.push(" AND j.employment_type = ").push_bind(t.clone());
+    }
+    if let Some(p) = s.posted_within {
+        qb.push(" AND j.created_at >= ").push_bind(p.since);
+    }
+}
+
+/// `(<1 if the title holds term 1> + … )`: how many of the terms the job's title holds.
+fn push_title_score(qb: &mut QueryBuilder<'_, Db>, terms: &[String]) {
+    qb.push(" AND (0");
+    for t in terms {
+        qb.push(" + CASE WHEN ");
+        D::push_contains_expr(
+            qb,
+            "' ' || COALESCE(j.title_terms, '') || ' '",
+            format!(" {t} "),
+        );
+        qb.push(" THEN 1 ELSE 0 END");
+    }
+    qb.push(")");
+}
+
+/// `AND <the branch's own condition>`.
+fn push_branch_filter(qb: &mut QueryBuilder<'_, Db>, s: &JobSearch, branch: Branch) {
+    if let Branch::TitleScore(n) = branch {
+        push_title_score(qb, &s.terms);
+        qb.push(" = ").push_bind(n as i64);
+    }
+}
+
+/// The FTS5 query that every one of `terms` matches (`"a" "b"`), or any of them (`"a" OR "b"`).
+/// Terms are letters and digits only; each double-quoted is a string, never an operator.
+fn fts_query(terms: &[String], any: bool) -> String {
+    let quoted: Vec<String> = terms.iter().map(|t| format!("\"{t}\"")).collect();
+    quoted.join(if any { " OR " } else { " " })
+}
+
+/// The PostgreSQL tsquery that every one of `terms` matches.
+fn ts_query(terms: &[String]) -> String {
+    let quoted: Vec<String> = terms.iter().map(|t| format!("'{t}'")).collect();
+    quoted.join(" & ")
+}
+
+/// `SELECT j.id FROM … ORDER BY <the branch's order>` (no LIMIT): the branch's matches.
+fn push_branch_ids(qb: &mut QueryBuilder<'_, Db>, s: &JobSearch, branch: Branch, access: Access) {
+    if s.terms.is_empty() {
+        // No words: the newest-first index of open jobs, or whichever index the planner finds
+        // best for the filters; no full-text index is involved.
+        qb.push("SELECT j.id FROM jobs j WHERE 1 = 1");
+        push_row_filters(qb, s);
+        qb.push(" ORDER BY j.created_at DESC, j.id DESC");
+        return;
+    }
+    if D::NAME == "sqlite" {
+        push_fts5_branch_ids(qb, s, branch);
+    } else {
+        push_pg_branch_ids(qb, s, branch, access);
+    }
+}
+
+fn push_fts5_branch_ids(qb: &mut QueryBuilder<'_, Db>, s: &JobSearch, branch: Branch) {
+    // Relevance branches whose title holds terms read the title index: any of the terms, or all
+    // of them for the first branch. The rest read the document index.
+    let (table, query) = match branch {
+        Branch::TitleScore(n) if n > 0 => {
+            ("jobs_title_fts", fts_query(&s.terms, n < s.terms.len()))
+        }
+        _ => ("jobs_fts", fts_query(&s.terms, false)),
+    };
+    let from_index_alone = branch == Branch::All && !has_row_filters(s);
+    if from_index_alone {
+        qb.push(format!(
+            "SELECT f.rowid AS id FROM {table} f WHERE {table} MATCH "
+        ))
+        .push_bind(query)
+        .push(" ORDER BY f.rowid DESC");
+        return;
+    }
+    qb.push(format!(
+        "SELECT j.id FROM {table} f JOIN jobs j ON j.id = f.rowid WHERE {table} MATCH "
+    ))
+    .push_bind(query);
+    if let Some(p) = s.posted_within {
+        // The first open job posted since then: every later id is at least as new.
+        qb.push(
+            " AND f.rowid >= COALESCE((SELECT id FROM jobs WHERE status = 'open' \
+             AND created_at >= ",
+        )
+        .push_bind(p.since)
+        .push(" ORDER BY created_at, id LIMIT 1), 9223372036854775807)");
+    }
+    push_row_filters(qb, s);
+    if matches!(branch, Branch::TitleScore(n) if n > 0 && n < s.terms.len()) {
+        // Read from the title index by any term: the document must still hold every term.
+        for t in &s.terms {
+            qb.push(" AND ");
+            D::push_contains_expr(qb, "' ' || j.search_terms || ' '", format!(" {t} "));
+        }
+    }
+    push_branch_filter(qb, s, branch);
+    qb.push(" ORDER BY f.rowid DESC");
+}
+
+fn push_pg_branch_ids(
+    qb: &mut QueryBuilder<'_, Db>,
+    s: &JobSearch,
+    branch: Branch,
+    access: Access,
+) {
+    match access {
+        Access::Walk(rows) => {
+            qb.push("SELECT j.id FROM (SELECT * FROM jobs j WHERE j.status = 'open'");
+            if let Some(p) = s.posted_within {
+                qb.push(" AND j.created_at >= ").push_bind(p.since);
+            }
+            qb.push(" ORDER BY j.created_at DESC, j.id DESC LIMIT ")
+                .push_bind(rows)
+                .push(") j WHERE j.search_vector @@ CAST(")
+                .push_bind(ts_query(&s.terms))
+                .push(" AS tsquery)");
+            push_row_filters(qb, s);
+            push_branch_filter(qb, s, branch);
+            qb.push(" ORDER BY j.created_at DESC, j.id DESC");
+        }
+        Access::Matches => {
+            // OFFSET 0 keeps the outer LIMIT out of the inner plan: the matches are found
+            // through the index that finds them, not by walking the newest-first index.
+            qb.push(
+                "SELECT m.id FROM (SELECT j.id, j.created_at FROM jobs j \
+                 WHERE j.search_vector @@ CAST(",
+            )
+            .push_bind(ts_query(&s.terms))
+            .push(" AS tsquery)");
+            push_row_filters(qb, s);
+            push_branch_filter(qb, s, branch);
+            qb.push(" OFFSET 0) m ORDER BY m.created_at DESC, m.id DESC");
+        }
+    }
+}
+
+/// `SELECT COUNT(*)` of a branch's first `limit` matches.
+pub(in crate::store) fn branch_count<'a>(
+    prefix: &str,
+    s: &'a JobSearch,
+    branch: Branch,
+    access: Access,
+    limit: i64,
+) -> QueryBuilder<'a, Db> {
+    let mut qb = QueryBuilder::<Db>::new(prefix);
+    qb.push("SELECT COUNT(*) FROM (");
+    push_branch_ids(&mut qb, s, branch, access);
+    qb.push(" LIMIT ").push_bind(limit).push(") c");
+    qb
+}
+
+/// One statement: the branch's first `limit` matches counted (`matches`, on every row), and its
+/// rows from position `offset` (from 0), at most `size` of them.
+pub(in crate::store) fn branch_page<'a>(
+    prefix: &str,
+    s: &'a JobSearch,
+    branch: Branch,
+    access: Access,
+    limit: i64,
+    offset: i64,
+    size: i64,
+) -> QueryBuilder<'a, Db> {
+    let mut qb = QueryBuilder::<Db>::new(prefix);
+    let select = sql::JOB_SELECT
+        .strip_prefix("SELECT ")
+        .unwrap_or(sql::JOB_SELECT);
+    qb.push("SELECT (SELECT COUNT(*) FROM (");
+    push_branch_ids(&mut qb, s, branch, access);
+    qb.push(" LIMIT ")
+        .push_bind(limit)
+        .push(") c) AS matches, ")
+        .push(select)
+        .push(" WHERE j.id IN (SELECT p.id FROM (");
+    push_branch_ids(&mut qb, s, branch, access);
+    qb.push(" LIMIT ")
+        .push_bind(size)
+        .push(" OFFSET ")
+        .push_bind(offset)
+        .push(") p) ORDER BY j.created_at DESC, j.id DESC");
+    qb
+}
+
+/// How PostgreSQL reads a branch first: by walking, when there are words to test.
+fn first_access(s: &JobSearch, limit: i64) -> Access {
+    if D::NAME == "sqlite" || s.terms.is_empty() {
+        Access::Matches
+    } else {
+        Access::Walk(limit.saturating_mul(WALK_FACTOR))
+    }
+}
+
+/// What one branch gave: how many of its first `limit` matches there are, and its rows on the
+/// page.
+struct BranchPage {
+    counted: i64,
+    rows: Vec<JobRow>,
+}
+
+type Conn = <Db as sqlx::Database>::Connection;
+
+async fn read_branch(
+    conn: &mut Conn,
+    s: &JobSearch,
+    branch: Branch,
+    limit: i64,
+    offset: i64,
+    size: i64,
+) -> StoreResult<BranchPage> {
+    let mut access = first_access(s, limit);
+    loop {
+        let page = if size > 0 {
+            let found = branch_page("", s, branch, access, limit, offset, size)
+                .build()
+                .persistent(false)
+                .fetch_all(&mut *conn)
+                .await?;
+            let counted = match found.first() {
+                Some(row) => Some(row.try_get::<i64, _>("matches")?),
+                // No row on the page: nothing matched if the page starts at the first match.
+                None if offset == 0 => Some(0),
+                None => None,
+            };
+            let rows = found
+                .iter()
+                .map(JobRow::from_row)
+                .collect::<Result<Vec<_>, _>>()?;
+            counted.map(|counted| BranchPage { counted, rows })
+        } else {
+            None
+        };
+        let page = match page {
+            Some(page) => page,
+            None => BranchPage {
+                counted: branch_count("", s, branch, access, limit)
+                    .build_query_scalar()
+                    .persistent(false)
+                    .fetch_one(&mut *conn)
+                    .await?,
+                rows: Vec::new(),
+            },
+        };
+        match access {
+            // The walk ended before it found all it needed: the matches are sparse among the
+            // newest jobs, so read them through the full-text index.
+            Access::Walk(_) if page.counted < limit => access = Access::Matches,
+            _ => return Ok(page),
+        }
+    }
+}
+
+/// Runs a search: its branches in order, each read only as far as the count and the page need.
+/// Several branches are read in one snapshot (`conn` in a read transaction).
+pub(in crate::store) async fn search(conn: &mut Conn, s: &JobSearch) -> StoreResult<SearchPage> {
+    let limit = s.count_limit();
+    // One more than the limit tells whether there are more.
+    let need = limit + 1;
+    let mut counted = 0;
+    let mut rows = Vec::new();
+    for branch in branches(s) {
+        let offset = (s.page.offset() - counted).max(0);
+        let size = s.page.size - rows.len() as i64;
+        let page = read_branch(conn, s, branch, need - counted, offset, size).await?;
+        counted += page.counted;
+        rows.extend(page.rows);
+        if counted >= need {
+            break;
+        }
+    }
+    Ok(SearchPage {
+        rows,
+        total: counted.min(limit),
+        total_exact: counted <= limit,
+    })
+}
+
+/// The statements of a search's first branch, both ways PostgreSQL can read it, for
+/// `EXPLAIN`.
+#[allow(dead_code)] // PgStore::explain_search; the SQLite build of this module has no use for it
+pub(in crate::store) fn explained<'a>(prefix: &str, s: &'a JobSearch) -> Vec<QueryBuilder<'a, Db>> {
+    let limit = s.count_limit() + 1;
+    let branch = branches(s)[0];
+    let mut out = vec![branch_page(
+        prefix,
+        s,
+        branch,
+        first_access(s, limit),
+        limit,
+        s.page.offset(),
+        s.page.size,
+    )];
+    if first_access(s, limit) != Access::Matches {
+        out.push(branch_page(
+            prefix,
+            s,
+            branch,
+            Access::Matches,
+            limit,
+            s.page.offset(),
+            s.page.size,
+        ));
+    }
+    out
+}
