@@ -992,14 +992,15 @@ impl<'a> Bench<'a> {
                 Ok(store) => {
                     for (ms, total, _, path, search) in found.iter().take(2) {
                         match store.explain_search(search).await {
-                            Ok([count, page]) => {
+                            Ok(statements) => {
                                 self.plans.push(format!(
                                     "{name}: {path} ({} ms without load, total {total})\n\
-                                     -- count\n{count}\n-- page\n{page}",
-                                    common::fmt_ms(*ms)
+                                     -- {}",
+                                    common::fmt_ms(*ms),
+                                    statements.join("\n-- if the walk ends short\n")
                                 ));
                                 plans.push(
-                                    json!({"path": path, "ms": ms, "count": count, "page": page}),
+                                    json!({"path": path, "ms": ms, "statements": statements}),
                                 );
                             }
                             Err(e) => common::record_failure(section, "EXPLAIN", &e),

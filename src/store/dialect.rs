@@ -19,6 +19,8 @@ pub(super) trait Dialect {
     const NOW_MS: &'static str;
     /// The backend's name, as `Store::backend` reports it.
     const NAME: &'static str;
+    /// The newest-first order of a search's matches (`id`, and `created_at` where they carry it).
+    const SEARCH_ORDER: &'static str;
     /// Taken in a job insert's transaction before it reads the newest job's creation time, so
     /// that inserts take turns (none where the transaction already holds the write lock).
     const JOB_INSERT_LOCK: Option<&'static str>;

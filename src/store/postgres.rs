@@ -65,6 +65,8 @@ impl Dialect for PgDialect {
     const FOR_SHARE: &'static str = " FOR SHARE";
     const NAME: &'static str = "postgres";
     // Job inserts take turns, so that ids (from the identity) follow creation times.
+    // A branch's matches carry their creation time.
+    const SEARCH_ORDER: &'static str = "created_at DESC, id DESC";
     const JOB_INSERT_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7406001)");
 
     fn push_contains_expr(

@@ -67,6 +67,8 @@ impl Dialect for SqliteDialect {
     const FOR_SHARE: &'static str = "";
     const NAME: &'static str = "sqlite";
     // Write transactions start with the database's write lock, which orders job inserts.
+    // Ids follow creation time, and the full-text index yields ids alone.
+    const SEARCH_ORDER: &'static str = "id DESC";
     const JOB_INSERT_LOCK: Option<&'static str> = None;
 
     fn push_contains_expr(qb: &mut sqlx::QueryBuilder<'_, Sqlite>, haystack: &str, needle: String) {

@@ -20,7 +20,10 @@ each_backend!(
     filters_narrow_the_list,
     only_open_jobs_are_listed,
     newest_first_and_pagination,
+    relevance_puts_title_matches_first,
+    posted_within_days_keeps_recent_jobs,
     bad_parameters_are_422_never_clamped,
+    a_page_past_the_window_is_422_naming_page,
     repeated_search_is_a_cache_hit,
     every_write_shows_in_the_next_search,
     write_then_search_loop_is_never_stale,
@@ -522,7 +525,7 @@ async fn newest_first_and_pagination(app: TestApp) {
     );
     assert_eq!(second.body["total"], 25);
 
-    for beyond in ["3", "1000"] {
+    for beyond in ["3", "500"] {
         let r = search(&app, &[("page", beyond)]).await;
         assert_eq!(r.body["items"], json!([]), "page {beyond}");
         assert_eq!(r.body["total"], 25, "page {beyond}");
@@ -572,6 +575,143 @@ async fn newest_first_and_pagination(app: TestApp) {
     assert_eq!(odd.body["items"], json!([]));
 }
 
+async fn relevance_puts_title_matches_first(app: TestApp) {
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    // Created in this order, oldest first.
+    for (title, description) in [
+        ("Rust Engineers", "build things"),
+        ("Senior Manager", "a rust engineer at heart"),
+        ("Rust Developer", "an engineer"),
+        ("Go Engineer", "some rust"),
+        ("Designer", "nothing to do with it"),
+        ("Platform Lead", "engineers who write rust"),
+    ] {
+        app.job(&e, c, json!({"title": title, "description": description}))
+            .await;
+    }
+    let relevance = |q: &'static str| {
+        let app = &app;
+        async move { titles(app, &[("q", q), ("sort", "relevance")]).await }
+    };
+    // Both words in the title, then one (newest first), then none (newest first).
+    assert_eq!(
+        relevance("rust engineer").await,
+        [
+            "Rust Engineers",
+            "Go Engineer",
+            "Rust Developer",
+            "Platform Lead",
+            "Senior Manager"
+        ]
+    );
+    // Repeated words count once; newest is still the default and the tie-break.
+    assert_eq!(
+        relevance("rust RUST").await,
+        [
+            "Rust Developer",
+            "Rust Engineers",
+            "Platform Lead",
+            "Go Engineer",
+            "Senior Manager"
+        ]
+    );
+    assert_eq!(
+        titles(&app, &[("q", "rust engineer")]).await,
+        [
+            "Platform Lead",
+            "Go Engineer",
+            "Rust Developer",
+            "Senior Manager",
+            "Rust Engineers"
+        ]
+    );
+    assert_eq!(
+        titles(&app, &[("q", "rust engineer"), ("sort", "newest")]).await,
+        titles(&app, &[("q", "rust engineer")]).await
+    );
+    // Without words, relevance is newest first.
+    assert_eq!(
+        titles(&app, &[("sort", "relevance")]).await,
+        titles(&app, &[]).await
+    );
+    // Pages of a relevance search stitch together into the whole list, with its total.
+    let mut stitched = Vec::new();
+    for page in ["1", "2", "3"] {
+        let r = search(
+            &app,
+            &[
+                ("q", "rust engineer"),
+                ("sort", "relevance"),
+                ("page", page),
+                ("page_size", "2"),
+            ],
+        )
+        .await;
+        assert_eq!(r.body["total"], 5, "page {page}");
+        assert_eq!(r.body["total_exact"], true, "page {page}");
+        stitched.extend(titles_of(&r));
+    }
+    assert_eq!(stitched, relevance("rust engineer").await);
+}
+
+async fn posted_within_days_keeps_recent_jobs(app: TestApp) {
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    app.job(&e, c, json!({"title": "Fresh Welder"})).await;
+    for days in ["1", "7", "365"] {
+        assert_eq!(
+            titles(&app, &[("posted_within_days", days)]).await,
+            ["Fresh Welder"],
+            "{days}"
+        );
+        assert_eq!(
+            titles(&app, &[("q", "welders"), ("posted_within_days", days)]).await,
+            ["Fresh Welder"],
+            "{days}"
+        );
+    }
+}
+
+async fn a_page_past_the_window_is_422_naming_page(app: TestApp) {
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    app.job(&e, c, json!({"title": "Welder"})).await;
+    // The last page inside the first 10 000 results is served (empty here).
+    for (page, size) in [("500", "20"), ("100", "100"), ("10000", "1")] {
+        let r = search(
+            &app,
+            &[("q", "welder"), ("page", page), ("page_size", size)],
+        )
+        .await;
+        assert_eq!(r.body["items"], json!([]), "{page} × {size}");
+        assert_eq!(r.body["total"], 1, "{page} × {size}");
+    }
+    // One past it is refused, however few jobs match, and names `page`.
+    for (page, size) in [
+        ("501", "20"),
+        ("101", "100"),
+        ("10001", "1"),
+        ("1000000", "20"),
+    ] {
+        let url = jobs_url(&[("q", "welder"), ("page", page), ("page_size", size)]);
+        let r = app.get(&url, None).await;
+        let p = r.expect_problem(422, "validation");
+        assert!(p["errors"]["page"].is_array(), "{url}: {}", r.text);
+        assert_eq!(
+            p["errors"].as_object().unwrap().len(),
+            1,
+            "{url}: {}",
+            r.text
+        );
+        assert!(
+            p["errors"]["page"][0].as_str().unwrap().contains("10000"),
+            "{url}: the message names the window: {}",
+            r.text
+        );
+    }
+}
+
 async fn bad_parameters_are_422_never_clamped(app: TestApp) {
     let e = app.user("employer").await;
     let c = app.company(&e, "Acme").await;
@@ -595,6 +735,15 @@ async fn bad_parameters_are_422_never_clamped(app: TestApp) {
         ("employment_type", "fulltime"),
         ("company_id", "abc"),
         ("company_id", "1.5"),
+        ("sort", "oldest"),
+        ("sort", "Relevance"),
+        ("sort", "newest,relevance"),
+        ("posted_within_days", "0"),
+        ("posted_within_days", "366"),
+        ("posted_within_days", "-1"),
+        ("posted_within_days", "week"),
+        ("posted_within_days", "1.5"),
+        ("page", "501"),
     ] {
         let url = jobs_url(&[(field, value)]);
         let r = app.get(&url, None).await;
