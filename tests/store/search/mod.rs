@@ -57,6 +57,16 @@ const JOBS: usize = 6_000;
 const SEARCHES: usize = 320;
 const SEED: u64 = 0x5EA2_C4F0;
 
+/// The seed of corpus and searches: [`SEED`], or `JOBBOARD_TEST_SEARCH_SEED` to try others.
+fn seed() -> u64 {
+    match std::env::var("JOBBOARD_TEST_SEARCH_SEED") {
+        Ok(s) => s
+            .parse()
+            .unwrap_or_else(|_| panic!("JOBBOARD_TEST_SEARCH_SEED={s:?} is not a number")),
+        Err(_) => SEED,
+    }
+}
+
 async fn pages_match_the_reference(db: &TestDb) {
     conform(&[db]).await;
 }
@@ -241,7 +251,8 @@ async fn edit_through_the_store(
 
 async fn conform(dbs: &[&TestDb]) {
     let started = std::time::Instant::now();
-    let mut rng = StdRng::seed_from_u64(SEED);
+    let seed = seed();
+    let mut rng = StdRng::seed_from_u64(seed);
     let mut companies: Vec<String> = COMPANIES.iter().map(|c| c.to_string()).collect();
     let mut jobs = gen_corpus(&mut rng, &companies);
     let mut backends: Vec<Backend<'_>> = dbs
@@ -336,7 +347,7 @@ async fn conform(dbs: &[&TestDb]) {
     }
     let names: Vec<&str> = backends.iter().map(|b| b.name).collect();
     eprintln!(
-        "search conformance on {names:?}: {} jobs ({open} open), seeded in {:.1?}; {} searches \
+        "search conformance on {names:?}, seed {seed}: {} jobs ({open} open), seeded in {:.1?}; {} searches \
          ({} with no match, {} with 1–100, {} with 101–1 000, {} with more), {pages_read} \
          pages, in {:.1?} all told",
         jobs.len(),
@@ -350,8 +361,8 @@ async fn conform(dbs: &[&TestDb]) {
     );
     assert!(
         mismatches == 0,
-        "{mismatches} of {pages_read} pages differ from the reference (or between backends); \
-         the first ones:{report}"
+        "seed {seed}: {mismatches} of {pages_read} pages differ from the reference (or between \
+         backends); the first ones:{report}"
     );
     assert!(
         searches.len() >= 300 && sizes.iter().all(|n| *n >= 20),
