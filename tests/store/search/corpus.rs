@@ -89,6 +89,12 @@ pub const TEXT_WORDS: &[&str] = &[
     "école",
     "東京",
     "mañana",
+    // Words that are operators of full-text query syntax, and an accent written decomposed.
+    "and",
+    "or",
+    "NOT",
+    "near",
+    "Cafe\u{301}",
 ];
 
 /// Words of the titles, most frequent first.
@@ -107,6 +113,7 @@ pub const TITLE_WORDS: &[&str] = &[
     "Scientist",
     "Director",
     "Intern",
+    "Research and Development",
     "Consultant",
     "Companies",
     "Women",
@@ -280,7 +287,7 @@ pub fn gen_description(rng: &mut StdRng, i: usize) -> String {
         3..=5 => words.push("kubernetes".into()),
         _ => {}
     }
-    if i % 1_000 == 17 {
+    if i % 300 == 17 && i < JOBS / 4 {
         words.push("hospital kubernetes".into());
     }
     // Common among the oldest jobs only; only among the newest; mostly in closed jobs (below).

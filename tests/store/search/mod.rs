@@ -229,7 +229,7 @@ async fn edit_through_the_store(
     }
     // A renamed company: its jobs' terms change.
     let renamed = 6;
-    companies[renamed] = "Hooli Kubernetes Hospital".to_string();
+    companies[renamed] = "Nucleus Labs".to_string();
     for b in backends {
         b.store
             .update_company(
