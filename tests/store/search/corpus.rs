@@ -1,6 +1,6 @@
 //! The corpus: seeded jobs made to find the wrong pages of bounded plans.
 
-use super::{BOUNDARY_DAYS, JOBS, fixed_now};
+use super::{BOUNDARY_DAYS, CORPUS_SIZE, fixed_now};
 use chrono::{DateTime, Duration, Utc};
 use jobboard::domain::values::{SalaryRange, Title};
 use jobboard::domain::{EmploymentType, JobStatus, search};
@@ -287,14 +287,14 @@ pub fn gen_description(rng: &mut StdRng, i: usize) -> String {
         3..=5 => words.push("kubernetes".into()),
         _ => {}
     }
-    if i % 300 == 17 && i < JOBS / 4 {
+    if i % 300 == 17 && i < *CORPUS_SIZE / 4 {
         words.push("hospital kubernetes".into());
     }
     // Common among the oldest jobs only; only among the newest; mostly in closed jobs (below).
-    if i < JOBS / 8 && rng.gen_bool(0.5) {
+    if i < *CORPUS_SIZE / 8 && rng.gen_bool(0.5) {
         words.push("legacy".into());
     }
-    if i >= JOBS - JOBS / 20 && rng.gen_bool(0.5) {
+    if i >= *CORPUS_SIZE - *CORPUS_SIZE / 20 && rng.gen_bool(0.5) {
         words.push("launchpad".into());
     }
     if rng.gen_bool(0.08) {
@@ -307,7 +307,7 @@ pub fn gen_description(rng: &mut StdRng, i: usize) -> String {
 /// Creation times over 400 days before [`fixed_now`], increasing with the id, with ties, and a
 /// few jobs exactly at a `posted_within_days` boundary.
 pub fn gen_times(rng: &mut StdRng) -> Vec<DateTime<Utc>> {
-    let gaps: Vec<i64> = (0..JOBS)
+    let gaps: Vec<i64> = (0..*CORPUS_SIZE)
         .map(|_| {
             if rng.gen_bool(0.12) {
                 0
@@ -342,7 +342,7 @@ pub fn gen_times(rng: &mut StdRng) -> Vec<DateTime<Utc>> {
 
 pub fn gen_corpus(rng: &mut StdRng, companies: &[String]) -> Vec<Job> {
     let times = gen_times(rng);
-    (0..JOBS)
+    (0..*CORPUS_SIZE)
         .map(|i| {
             let description = gen_description(rng, i);
             let cobol = description.contains("cobol");

@@ -1,7 +1,7 @@
 //! Search conformance: the bounded search plans (`src/store/sql/search.rs`) give exactly the
 //! pages the contract's rules give, on a corpus made to find their wrong pages.
 //!
-//! A seeded corpus of [`JOBS`] jobs goes into each backend (the same jobs, the same ids): a
+//! A seeded corpus of [`JOBS`] jobs (or `JOBBOARD_TEST_SEARCH_JOBS`) goes into each backend (the same jobs, the same ids): a
 //! Zipf-like vocabulary (a few words in most jobs, many words in few), correlated pairs
 //! ("account executive"), two common words that almost never meet, words only in old jobs,
 //! only in new jobs or mostly in closed jobs, plurals and irregular plurals, Unicode locations,
@@ -51,7 +51,16 @@ mod both {
     }
 }
 
-/// How many jobs the corpus has.
+/// How many jobs the corpus has: [`JOBS`], or `JOBBOARD_TEST_SEARCH_JOBS` (at least that many).
+static CORPUS_SIZE: std::sync::LazyLock<usize> =
+    std::sync::LazyLock::new(|| match std::env::var("JOBBOARD_TEST_SEARCH_JOBS") {
+        Ok(s) => s
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n >= JOBS)
+            .unwrap_or_else(|| panic!("JOBBOARD_TEST_SEARCH_JOBS={s:?} is not a number ≥ {JOBS}")),
+        Err(_) => JOBS,
+    });
 const JOBS: usize = 6_000;
 /// How many searches run (each over several pages).
 const SEARCHES: usize = 320;
