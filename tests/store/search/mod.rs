@@ -88,6 +88,24 @@ fn fixed_now() -> DateTime<Utc> {
 /// The `posted_within_days` values some jobs were created exactly at the boundary of.
 const BOUNDARY_DAYS: &[i64] = &[7, 30, 90, 365];
 
+/// The terms and location key stored for each job of `made`.
+macro_rules! stored_terms {
+    ($pool:expr, $made:expr) => {{
+        let mut stored: Vec<(String, Option<String>, String)> = Vec::new();
+        for (id, _) in &$made {
+            let row = sqlx::query_as(
+                "SELECT search_terms, title_terms, location_key FROM jobs WHERE id = $1",
+            )
+            .bind(*id)
+            .fetch_one(&$pool)
+            .await
+            .expect("read the stored terms");
+            stored.push(row);
+        }
+        stored
+    }};
+}
+
 /// Writes the corpus as `create_job` would (the same columns, the same terms), with its ids and
 /// creation times, in one transaction.
 macro_rules! insert_corpus {
@@ -141,6 +159,43 @@ impl Backend<'_> {
             self.company_ids
                 .push(company(self.store, owner.id, name).await.id);
         }
+        // The bulk path writes what `create_job` writes: a few of the jobs are made through the
+        // store first and their stored terms compared with the bulk path's, then deleted (the
+        // corpus takes their ids).
+        let mut made = Vec::new();
+        for j in jobs.iter().take(40) {
+            let company = self.company_ids[j.company];
+            let row = self.store.create_job(company, j.fields(), None).await;
+            made.push((row.expect("create job").id, j));
+        }
+        let stored = match self.url {
+            DatabaseUrl::Sqlite(url) => {
+                let pool = sqlx::SqlitePool::connect(url).await.expect("open SQLite");
+                let stored = stored_terms!(pool, made);
+                pool.close().await;
+                stored
+            }
+            DatabaseUrl::Postgres(url) => {
+                let pool = sqlx::PgPool::connect(url).await.expect("open PostgreSQL");
+                let stored = stored_terms!(pool, made);
+                pool.close().await;
+                stored
+            }
+        };
+        for ((id, j), stored) in made.iter().zip(stored) {
+            let bulk = (
+                j.search_terms(companies),
+                Some(j.title_terms_joined()),
+                j.location.to_lowercase(),
+            );
+            assert_eq!(
+                stored, bulk,
+                "{}: job {id} made by create_job from {j:?}",
+                self.name
+            );
+            self.store.delete_job(*id, None).await.expect("delete job");
+        }
+
         let ids = &self.company_ids;
         match self.url {
             DatabaseUrl::Sqlite(url) => {
@@ -158,6 +213,19 @@ impl Backend<'_> {
                     .expect("move the id sequence past the corpus");
                 pool.close().await;
             }
+        }
+
+        // The store reads the corpus back as it was written.
+        for j in jobs.iter().step_by(97).chain(jobs.last()) {
+            let row = self.store.job(j.id).await.expect("read job");
+            assert_eq!(
+                row.fields().expect("valid fields"),
+                j.fields(),
+                "{}",
+                self.name
+            );
+            assert_eq!(row.created_at, j.created_at, "{}: job {}", self.name, j.id);
+            assert_eq!(row.company_name, companies[j.company], "{}", self.name);
         }
     }
 
