@@ -39,6 +39,7 @@ use queries::{
 crate::each_backend!(with_db: pages_match_the_reference);
 
 /// Both backends in one test, each page compared with the other backend's and the reference's.
+/// Its backends are listed here by hand: a new backend joins this list as well.
 mod both {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn backends_give_the_same_pages() {
