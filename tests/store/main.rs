@@ -13,7 +13,8 @@
 //! fresh database and returns a [`harness::TestDb`] (whose guard removes the database when the
 //! test ends), then add one line to the list in `each_backend!` below,
 //! `$crate::each_backend!(@one $migrate $pass $cases name => $crate::harness::that_fn);`, where
-//! `name` is what the store's `backend()` answers. Every case then runs on it too.
+//! `name` is what the store's `backend()` answers. Every case then runs on it too; add it also
+//! to `search::both`, which runs the search conformance on every backend side by side.
 
 mod harness;
 
