@@ -15,6 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// A store on a database of its own, removed when this is dropped.
 pub struct TestDb {
     pub store: Arc<dyn Store>,
+    /// Where the database is, for a case that writes rows the store's methods cannot (such as a
+    /// corpus with chosen creation times).
+    pub url: DatabaseUrl,
     _cleanup: Cleanup,
 }
 
@@ -36,6 +39,7 @@ pub async fn sqlite() -> TestDb {
         .expect("open SQLite");
     TestDb {
         store,
+        url,
         _cleanup: Cleanup::Dir(dir),
     }
 }
@@ -65,11 +69,13 @@ pub async fn postgres() -> TestDb {
     let cleanup = Cleanup::Postgres(name.clone());
     let mut url = url::Url::parse(&admin).expect("admin url");
     url.set_path(&name);
-    let store = jobboard::store::connect_with_pool(&DatabaseUrl::Postgres(url.to_string()), POOL)
+    let url = DatabaseUrl::Postgres(url.to_string());
+    let store = jobboard::store::connect_with_pool(&url, POOL)
         .await
         .expect("open PostgreSQL");
     TestDb {
         store,
+        url,
         _cleanup: cleanup,
     }
 }

@@ -12,6 +12,7 @@ crate::each_backend!(
     search_applies_every_filter,
     search_pages_keep_their_total,
     a_broad_search_counts_up_to_its_limit,
+    job_ids_follow_created_at,
 );
 
 async fn jobs_are_created_and_read(store: Arc<dyn Store>) {
@@ -312,4 +313,80 @@ async fn a_broad_search_counts_up_to_its_limit(store: Arc<dyn Store>) {
     };
     let found = store.search_jobs(&one).await.unwrap();
     assert_eq!((found.total, found.total_exact), (1, true));
+}
+
+/// The search reads jobs in id order as the newest-first order (FTS5 in rowid order), so a job
+/// created later never gets a lower id, even when jobs are created at once on many connections.
+async fn job_ids_follow_created_at(store: Arc<dyn Store>) {
+    let owner = user(&store, Role::Employer).await;
+    let c = company(&store, owner.id, "Acme").await;
+    let mut made = Vec::new();
+    for i in 0..5 {
+        made.push(job(&store, c.id, job_fields(&format!("Welder {i}"))).await);
+    }
+    // A company each, so that the inserts do not take turns on one company's row.
+    let mut companies = Vec::new();
+    for t in 0..8 {
+        companies.push(company(&store, owner.id, &format!("Company {t}")).await.id);
+    }
+    let tasks: Vec<_> = companies
+        .into_iter()
+        .enumerate()
+        .map(|(t, company_id)| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut made = Vec::new();
+                for i in 0..10 {
+                    let f = job_fields(&format!("Fitter {t} {i}"));
+                    let created = store.create_job(company_id, f, None).await;
+                    made.push(created.expect("create job"));
+                }
+                made
+            })
+        })
+        .collect();
+    for t in tasks {
+        made.extend(t.await.expect("task"));
+    }
+    made.sort_by_key(|j| j.id);
+    for w in made.windows(2) {
+        assert!(
+            w[0].created_at <= w[1].created_at,
+            "job {} was created at {}, after job {} at {}",
+            w[0].id,
+            w[0].created_at,
+            w[1].id,
+            w[1].created_at
+        );
+    }
+
+    // The newest-first order is the id order, highest first.
+    let found = store
+        .search_jobs(&JobSearch {
+            page: Page { page: 1, size: 100 },
+            ..JobSearch::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<i64> = found.rows.iter().map(|r| r.id).collect();
+    let by_id: Vec<i64> = made.iter().rev().map(|j| j.id).collect();
+    assert_eq!(ids, by_id);
+    let words: Vec<i64> = store
+        .search_jobs(&JobSearch {
+            terms: vec!["fitter".into()],
+            page: Page { page: 1, size: 100 },
+            ..JobSearch::default()
+        })
+        .await
+        .unwrap()
+        .rows
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    let fitters: Vec<i64> = by_id
+        .iter()
+        .copied()
+        .filter(|id| *id > made[4].id)
+        .collect();
+    assert_eq!(words, fitters, "a word search reads the same order");
 }

@@ -12,8 +12,9 @@
 //! Adding a backend: write an `async fn` in `harness.rs` that opens an unmigrated store on a
 //! fresh database and returns a [`harness::TestDb`] (whose guard removes the database when the
 //! test ends), then add one line to the list in `each_backend!` below,
-//! `$crate::each_backend!(@one $migrate $cases name => $crate::harness::that_fn);`, where
-//! `name` is what the store's `backend()` answers. Every case then runs on it too.
+//! `$crate::each_backend!(@one $migrate $pass $cases name => $crate::harness::that_fn);`, where
+//! `name` is what the store's `backend()` answers. Every case then runs on it too; add it also
+//! to `search::both`, which runs the search conformance on every backend side by side.
 
 mod harness;
 
@@ -25,23 +26,34 @@ mod idempotency;
 mod jobs;
 mod ops;
 mod queue;
+mod search;
 
 /// Expands each named case into one test per backend. `fresh: a, b` hands the cases a store
-/// whose migrations have not run yet.
+/// whose migrations have not run yet; `with_db: a, b` hands them the whole migrated
+/// [`harness::TestDb`] (`&TestDb`), database URL included.
 #[macro_export]
 macro_rules! each_backend {
     (fresh: $($case:ident),* $(,)?) => {
-        $crate::each_backend!(@all false [$($case)*]);
+        $crate::each_backend!(@all false store [$($case)*]);
+    };
+    (with_db: $($case:ident),* $(,)?) => {
+        $crate::each_backend!(@all true db [$($case)*]);
     };
     ($($case:ident),* $(,)?) => {
-        $crate::each_backend!(@all true [$($case)*]);
+        $crate::each_backend!(@all true store [$($case)*]);
     };
-    (@all $migrate:literal $cases:tt) => {
+    (@all $migrate:literal $pass:ident $cases:tt) => {
         // The backends, one line each.
-        $crate::each_backend!(@one $migrate $cases sqlite => $crate::harness::sqlite);
-        $crate::each_backend!(@one $migrate $cases postgres => $crate::harness::postgres);
+        $crate::each_backend!(@one $migrate $pass $cases sqlite => $crate::harness::sqlite);
+        $crate::each_backend!(@one $migrate $pass $cases postgres => $crate::harness::postgres);
     };
-    (@one $migrate:literal [$($case:ident)*] $backend:ident => $open:path) => {
+    (@call store $case:ident $db:ident) => {
+        super::$case($db.store.clone()).await
+    };
+    (@call db $case:ident $db:ident) => {
+        super::$case(&$db).await
+    };
+    (@one $migrate:literal $pass:ident [$($case:ident)*] $backend:ident => $open:path) => {
         mod $backend {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -51,7 +63,7 @@ macro_rules! each_backend {
                     if $migrate {
                         db.store.migrate().await.expect("migrations run");
                     }
-                    super::$case(db.store.clone()).await;
+                    $crate::each_backend!(@call $pass $case db);
                 }
             )*
         }

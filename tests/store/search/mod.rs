@@ -1,0 +1,449 @@
+//! Search conformance: the bounded search plans (`src/store/sql/search.rs`) give exactly the
+//! pages the contract's rules give, on a corpus made to find their wrong pages.
+//!
+//! A seeded corpus of [`JOBS`] jobs (or `JOBBOARD_TEST_SEARCH_JOBS`) goes into each backend (the same jobs, the same ids): a
+//! Zipf-like vocabulary (a few words in most jobs, many words in few), correlated pairs
+//! ("account executive"), two common words that almost never meet, words only in old jobs,
+//! only in new jobs or mostly in closed jobs, plurals and irregular plurals, Unicode locations,
+//! ties on `created_at`, creation times spread over 400 days, some jobs exactly on a
+//! `posted_within_days` boundary. Then jobs are closed, reopened, retitled and deleted, and a
+//! company renamed, through the store. Then [`SEARCHES`] seeded searches over every parameter,
+//! several pages each (deep ones too, up to the 10 000-result window), are checked page by page
+//! (ids in order, `total`, `total_exact`) against the reference of `queries.rs`: the contract's rules written
+//! plainly over the corpus in memory. Half of them run before the database has statistics
+//! (`ANALYZE`), half after, since the planner may then choose differently.
+//!
+//! `search::<backend>::pages_match_the_reference` checks one backend;
+//! `search::both::backends_give_the_same_pages` runs both side by side and compares their pages
+//! with each other as well. A mismatch prints the search, the page and both id lists.
+
+use crate::harness::{TestDb, company, user};
+use chrono::{DateTime, TimeZone, Utc};
+use jobboard::config::DatabaseUrl;
+use jobboard::domain::Role;
+use jobboard::store::{CompanyFields, JobSearch, Page, Store};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+mod corpus;
+mod queries;
+
+use corpus::{COMPANIES, Job, gen_corpus, gen_title};
+use queries::{
+    Answer, Search, fixed_searches, gen_pages, gen_search, reference_matches, reference_page,
+    vocabulary,
+};
+
+crate::each_backend!(with_db: pages_match_the_reference);
+
+/// Both backends in one test, each page compared with the other backend's and the reference's.
+/// Its backends are listed here by hand: a new backend joins this list as well.
+mod both {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn backends_give_the_same_pages() {
+        let (sqlite, postgres) = tokio::join!(crate::harness::sqlite(), crate::harness::postgres());
+        let dbs = [sqlite, postgres];
+        for db in &dbs {
+            db.store.migrate().await.expect("migrations run");
+        }
+        super::conform(&dbs.iter().collect::<Vec<_>>()).await;
+    }
+}
+
+/// How many jobs the corpus has: [`JOBS`], or `JOBBOARD_TEST_SEARCH_JOBS` (at least that many).
+static CORPUS_SIZE: std::sync::LazyLock<usize> =
+    std::sync::LazyLock::new(|| match std::env::var("JOBBOARD_TEST_SEARCH_JOBS") {
+        Ok(s) => s
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n >= JOBS)
+            .unwrap_or_else(|| panic!("JOBBOARD_TEST_SEARCH_JOBS={s:?} is not a number ≥ {JOBS}")),
+        Err(_) => JOBS,
+    });
+const JOBS: usize = 6_000;
+/// How many searches run (each over several pages).
+const SEARCHES: usize = 320;
+const SEED: u64 = 0x5EA2_C4F0;
+
+/// The seed of corpus and searches: [`SEED`], or `JOBBOARD_TEST_SEARCH_SEED` to try others.
+fn seed() -> u64 {
+    match std::env::var("JOBBOARD_TEST_SEARCH_SEED") {
+        Ok(s) => s
+            .parse()
+            .unwrap_or_else(|_| panic!("JOBBOARD_TEST_SEARCH_SEED={s:?} is not a number")),
+        Err(_) => SEED,
+    }
+}
+
+async fn pages_match_the_reference(db: &TestDb) {
+    conform(&[db]).await;
+}
+
+/// The instant the searches are made at: every `posted_within_days` reaches back from it.
+fn fixed_now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 6, 1, 12, 0, 0).unwrap()
+}
+
+/// The `posted_within_days` values some jobs were created exactly at the boundary of.
+const BOUNDARY_DAYS: &[i64] = &[7, 30, 90, 365];
+
+/// The terms and location key stored for each job of `made`.
+macro_rules! stored_terms {
+    ($pool:expr, $made:expr) => {{
+        let mut stored: Vec<(String, Option<String>, String)> = Vec::new();
+        for (id, _) in &$made {
+            let row = sqlx::query_as(
+                "SELECT search_terms, title_terms, location_key FROM jobs WHERE id = $1",
+            )
+            .bind(*id)
+            .fetch_one(&$pool)
+            .await
+            .expect("read the stored terms");
+            stored.push(row);
+        }
+        stored
+    }};
+}
+
+/// Writes the corpus as `create_job` would (the same columns, the same terms), with its ids and
+/// creation times, in one transaction.
+macro_rules! insert_corpus {
+    ($pool:expr, $db:ty, $jobs:expr, $companies:expr, $company_ids:expr) => {{
+        let mut tx = $pool.begin().await.expect("begin");
+        for chunk in $jobs.chunks(500) {
+            let mut qb = sqlx::QueryBuilder::<$db>::new(
+                "INSERT INTO jobs (id, company_id, title, description, location, location_key, \
+                 remote, salary_min, salary_max, employment_type, status, search_terms, \
+                 title_terms, created_at, updated_at) ",
+            );
+            qb.push_values(chunk, |mut b, j: &Job| {
+                b.push_bind(j.id)
+                    .push_bind($company_ids[j.company])
+                    .push_bind(j.title.clone())
+                    .push_bind(j.description.clone())
+                    .push_bind(j.location.clone())
+                    .push_bind(j.location.to_lowercase())
+                    .push_bind(j.remote)
+                    .push_bind(j.salary_min)
+                    .push_bind(j.salary_max)
+                    .push_bind(j.employment_type.as_str())
+                    .push_bind(if j.open { "open" } else { "closed" })
+                    .push_bind(j.search_terms($companies))
+                    .push_bind(j.title_terms_joined())
+                    .push_bind(j.created_at)
+                    .push_bind(j.created_at);
+            });
+            qb.build()
+                .execute(&mut *tx)
+                .await
+                .expect("insert the corpus");
+        }
+        tx.commit().await.expect("commit the corpus");
+    }};
+}
+
+/// One backend with the corpus in it.
+struct Backend<'a> {
+    name: &'static str,
+    store: &'a Arc<dyn Store>,
+    url: &'a DatabaseUrl,
+    /// The backend's id of each company of the corpus.
+    company_ids: Vec<i64>,
+}
+
+impl Backend<'_> {
+    async fn seed(&mut self, jobs: &[Job], companies: &[String]) {
+        let owner = user(self.store, Role::Employer).await;
+        for name in companies {
+            self.company_ids
+                .push(company(self.store, owner.id, name).await.id);
+        }
+        // The bulk path writes what `create_job` writes: a few of the jobs are made through the
+        // store first and their stored terms compared with the bulk path's, then deleted (the
+        // corpus takes their ids).
+        let mut made = Vec::new();
+        for j in jobs.iter().take(40) {
+            let company = self.company_ids[j.company];
+            let row = self.store.create_job(company, j.fields(), None).await;
+            made.push((row.expect("create job").id, j));
+        }
+        let stored = match self.url {
+            DatabaseUrl::Sqlite(url) => {
+                let pool = sqlx::SqlitePool::connect(url).await.expect("open SQLite");
+                let stored = stored_terms!(pool, made);
+                pool.close().await;
+                stored
+            }
+            DatabaseUrl::Postgres(url) => {
+                let pool = sqlx::PgPool::connect(url).await.expect("open PostgreSQL");
+                let stored = stored_terms!(pool, made);
+                pool.close().await;
+                stored
+            }
+        };
+        for ((id, j), stored) in made.iter().zip(stored) {
+            let bulk = (
+                j.search_terms(companies),
+                Some(j.title_terms_joined()),
+                j.location.to_lowercase(),
+            );
+            assert_eq!(
+                stored, bulk,
+                "{}: job {id} made by create_job from {j:?}",
+                self.name
+            );
+            self.store.delete_job(*id, None).await.expect("delete job");
+        }
+
+        let ids = &self.company_ids;
+        match self.url {
+            DatabaseUrl::Sqlite(url) => {
+                let pool = sqlx::SqlitePool::connect(url).await.expect("open SQLite");
+                insert_corpus!(pool, sqlx::Sqlite, jobs, companies, ids);
+                pool.close().await;
+            }
+            DatabaseUrl::Postgres(url) => {
+                let pool = sqlx::PgPool::connect(url).await.expect("open PostgreSQL");
+                insert_corpus!(pool, sqlx::Postgres, jobs, companies, ids);
+                sqlx::query("SELECT setval(pg_get_serial_sequence('jobs', 'id'), $1)")
+                    .bind(jobs.len() as i64)
+                    .execute(&pool)
+                    .await
+                    .expect("move the id sequence past the corpus");
+                pool.close().await;
+            }
+        }
+
+        // The store reads the corpus back as it was written.
+        for j in jobs.iter().step_by(97).chain(jobs.last()) {
+            let row = self.store.job(j.id).await.expect("read job");
+            assert_eq!(
+                row.fields().expect("valid fields"),
+                j.fields(),
+                "{}",
+                self.name
+            );
+            assert_eq!(row.created_at, j.created_at, "{}: job {}", self.name, j.id);
+            assert_eq!(row.company_name, companies[j.company], "{}", self.name);
+        }
+    }
+
+    /// Gathers the planner's statistics, as a database in service has them.
+    async fn analyze(&self) {
+        match self.url {
+            DatabaseUrl::Sqlite(url) => {
+                let pool = sqlx::SqlitePool::connect(url).await.expect("open SQLite");
+                sqlx::query("ANALYZE")
+                    .execute(&pool)
+                    .await
+                    .expect("ANALYZE");
+                pool.close().await;
+            }
+            DatabaseUrl::Postgres(url) => {
+                let pool = sqlx::PgPool::connect(url).await.expect("open PostgreSQL");
+                sqlx::query("ANALYZE jobs")
+                    .execute(&pool)
+                    .await
+                    .expect("ANALYZE");
+                pool.close().await;
+            }
+        }
+    }
+
+    /// The search as this backend is asked it: the corpus's company index becomes its id.
+    fn search(&self, s: &Search) -> JobSearch {
+        JobSearch {
+            company_id: s.company.map(|c| self.company_ids[c]),
+            ..s.search.clone()
+        }
+    }
+}
+
+/// Changes made through the store after the bulk load, so the trigger and update paths are
+/// exercised too: jobs closed, reopened, retitled, deleted, and a company renamed.
+async fn edit_through_the_store(
+    backends: &[Backend<'_>],
+    jobs: &mut [Job],
+    companies: &mut [String],
+    rng: &mut StdRng,
+) {
+    let mut apply = Vec::new();
+    for _ in 0..120 {
+        let i = rng.gen_range(0..jobs.len());
+        if jobs[i].deleted {
+            continue;
+        }
+        match rng.gen_range(0..10) {
+            0..=4 => jobs[i].open = false,
+            5..=7 => jobs[i].open = true,
+            8 => {
+                jobs[i].title = gen_title(rng, i);
+                jobs[i].reindex(companies);
+            }
+            _ => {
+                jobs[i].deleted = true;
+                apply.push((i, true));
+                continue;
+            }
+        }
+        apply.push((i, false));
+    }
+    for b in backends {
+        for &(i, delete) in &apply {
+            let job = &jobs[i];
+            if delete {
+                b.store.delete_job(job.id, None).await.expect("delete job");
+                continue;
+            }
+            let current = b.store.job(job.id).await.expect("read job");
+            b.store
+                .update_job(job.id, job.fields(), current.updated_at, None)
+                .await
+                .expect("update job")
+                .expect("the version matched");
+        }
+    }
+    // A renamed company: its jobs' terms change.
+    let renamed = 6;
+    companies[renamed] = "Nucleus Labs".to_string();
+    for b in backends {
+        b.store
+            .update_company(
+                b.company_ids[renamed],
+                CompanyFields {
+                    name: companies[renamed].clone(),
+                    website: None,
+                    description: None,
+                },
+                None,
+            )
+            .await
+            .expect("rename company");
+    }
+    for job in jobs.iter_mut().filter(|j| j.company == renamed) {
+        job.reindex(companies);
+    }
+}
+
+async fn conform(dbs: &[&TestDb]) {
+    let started = std::time::Instant::now();
+    let seed = seed();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut companies: Vec<String> = COMPANIES.iter().map(|c| c.to_string()).collect();
+    let mut jobs = gen_corpus(&mut rng, &companies);
+    let mut backends: Vec<Backend<'_>> = dbs
+        .iter()
+        .map(|db| Backend {
+            name: db.store.backend(),
+            store: &db.store,
+            url: &db.url,
+            company_ids: Vec::new(),
+        })
+        .collect();
+    futures::future::join_all(backends.iter_mut().map(|b| b.seed(&jobs, &companies))).await;
+    edit_through_the_store(&backends, &mut jobs, &mut companies, &mut rng).await;
+    let seeded = started.elapsed();
+
+    let open = jobs.iter().filter(|j| j.open && !j.deleted).count();
+    let v = vocabulary(&jobs);
+    let mut searches = fixed_searches();
+    for _ in 0..SEARCHES {
+        searches.push(gen_search(&mut rng, &v, &jobs));
+    }
+    for s in &mut searches {
+        let matches = reference_matches(&jobs, &s.search, s.company).len() as i64;
+        s.pages = gen_pages(&mut rng, s.pages[0].1, matches);
+    }
+
+    let mut report = String::new();
+    let mut mismatches = 0;
+    let mut pages_read = 0;
+    let mut sizes = [0usize; 4]; // searches with 0, 1–100, 101–1 000 and more matches
+    for (n, s) in searches.iter().enumerate() {
+        if n == searches.len() / 2 {
+            futures::future::join_all(backends.iter().map(Backend::analyze)).await;
+        }
+        let matches = reference_matches(&jobs, &s.search, s.company);
+        sizes[match matches.len() {
+            0 => 0,
+            1..=100 => 1,
+            101..=1_000 => 2,
+            _ => 3,
+        }] += 1;
+        for &(page, size) in &s.pages {
+            let expected = reference_page(&matches, page, size);
+            let asked = |b: &Backend<'_>| JobSearch {
+                page: Page { page, size },
+                ..b.search(s)
+            };
+            let got = futures::future::join_all(backends.iter().map(|b| async move {
+                let asked = asked(b);
+                let found =
+                    b.store.search_jobs(&asked).await.unwrap_or_else(|e| {
+                        panic!("{}: search #{n} {asked:?} failed: {e}", b.name)
+                    });
+                Answer {
+                    ids: found.rows.iter().map(|r| r.id).collect(),
+                    total: found.total,
+                    total_exact: found.total_exact,
+                }
+            }))
+            .await;
+            pages_read += 1;
+            let wrong: Vec<usize> = (0..got.len()).filter(|i| got[*i] != expected).collect();
+            let disagree = got.windows(2).any(|w| w[0] != w[1]);
+            if wrong.is_empty() && !disagree {
+                continue;
+            }
+            mismatches += 1;
+            if mismatches > 12 {
+                continue;
+            }
+            let _ = writeln!(
+                report,
+                "\nsearch #{n}: q={:?}, page {page} of size {size}, {} matches in all\n  {:?}",
+                s.q,
+                matches.len(),
+                asked(&backends[0])
+            );
+            let _ = writeln!(
+                report,
+                "  expected: total {} exact {} ids {:?}",
+                expected.total, expected.total_exact, expected.ids
+            );
+            for (b, g) in backends.iter().zip(&got) {
+                let verdict = if *g == expected { "right" } else { "WRONG" };
+                let _ = writeln!(
+                    report,
+                    "  {:<8} {verdict}: total {} exact {} ids {:?}",
+                    b.name, g.total, g.total_exact, g.ids
+                );
+            }
+        }
+    }
+    let names: Vec<&str> = backends.iter().map(|b| b.name).collect();
+    eprintln!(
+        "search conformance on {names:?}, seed {seed}: {} jobs ({open} open), seeded in {:.1?}; {} searches \
+         ({} with no match, {} with 1–100, {} with 101–1 000, {} with more), {pages_read} \
+         pages, in {:.1?} all told",
+        jobs.len(),
+        seeded,
+        searches.len(),
+        sizes[0],
+        sizes[1],
+        sizes[2],
+        sizes[3],
+        started.elapsed()
+    );
+    assert!(
+        mismatches == 0,
+        "seed {seed}: {mismatches} of {pages_read} pages differ from the reference (or between \
+         backends); the first ones:{report}"
+    );
+    assert!(
+        searches.len() >= 300 && sizes.iter().all(|n| *n >= 20),
+        "{sizes:?}"
+    );
+}

@@ -1,0 +1,351 @@
+//! The searches, and the reference that answers them by the contract's rules.
+
+use super::corpus::{COMPANIES, Job, LOCATIONS, MADE_UP, made_up, pick};
+use super::{BOUNDARY_DAYS, fixed_now};
+use jobboard::domain::{EmploymentType, search};
+use jobboard::store::{JobSearch, PostedWithin, SEARCH_COUNT_MIN, SEARCH_WINDOW, SearchSort};
+use rand::Rng;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Debug, Clone)]
+pub struct Search {
+    /// `q` as a user typed it.
+    pub q: String,
+    /// The search, `company_id` left out (it differs by backend).
+    pub search: JobSearch,
+    /// Index of the company filtered by.
+    pub company: Option<usize>,
+    /// Page sizes and pages to read: (page, size).
+    pub pages: Vec<(i64, i64)>,
+}
+
+/// Words to search by, by class, from the corpus as the searches see it.
+pub struct Vocabulary {
+    pub common: Vec<String>,
+    pub mid: Vec<String>,
+    pub rare: Vec<String>,
+    pub absent: Vec<String>,
+    pub special: Vec<String>,
+}
+
+pub fn vocabulary(jobs: &[Job]) -> Vocabulary {
+    let mut df: BTreeMap<&str, usize> = BTreeMap::new();
+    for job in jobs.iter().filter(|j| !j.deleted) {
+        for t in &job.terms {
+            *df.entry(t.as_str()).or_default() += 1;
+        }
+    }
+    let class = |lo: usize, hi: usize| -> Vec<String> {
+        df.iter()
+            .filter(|(_, n)| **n >= lo && **n < hi)
+            .map(|(t, _)| t.to_string())
+            .collect()
+    };
+    let v = Vocabulary {
+        common: class(jobs.len() / 5, usize::MAX),
+        mid: class(jobs.len() / 100, jobs.len() / 5),
+        rare: class(1, jobs.len() / 100),
+        absent: (MADE_UP..MADE_UP + 20)
+            .map(made_up)
+            .chain(["zzyzx".to_string(), "rus".to_string()])
+            .filter(|w| !df.contains_key(w.as_str()))
+            .collect(),
+        special: [
+            "Account",
+            "Executives",
+            "account executive",
+            "machine",
+            "learning",
+            "Machine Learning",
+            "hospital",
+            "kubernetes",
+            "legacy",
+            "launchpad",
+            "cobol",
+            "women",
+            "woman",
+            "people",
+            "person",
+            "children",
+            "companies",
+            "company",
+            "engineers",
+            "ENGINEER",
+            "status",
+            "analyses",
+            "analysis",
+            "Hooli",
+            "nucleus",
+            "and",
+            "OR",
+            "not",
+            "café",
+            "research development",
+            "Acme",
+            "söhne",
+            "ünïcode",
+            "ingénieur",
+            "STRASSE",
+            "straße",
+            "東京",
+            "\"sales\"",
+            "a*b",
+            "NEAR",
+            "x:y",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+    };
+    for (name, class) in [("common", &v.common), ("mid", &v.mid), ("rare", &v.rare)] {
+        assert!(class.len() >= 3, "the corpus has {name} words: {class:?}");
+    }
+    v
+}
+
+/// A word of the query as a user might type it: the term, or a plural or upper-case form.
+pub fn surface(rng: &mut StdRng, term: &str) -> String {
+    let plural = format!("{term}s");
+    match rng.gen_range(0..6) {
+        0 if search::singular(&plural) == term => plural,
+        1 => term.to_uppercase(),
+        _ => term.to_string(),
+    }
+}
+
+pub fn gen_search(rng: &mut StdRng, v: &Vocabulary, jobs: &[Job]) -> Search {
+    let mut words = Vec::new();
+    let n = match rng.gen_range(0..100) {
+        0..=14 => 0,
+        15..=54 => 1,
+        55..=84 => 2,
+        _ => 3,
+    };
+    for _ in 0..n {
+        let class = match rng.gen_range(0..100) {
+            0..=34 => &v.common,
+            35..=64 => &v.mid,
+            65..=79 => &v.rare,
+            80..=82 => &v.absent,
+            _ => &v.special,
+        };
+        let w = class.choose(rng).expect("a word");
+        words.push(surface(rng, w));
+    }
+    let q = words.join(pick(rng, &[" ", ", ", " - ", "  "]));
+    let mut s = JobSearch {
+        terms: search::query_terms(&q).expect("short words"),
+        ..JobSearch::default()
+    };
+    if rng.gen_bool(0.2) {
+        s.location = Some(match rng.gen_range(0..4) {
+            0 => pick(
+                rng,
+                &[
+                    "%",
+                    "_",
+                    "100%",
+                    "paris_",
+                    "nowhere",
+                    "i̇stanbul",
+                    "οδος",
+                    "strasse",
+                ],
+            )
+            .to_string(),
+            // A part of a location, as typed (then lower-cased, as the API does).
+            _ => {
+                let loc: Vec<char> = pick(rng, LOCATIONS).chars().collect();
+                let from = rng.gen_range(0..loc.len());
+                let to = rng.gen_range(from + 1..=loc.len().min(from + 7));
+                loc[from..to].iter().collect::<String>().to_lowercase()
+            }
+        })
+        .filter(|l| !l.trim().is_empty());
+    }
+    if rng.gen_bool(0.15) {
+        s.remote = Some(rng.r#gen());
+    }
+    let company = rng
+        .gen_bool(0.15)
+        .then(|| rng.gen_range(0..COMPANIES.len()));
+    if rng.gen_bool(0.2) {
+        s.salary_min = Some(match rng.gen_range(0..4) {
+            0 => *[0, 1, 250_000, 250_001, 1_000_000_000].choose(rng).unwrap(),
+            // Exactly some job's maximum.
+            1 => jobs[rng.gen_range(0..jobs.len())]
+                .salary_max
+                .unwrap_or(100_000),
+            _ => rng.gen_range(20..=260) * 1_000,
+        });
+    }
+    if rng.gen_bool(0.15) {
+        s.employment_type = Some(
+            EmploymentType::ALL
+                .choose(rng)
+                .unwrap()
+                .as_str()
+                .to_string(),
+        );
+    }
+    if rng.gen_bool(0.25) {
+        let days = match rng.gen_range(0..3) {
+            0 => *BOUNDARY_DAYS.choose(rng).unwrap(),
+            1 => *[1, 2, 180].choose(rng).unwrap(),
+            _ => rng.gen_range(1..=365),
+        };
+        s.posted_within = Some(PostedWithin::days_before(days, fixed_now()));
+    }
+    if rng.gen_bool(0.5) {
+        s.sort = SearchSort::Relevance;
+    }
+    let size = match rng.gen_range(0..4) {
+        0 => *[1, 2, 3, 100].choose(rng).unwrap(),
+        1 => *[10, 20, 50].choose(rng).unwrap(),
+        _ => rng.gen_range(1..=100),
+    };
+    Search {
+        q,
+        search: s,
+        company,
+        pages: vec![(1, size)],
+    }
+}
+
+/// The pages to read of a search with `matches` results: the first, the second, one inside,
+/// the last, the one after it, and a deep one inside the window.
+pub fn gen_pages(rng: &mut StdRng, size: i64, matches: i64) -> Vec<(i64, i64)> {
+    let max_page = SEARCH_WINDOW / size;
+    let last = ((matches + size - 1) / size).clamp(1, max_page);
+    let mut pages = BTreeSet::from([1]);
+    if rng.gen_bool(0.5) {
+        pages.insert(2.min(max_page));
+    }
+    if last > 2 {
+        pages.insert(rng.gen_range(2..=last));
+    }
+    if rng.gen_bool(0.5) {
+        pages.insert(last);
+    }
+    if rng.gen_bool(0.3) {
+        pages.insert((last + 1).min(max_page));
+    }
+    if rng.gen_bool(0.3) {
+        pages.insert(rng.gen_range(1..=max_page));
+    }
+    pages.into_iter().map(|p| (p, size)).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference: the contract's rules, plainly
+
+/// What a page should be: its ids, `total`, `total_exact`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub ids: Vec<i64>,
+    pub total: i64,
+    pub total_exact: bool,
+}
+
+/// Every match of the search, in result order.
+pub fn reference_matches(jobs: &[Job], s: &JobSearch, company: Option<usize>) -> Vec<i64> {
+    let mut found: Vec<(usize, &Job)> = jobs
+        .iter()
+        .filter(|j| !j.deleted && j.open)
+        .filter(|j| s.terms.iter().all(|t| j.terms.contains(t)))
+        .filter(|j| {
+            s.location
+                .as_ref()
+                .is_none_or(|l| j.location.to_lowercase().contains(l.as_str()))
+        })
+        .filter(|j| s.remote.is_none_or(|r| j.remote == r))
+        .filter(|j| company.is_none_or(|c| j.company == c))
+        .filter(|j| {
+            s.salary_min
+                .is_none_or(|min| j.salary_max.is_none_or(|max| max >= min))
+        })
+        .filter(|j| {
+            s.employment_type
+                .as_ref()
+                .is_none_or(|t| j.employment_type.as_str() == t)
+        })
+        .filter(|j| s.posted_within.is_none_or(|p| j.created_at >= p.since))
+        .map(|j| {
+            let score = if s.sort == SearchSort::Relevance {
+                s.terms
+                    .iter()
+                    .filter(|t| j.title_terms.contains(*t))
+                    .count()
+            } else {
+                0
+            };
+            (score, j)
+        })
+        .collect();
+    found.sort_by(|(sa, a), (sb, b)| {
+        sb.cmp(sa)
+            .then(b.created_at.cmp(&a.created_at))
+            .then(b.id.cmp(&a.id))
+    });
+    found.into_iter().map(|(_, j)| j.id).collect()
+}
+
+pub fn reference_page(matches: &[i64], page: i64, size: i64) -> Answer {
+    let offset = (page - 1) * size;
+    let limit = SEARCH_COUNT_MIN.max(offset + size);
+    let n = matches.len() as i64;
+    Answer {
+        ids: matches
+            .iter()
+            .skip(offset as usize)
+            .take(size as usize)
+            .copied()
+            .collect(),
+        total: n.min(limit),
+        total_exact: n <= limit,
+    }
+}
+
+/// Searches that every run makes, whatever the seed draws: the cases bounded plans get wrong.
+pub fn fixed_searches() -> Vec<Search> {
+    let words = |q: &str, sort: SearchSort, size: i64| Search {
+        q: q.to_string(),
+        search: JobSearch {
+            terms: search::query_terms(q).expect("short words"),
+            sort,
+            ..JobSearch::default()
+        },
+        company: None,
+        pages: vec![(1, size)],
+    };
+    let mut out = Vec::new();
+    for sort in [SearchSort::Newest, SearchSort::Relevance] {
+        for (q, size) in [
+            ("", 100),
+            ("hospital kubernetes", 20),
+            ("account executive", 7),
+            ("executive", 50),
+            ("legacy", 100),
+            ("launchpad", 3),
+            ("cobol", 20),
+            ("engineers senior", 1),
+            ("women people children", 20),
+            ("machine learning engineer", 100),
+            ("team", 100),
+        ] {
+            out.push(words(q, sort, size));
+        }
+    }
+    let mut since = words("legacy", SearchSort::Newest, 20);
+    since.search.posted_within = Some(PostedWithin::days_before(365, fixed_now()));
+    out.push(since);
+    let mut boundary = words("", SearchSort::Newest, 1);
+    boundary.search.posted_within = Some(PostedWithin::days_before(7, fixed_now()));
+    out.push(boundary);
+    let mut salary = words("hospital", SearchSort::Relevance, 100);
+    salary.search.salary_min = Some(250_000);
+    out.push(salary);
+    out
+}
