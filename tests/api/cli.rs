@@ -222,6 +222,17 @@ async fn bad_configuration_stops_with_one_line_naming_the_variable() {
             Some("smtp-pass-9876"),
         ),
         (vec![("WORKER_BATCH", "sometimes")], "WORKER_BATCH", None),
+        (
+            vec![
+                ("QUEUE", "sqs"),
+                (
+                    "SQS_QUEUE_URL",
+                    "https://sqs.us-east-1.amazonaws.com/1/jobs",
+                ),
+            ],
+            "SQS_DLQ_URL",
+            None,
+        ),
     ];
     for (vars, var, secret) in cases {
         for args in [&["serve"][..], &["migrate"][..]] {

@@ -393,7 +393,11 @@ async fn readiness_reports_the_queue() {
     let broken = TestApp::spawn_with(
         Backend::Sqlite,
         CacheKind::Memory,
-        &[("QUEUE", "sqs"), ("SQS_QUEUE_URL", &missing)],
+        &[
+            ("QUEUE", "sqs"),
+            ("SQS_QUEUE_URL", &missing),
+            ("SQS_DLQ_URL", &h.sqs.as_ref().unwrap().dlq),
+        ],
     )
     .await;
     let r = broken.get("/readyz", None).await;
@@ -506,4 +510,80 @@ async fn a_hung_sqs_times_out_and_holds_no_transaction() {
     })
     .await;
     assert_eq!(queues.count(&queues.url).await, 1);
+}
+
+/// Runs `jobboard worker` on the harness's queues with `extra` variables, its stderr in `log`.
+fn worker_process(
+    h: &Harness,
+    log: &std::path::Path,
+    extra: &[(&str, &str)],
+) -> tokio::process::Child {
+    let file = std::fs::File::create(log).unwrap();
+    crate::crash::command(h, &["worker"], extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(file)
+        .spawn()
+        .expect("spawn worker")
+}
+
+/// A worker given a queue or DLQ that does not exist stops at start with a line naming the
+/// variable (a dead letter would otherwise have nowhere to go), instead of running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_refuses_a_queue_that_does_not_exist() {
+    let h = Harness::new_sqs(Backend::Sqlite, "lease").await;
+    let q = h.sqs.as_ref().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let missing_queue = format!("{}-missing", q.url);
+    let missing_dlq = format!("{}-missing", q.dlq);
+    for (var, vars) in [
+        ("SQS_DLQ_URL", [("SQS_DLQ_URL", missing_dlq.as_str())]),
+        ("SQS_QUEUE_URL", [("SQS_QUEUE_URL", missing_queue.as_str())]),
+    ] {
+        let log = dir.path().join(format!("{var}.log"));
+        let mut worker = worker_process(&h, &log, &vars);
+        let status = tokio::time::timeout(Duration::from_secs(30), worker.wait()).await;
+        let text = std::fs::read_to_string(&log).unwrap();
+        let Ok(status) = status else {
+            panic!("the worker runs with a {var} that does not exist:\n{text}");
+        };
+        assert_eq!(status.unwrap().code(), Some(1), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.contains(var) && l.contains("does not exist")),
+            "a line names {var}:\n{text}"
+        );
+    }
+}
+
+/// The worker warns at start when the queue's redrive policy would move a message to the DLQ
+/// before MAX_ATTEMPTS failed sends (SQS's receive count also counts deferrals and shutdowns).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_warns_when_the_redrive_comes_before_max_attempts() {
+    // The harness's queue moves a message after 20 receives.
+    let h = Harness::new_sqs(Backend::Sqlite, "lease").await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("ok.log");
+    let mut worker = worker_process(&h, &log, &[("MAX_ATTEMPTS", "5")]);
+    wait_until("the worker starts", || async {
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("worker started")
+    })
+    .await;
+    worker.kill().await.unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !text.contains("maxReceiveCount"),
+        "20 receives are above 5 attempts:\n{text}"
+    );
+
+    let log = dir.path().join("warn.log");
+    let mut worker = worker_process(&h, &log, &[("MAX_ATTEMPTS", "20")]);
+    wait_until("the worker warns about the redrive policy", || async {
+        std::fs::read_to_string(&log).unwrap().lines().any(|l| {
+            l.contains("\"WARN\"") && l.contains("maxReceiveCount") && l.contains("MAX_ATTEMPTS")
+        })
+    })
+    .await;
+    worker.kill().await.unwrap();
 }
