@@ -136,6 +136,12 @@ mod tests {
             "a@@x.com",
             "a@x..com",
             "a@x.",
+            // Refused by the mailer's parser: no email could ever reach them.
+            "a,b@example.com",
+            "a;b@example.com",
+            "<ann>@example.com",
+            "ann(x)@example.com",
+            "ann@exa(mple).com",
         ] {
             assert!(email(bad).is_err(), "{bad:?}");
         }
@@ -143,6 +149,20 @@ mod tests {
         assert!(long.len() <= 254 && email(&long).is_ok());
         let too_long = format!("{}@{}.com", "a".repeat(64), "b".repeat(200));
         assert!(email(&too_long).is_err());
+    }
+
+    /// Every address accepted here is one the mailer can put in a `To:` header.
+    #[test]
+    fn accepted_emails_are_sendable() {
+        for ok in [
+            "ann@example.com",
+            "Ann.Lee+jobs@mail.example.co.uk",
+            "o'brien@example.ie",
+            "x_y-z@sub-domain.example",
+        ] {
+            let v = email(ok).unwrap();
+            assert!(v.parse::<lettre::Address>().is_ok(), "{ok}");
+        }
     }
 
     #[test]
