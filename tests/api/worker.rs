@@ -734,6 +734,35 @@ async fn expired_lease_is_reclaimed() {
     }
 }
 
+/// A queue whose statistics cannot be read would leave the gauges (and the alerts that read
+/// them) stale: the upkeep counts each failure in `upkeep_failures_total`, which an alert reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_queue_stats_are_counted() {
+    let h = Harness::new_sqs(Backend::Sqlite, "lease").await;
+    let missing = format!("{}-missing", h.sqs.as_ref().unwrap().url);
+    let worker = Arc::new(h.worker_with(&[("SQS_QUEUE_URL", &missing)]).await);
+    let name = r#"upkeep_failures_total{task="queue_stats"}"#;
+    let before = metric(&h.app, name).await;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let upkeep = tokio::spawn(worker.clone().maintain(shutdown.clone()));
+    wait_until("the failed queue statistics are counted", || async {
+        metric(&h.app, name).await > before
+    })
+    .await;
+    shutdown.cancel();
+    upkeep.await.unwrap();
+}
+
+/// The value of the metric line that starts with `name` (0 when absent).
+async fn metric(app: &TestApp, name: &str) -> f64 {
+    let text = app.get("/metrics", None).await.text;
+    text.lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
 async fn reclaimed_total(app: &TestApp) -> f64 {
     let text = app.get("/metrics", None).await.text;
     text.lines()
