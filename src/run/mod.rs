@@ -2,7 +2,7 @@
 
 pub mod build;
 
-pub use build::{app_state, build_queue, build_worker, open_store, sqs_queue};
+pub use build::{app_state, build_queue, build_worker, check_worker_queues, open_store, sqs_queue};
 
 use crate::cli::{Command, DlqCommand, Which};
 use crate::config::Config;
@@ -41,6 +41,7 @@ async fn serve(config: Config, migrate: bool, with_worker: bool) -> anyhow::Resu
     };
     let state = app_state(config, shutdown.clone(), migrate).await?;
     let worker = if with_worker {
+        check_worker_queues(&state.config, state.store.clone()).await?;
         Some(Arc::new(
             build_worker(&state.config, state.store.clone()).await?,
         ))
@@ -75,6 +76,7 @@ async fn worker(config: Config) -> anyhow::Result<u8> {
     let shutdown = crate::shutdown::on_signal();
     let listener = bind(config.worker_http_addr, "WORKER_HTTP_ADDR").await?;
     let store = open_store(&config, false).await?;
+    check_worker_queues(&config, store.clone()).await?;
     let worker = Arc::new(build_worker(&config, store.clone()).await?);
     let http_state = crate::http::ops::WorkerState::new(
         store,
