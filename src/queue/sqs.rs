@@ -214,10 +214,15 @@ impl SqsQueue {
         Ok(all)
     }
 
+    /// Makes listed dead letters visible again. One that cannot be stays hidden until its
+    /// listing's visibility ends (30 s): nothing is lost, but a `dlq list` meanwhile misses it,
+    /// so the failures are logged, once per call.
     async fn release_all(&self, dlq: &str, messages: &[aws_sdk_sqs::types::Message]) {
+        let mut failed = 0;
+        let mut last_error = None;
         for m in messages {
             if let Some(r) = m.receipt_handle() {
-                let _ = self
+                let released = self
                     .client
                     .change_message_visibility()
                     .queue_url(dlq)
@@ -225,7 +230,18 @@ impl SqsQueue {
                     .visibility_timeout(0)
                     .send()
                     .await;
+                if let Err(e) = released {
+                    failed += 1;
+                    last_error = Some(format!("{e}"));
+                }
             }
+        }
+        if let Some(error) = last_error {
+            tracing::warn!(
+                failed,
+                error,
+                "could not make listed dead letters visible again; they stay hidden in the DLQ for up to 30 s"
+            );
         }
     }
 

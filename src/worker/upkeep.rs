@@ -17,18 +17,29 @@ impl Worker {
         Ok(total)
     }
 
-    /// Hourly retention and queue gauges every 15 s, until `shutdown`.
+    /// Hourly retention and queue gauges every 15 s, until `shutdown`. A failure of either is
+    /// counted in `upkeep_failures_total` (by `task`), which an alert reads: failed statistics
+    /// leave the gauges, and the alerts on them, stale. A run of failures is logged once when
+    /// it starts and once when it ends.
     pub async fn maintain(self: Arc<Self>, shutdown: CancellationToken) {
         let mut hourly = tokio::time::interval(Duration::from_secs(3600));
         let mut gauges = tokio::time::interval(Duration::from_secs(15));
+        let mut stats_failing = false;
         loop {
             tokio::select! {
                 _ = hourly.tick() => match self.delete_expired().await {
                     Ok(deleted) => tracing::info!(deleted, "deleted {deleted} expired processed-event records"),
-                    Err(e) => tracing::warn!(error = format!("{e:#}"), "retention cleanup failed; will try again"),
+                    Err(e) => {
+                        metrics::counter!(t::UPKEEP_FAILURES_TOTAL, "task" => "retention").increment(1);
+                        tracing::warn!(error = format!("{e:#}"), "retention cleanup failed; will try again in an hour");
+                    }
                 },
-                _ = gauges.tick() => {
-                    if let Ok((pending, oldest, dead)) = self.queue.stats().await {
+                _ = gauges.tick() => match self.queue.stats().await {
+                    Ok((pending, oldest, dead)) => {
+                        if stats_failing {
+                            stats_failing = false;
+                            tracing::info!("queue statistics readable again; gauges current");
+                        }
                         // With SQS the outbox is the relay's to report; here the depth is the queue's.
                         if self.queue.kind() == "db" {
                             metrics::gauge!(t::OUTBOX_PENDING).set(pending as f64);
@@ -36,7 +47,15 @@ impl Worker {
                         metrics::gauge!(t::DEAD_LETTERS).set(dead as f64);
                         metrics::gauge!(t::QUEUE_OLDEST_AGE_SECONDS).set(oldest.map(|d| d.as_secs_f64()).unwrap_or(0.0));
                     }
-                }
+                    Err(e) => {
+                        metrics::counter!(t::UPKEEP_FAILURES_TOTAL, "task" => "queue_stats").increment(1);
+                        if !stats_failing {
+                            stats_failing = true;
+                            tracing::warn!(error = format!("{e:#}"),
+                                "cannot read the queue statistics: dead_letters, outbox_pending and queue_oldest_age_seconds keep their last values until it works again");
+                        }
+                    }
+                },
                 _ = shutdown.cancelled() => return,
             }
         }
