@@ -40,7 +40,11 @@ async fn serve(config: Config, migrate: bool, with_worker: bool) -> anyhow::Resu
     let shutdown = crate::shutdown::on_signal();
     let listener = bind(config.bind_addr, "BIND_ADDR").await?;
     let metrics_listener = match config.metrics_addr {
-        Some(addr) => Some(bind(addr, "METRICS_ADDR").await?),
+        Some(addr) => {
+            let l = bind(addr, "METRICS_ADDR").await?;
+            tracing::info!("metrics on http://{}", l.local_addr()?);
+            Some(l)
+        }
         None => None,
     };
     let state = app_state(config, shutdown.clone(), migrate).await?;
