@@ -56,6 +56,22 @@ impl SqsQueues {
         SqsQueues { url, dlq, client }
     }
 
+    /// Messages on `url` that are hidden: in flight, or waiting out a retry's backoff.
+    pub async fn hidden(&self, url: &str) -> i64 {
+        let out = self
+            .client
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await
+            .unwrap();
+        out.attributes()
+            .and_then(|a| a.get(&QueueAttributeName::ApproximateNumberOfMessagesNotVisible))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
     /// Messages on `url`, visible or in flight.
     pub async fn count(&self, url: &str) -> i64 {
         let out = self
@@ -250,7 +266,6 @@ async fn relay_publishes_after_an_api_crash() {
     let h = Harness::new_sqs(Backend::Postgres, "lease").await;
     let s = h.app.scenario().await;
     let q = h.sqs.as_ref().unwrap();
-    let port = free_port();
     let dir = tempfile::tempdir().unwrap();
     let spawn_api = |endpoint: String| {
         tokio::process::Command::new(env!("CARGO_BIN_EXE_jobboard"))
@@ -258,7 +273,7 @@ async fn relay_publishes_after_an_api_crash() {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("DATABASE_URL", &h.app.database_url)
-            .env("BIND_ADDR", format!("127.0.0.1:{port}"))
+            .env("BIND_ADDR", "127.0.0.1:0")
             .env("JWT_SECRET", "test-secret-test-secret-test-secret")
             .env("QUEUE", "sqs")
             .env("SQS_QUEUE_URL", &q.url)
@@ -272,19 +287,26 @@ async fn relay_publishes_after_an_api_crash() {
             .env("LOG_FORMAT", "json")
             .current_dir(dir.path())
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .unwrap()
     };
-    // First life: SQS cannot be reached, so the committed event stays in the outbox.
-    let mut api = spawn_api(format!("http://127.0.0.1:{}", free_port()));
-    let base = format!("http://127.0.0.1:{port}");
+    // First life: SQS cannot be reached (a listener that hangs up on every connection), so the
+    // committed event stays in the outbox.
+    let refuser = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let unreachable = format!("http://{}", refuser.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((conn, _)) = refuser.accept().await {
+            drop(conn)
+        }
+    });
+    let mut api = spawn_api(unreachable);
+    let base = format!(
+        "http://{}",
+        address_in_stderr(&mut api, "listening on http://").await
+    );
     let client = reqwest::Client::new();
-    wait_until("the API answers", || async {
-        client.get(format!("{base}/healthz")).send().await.is_ok()
-    })
-    .await;
     let r = client
         .patch(format!("{base}/api/applications/{}", s.application_id))
         .bearer_auth(&s.employer.token)
@@ -301,7 +323,8 @@ async fn relay_publishes_after_an_api_crash() {
     );
     api.kill().await.unwrap();
     // Second life: the sweep publishes what the crash left behind.
-    let _api = spawn_api(std::env::var("AWS_ENDPOINT_URL").unwrap());
+    let mut api = spawn_api(std::env::var("AWS_ENDPOINT_URL").unwrap());
+    address_in_stderr(&mut api, "listening on http://").await;
     wait_until("the outbox is published", || async {
         h.app.scalar_i64("SELECT COUNT(*) FROM outbox").await == 0
     })
@@ -309,14 +332,6 @@ async fn relay_publishes_after_an_api_crash() {
     let event_id = h.last_event_id(s.application_id).await;
     h.worker().await.run_until_empty().await.unwrap();
     assert_eq!(h.smtp.count_for(&event_id), 1);
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Two relays publish the same outbox at once: each event is published at least once, and the
