@@ -458,6 +458,30 @@ async fn cleanup_needs_only_the_database() {
         String::from_utf8_lossy(&out.stdout).trim(),
         "deleted 1 processed-event records, 0 idempotency keys, 1 expired sign-in failure counters"
     );
+    // An SMTP server that cannot be reached, with credentials and TLS it would need in
+    // production, is no concern of cleanup's either.
+    let out = command(
+        &h,
+        &["cleanup"],
+        &[
+            ("QUEUE", "sqs"),
+            ("SQS_QUEUE_URL", "http://127.0.0.1:9/000000000000/jobs"),
+            ("SQS_DLQ_URL", "http://127.0.0.1:9/000000000000/jobs-dlq"),
+            ("AWS_ENDPOINT_URL", nowhere),
+            ("AWS_REGION", "us-east-1"),
+            ("EMAIL_BACKEND", "smtp"),
+            ("SMTP_URL", "smtps://user:wrong@127.0.0.1:9"),
+        ],
+    )
+    .output()
+    .await
+    .expect("run cleanup");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "deleted 0 processed-event records, 0 idempotency keys, 0 expired sign-in failure counters"
+    );
 }
 
 /// The API's own data (idempotency keys, sign-in failure counters) is kept by `serve`, which
