@@ -54,8 +54,13 @@ struct Opts {
     /// The jobboard binary (default: the one beside this example).
     #[arg(long)]
     bin: Option<PathBuf>,
-    /// A PostgreSQL URL whose user may create databases; the run gets a database of its own.
-    #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+    /// A PostgreSQL URL whose user may create databases; the run gets a database of its own
+    /// (scripts/chaos gives the throwaway test cluster's).
+    #[arg(
+        long,
+        env = "JOBBOARD_TEST_DATABASE_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+    )]
     pg_url: String,
     #[arg(long, value_enum, default_value = "db")]
     queue: QueueArg,
@@ -79,8 +84,9 @@ struct Opts {
     /// Share of deliveries the SMTP listener stalls past the send timeout.
     #[arg(long, default_value_t = 0.02)]
     stall_share: f64,
-    /// The shell command that restarts PostgreSQL (default: pg_ctlcluster for the one cluster
-    /// in /etc/postgresql).
+    /// The shell command that restarts PostgreSQL [default: JOBBOARD_TEST_PG_RESTART, the
+    /// throwaway test cluster's, from the env file scripts/services writes]. Never the
+    /// machine's own cluster unless given here.
     #[arg(long)]
     pg_restart: Option<String>,
     /// Do not restart PostgreSQL.
@@ -296,18 +302,10 @@ fn default_bin() -> PathBuf {
 }
 
 fn default_pg_restart() -> Result<String> {
-    let versions: Vec<String> = std::fs::read_dir("/etc/postgresql")
-        .context("no /etc/postgresql: give --pg-restart or --no-pg-restart")?
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .collect();
-    match versions.as_slice() {
-        [v] => Ok(format!(
-            "pg_ctlcluster --skip-systemctl-redirect {v} main restart"
-        )),
-        _ => bail!(
-            "expected one PostgreSQL version in /etc/postgresql, found {versions:?}; give --pg-restart"
-        ),
-    }
+    std::env::var("JOBBOARD_TEST_PG_RESTART").context(
+        "JOBBOARD_TEST_PG_RESTART is not set: run through scripts/chaos (which restarts the \
+         throwaway test cluster), or give --pg-restart or --no-pg-restart",
+    )
 }
 
 // ------------------------------------------------------------------------------ the API side

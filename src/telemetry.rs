@@ -20,6 +20,7 @@ pub const PASSWORD_HASHES_RUNNING: &str = "password_hashes_running";
 pub const DEAD_LETTERS: &str = "dead_letters";
 pub const QUEUE_OLDEST_AGE_SECONDS: &str = "queue_oldest_age_seconds";
 pub const PROCESSED_EVENTS_DELETED_TOTAL: &str = "processed_events_deleted_total";
+pub const UPKEEP_FAILURES_TOTAL: &str = "upkeep_failures_total";
 
 /// Installs the global log subscriber. `RUST_LOG` filters (default `info`).
 pub fn init_logging(format: LogFormat) {
@@ -86,6 +87,13 @@ fn describe() {
     metrics::counter!(PROCESSED_EVENTS_DELETED_TOTAL).increment(0);
     metrics::counter!(LEASES_LOST_TOTAL).increment(0);
     metrics::counter!(WORKER_TASK_PANICS_TOTAL).increment(0);
+    for task in ["queue_stats", "retention"] {
+        metrics::counter!(UPKEEP_FAILURES_TOTAL, "task" => task).increment(0);
+    }
+    metrics::describe_counter!(
+        UPKEEP_FAILURES_TOTAL,
+        "Worker upkeep runs that failed, by task (queue_stats: the queue gauges are stale; retention)"
+    );
     metrics::gauge!(PASSWORD_HASHES_RUNNING).set(0.0);
     metrics::describe_gauge!(
         PASSWORD_HASHES_RUNNING,

@@ -930,8 +930,10 @@ async fn run_scenario(
     if sc.sqs {
         let client = sqs_client().await;
         let url = create_queue(&client).await?;
+        let dlq = create_queue(&client).await?;
         env.push(("QUEUE", "sqs".into()));
         env.push(("SQS_QUEUE_URL", url.clone()));
+        env.push(("SQS_DLQ_URL", dlq));
         let vars: HashMap<String, String> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone()))

@@ -146,7 +146,7 @@ pub struct Config {
     /// required with QUEUE=sqs; AWS_REGION, AWS_ENDPOINT_URL and the AWS credentials apply
     #[arg(long, env = "SQS_QUEUE_URL", value_parser = parse::sqs_url)]
     pub sqs_queue_url: Option<String>,
-    /// the dead-letter queue, with QUEUE=sqs
+    /// the dead-letter queue; required with QUEUE=sqs
     #[arg(long, env = "SQS_DLQ_URL", value_parser = parse::sqs_url)]
     pub sqs_dlq_url: Option<String>,
     /// the SQS endpoint, for SQS alone (over AWS_ENDPOINT_URL), as the AWS SDKs read it
@@ -321,8 +321,17 @@ impl Config {
     fn checked(mut self) -> Result<Config, ConfigError> {
         let prod = self.app_env == AppEnv::Production;
         self.cors_allowed_origins.retain(|o| !o.is_empty());
-        if self.queue == QueueKind::Sqs && self.sqs_queue_url.is_none() {
-            return Err(err("SQS_QUEUE_URL", "is required with QUEUE=sqs"));
+        if self.queue == QueueKind::Sqs {
+            // Without its own DLQ a dead event would circle through the queue until its redrive
+            // policy moved it where `dlq list` cannot read it (or forever, with no policy).
+            for (var, url) in [
+                ("SQS_QUEUE_URL", &self.sqs_queue_url),
+                ("SQS_DLQ_URL", &self.sqs_dlq_url),
+            ] {
+                if url.is_none() {
+                    return Err(err(var, "is required with QUEUE=sqs"));
+                }
+            }
         }
         if self.email_send_timeout_secs * 2 > self.visibility_timeout_secs {
             return Err(err(

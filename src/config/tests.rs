@@ -65,6 +65,14 @@ fn bad_values_name_the_variable() {
             ],
             "SQS_QUEUE_URL",
         ),
+        (
+            vec![("QUEUE", "sqs"), ("SQS_QUEUE_URL", "http://q")],
+            "SQS_DLQ_URL",
+        ),
+        (
+            vec![("QUEUE", "sqs"), ("SQS_DLQ_URL", "http://q-dlq")],
+            "SQS_QUEUE_URL",
+        ),
         (vec![("RUST_LOG", "info,=[")], "RUST_LOG"),
         (
             vec![("CORS_ALLOWED_ORIGINS", "not an origin")],
@@ -75,6 +83,7 @@ fn bad_values_name_the_variable() {
             vec![
                 ("QUEUE", "sqs"),
                 ("SQS_QUEUE_URL", "http://q"),
+                ("SQS_DLQ_URL", "http://q-dlq"),
                 ("PROCESSED_EVENTS_RETENTION_DAYS", "7"),
             ],
             "PROCESSED_EVENTS_RETENTION_DAYS",

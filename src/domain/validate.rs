@@ -51,7 +51,9 @@ pub fn job_title(value: &str) -> Result<String, FieldError> {
     text(value, 1, JOB_TITLE_MAX)
 }
 
-/// An email address: stored as given (trimmed), compared case-insensitively via [`email_key`].
+/// An email address the mailer can send to (it must parse as a `lettre::Address`, the type the
+/// worker puts in the `To:` header): stored as given (trimmed), compared case-insensitively via
+/// [`email_key`].
 pub fn email(value: &str) -> Result<String, FieldError> {
     let v = text(value, 1, EMAIL_MAX)?;
     let invalid = || "must be an email address such as name@example.com".to_string();
@@ -64,6 +66,8 @@ pub fn email(value: &str) -> Result<String, FieldError> {
         || domain.split('.').any(|label| label.is_empty())
         || local.starts_with('.')
         || local.ends_with('.')
+        // The mailer's own parser: an address it refuses could never be sent an email.
+        || v.parse::<lettre::Address>().is_err()
     {
         return Err(invalid());
     }
@@ -136,13 +140,36 @@ mod tests {
             "a@@x.com",
             "a@x..com",
             "a@x.",
+            // Refused by the mailer's parser: no email could ever reach them.
+            "a,b@example.com",
+            "a;b@example.com",
+            "<ann>@example.com",
+            "ann(x)@example.com",
+            "ann@exa(mple).com",
         ] {
             assert!(email(bad).is_err(), "{bad:?}");
         }
-        let long = format!("{}@{}.com", "a".repeat(64), "b".repeat(180));
-        assert!(long.len() <= 254 && email(&long).is_ok());
-        let too_long = format!("{}@{}.com", "a".repeat(64), "b".repeat(200));
+        // Domain labels are at most 63 characters (a longer one cannot be looked up).
+        let (b63, b57) = ("b".repeat(63), "b".repeat(57));
+        let long = format!("{}@{b63}.{b63}.{b57}.com", "a".repeat(64));
+        assert!(long.len() == 254 && email(&long).is_ok(), "{}", long.len());
+        let too_long = format!("{}@{b63}.{b63}.{b57}x.com", "a".repeat(64));
         assert!(email(&too_long).is_err());
+        assert!(email(&format!("ann@{}.com", "b".repeat(64))).is_err());
+    }
+
+    /// Every address accepted here is one the mailer can put in a `To:` header.
+    #[test]
+    fn accepted_emails_are_sendable() {
+        for ok in [
+            "ann@example.com",
+            "Ann.Lee+jobs@mail.example.co.uk",
+            "o'brien@example.ie",
+            "x_y-z@sub-domain.example",
+        ] {
+            let v = email(ok).unwrap();
+            assert!(v.parse::<lettre::Address>().is_ok(), "{ok}");
+        }
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! `QUEUE=sqs`: Amazon SQS (standard queues) through the official SDK. Long polling, batches of
 //! up to 10, deletes gathered into `DeleteMessageBatch`, visibility changes for deferrals, retries
-//! and slow sends, and dead letters sent to `SQS_DLQ_URL` with their reason as message
-//! attributes (with no DLQ configured, a dead message is left for the queue's own redrive policy,
-//! never dropped). Attempts are counted in the database, not by SQS's receive count.
+//! and slow sends, and dead letters sent to `SQS_DLQ_URL` (required) with their reason as
+//! message attributes. Attempts are counted in the database, not by SQS's receive count; the
+//! queue's own redrive policy is only the backstop, and a worker warns at start when it would
+//! move a message before `MAX_ATTEMPTS`.
 
 use super::{DeadLetter, DeadLetterReason, Message, Queue, Redriven, Selection};
 use crate::store::Store;
-use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{
@@ -30,7 +30,7 @@ pub struct SqsQueue {
     /// One request's deadline (see [`ClientOptions`]).
     timeout: Duration,
     url: String,
-    dlq_url: Option<String>,
+    dlq_url: String,
     visibility: Duration,
     store: Arc<dyn Store>,
     deletes: mpsc::UnboundedSender<DeleteRequest>,
@@ -76,7 +76,7 @@ impl SqsQueue {
     /// with a deadline on every call: a hung SQS stalls nothing for longer.
     pub async fn connect(
         url: &str,
-        dlq_url: Option<String>,
+        dlq_url: String,
         visibility: Duration,
         store: Arc<dyn Store>,
         options: ClientOptions,
@@ -180,9 +180,7 @@ impl SqsQueue {
         &self,
         hide: Duration,
     ) -> anyhow::Result<Vec<aws_sdk_sqs::types::Message>> {
-        let dlq = self.dlq_url.as_deref().context(
-            "SQS_DLQ_URL is not set: the dead letters are in the DLQ of the queue's redrive policy",
-        )?;
+        let dlq = self.dlq_url.as_str();
         let mut seen = HashMap::new();
         let mut empty_rounds = 0;
         while empty_rounds < 2 {
@@ -216,10 +214,15 @@ impl SqsQueue {
         Ok(all)
     }
 
+    /// Makes listed dead letters visible again. One that cannot be stays hidden until its
+    /// listing's visibility ends (30 s): nothing is lost, but a `dlq list` meanwhile misses it,
+    /// so the failures are logged, once per call.
     async fn release_all(&self, dlq: &str, messages: &[aws_sdk_sqs::types::Message]) {
+        let mut failed = 0;
+        let mut last_error = None;
         for m in messages {
             if let Some(r) = m.receipt_handle() {
-                let _ = self
+                let released = self
                     .client
                     .change_message_visibility()
                     .queue_url(dlq)
@@ -227,8 +230,71 @@ impl SqsQueue {
                     .visibility_timeout(0)
                     .send()
                     .await;
+                if let Err(e) = released {
+                    failed += 1;
+                    last_error = Some(format!("{e}"));
+                }
             }
         }
+        if let Some(error) = last_error {
+            tracing::warn!(
+                failed,
+                error,
+                "could not make listed dead letters visible again; they stay hidden in the DLQ for up to 30 s"
+            );
+        }
+    }
+
+    /// A worker's start-up check: both queues exist (a missing one stops the worker with a
+    /// message naming its variable), and the queue's redrive policy does not move a message to
+    /// a DLQ before `max_attempts` failed sends (a WARN otherwise: SQS's receive count also
+    /// counts deferrals and redeliveries, so it runs ahead of the attempts). An SQS that cannot
+    /// be reached is only warned about: the receive loop backs off until it answers.
+    pub async fn check_queues(&self, max_attempts: u32) -> anyhow::Result<()> {
+        for (var, url) in [("SQS_QUEUE_URL", &self.url), ("SQS_DLQ_URL", &self.dlq_url)] {
+            let out = self
+                .client
+                .get_queue_attributes()
+                .queue_url(url)
+                .attribute_names(QueueAttributeName::RedrivePolicy)
+                .send()
+                .await;
+            let out = match out {
+                Ok(out) => out,
+                Err(e) if queue_missing(&e) => {
+                    anyhow::bail!("{var}: the queue {url} does not exist")
+                }
+                Err(e) => {
+                    tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&e),
+                        "cannot check the SQS queues at start; receiving with backoff until SQS answers");
+                    return Ok(());
+                }
+            };
+            if var != "SQS_QUEUE_URL" {
+                continue;
+            }
+            let policy = out
+                .attributes()
+                .and_then(|a| a.get(&QueueAttributeName::RedrivePolicy));
+            match policy.map(|p| max_receive_count(p)) {
+                None => tracing::warn!(
+                    "SQS_QUEUE_URL has no redrive policy: a message whose handling keeps crashing is \
+                     delivered for ever; give the queue one with maxReceiveCount above MAX_ATTEMPTS"
+                ),
+                Some(Some(n)) if n <= u64::from(max_attempts) => tracing::warn!(
+                    max_receive_count = n,
+                    max_attempts,
+                    "the redrive policy of SQS_QUEUE_URL has maxReceiveCount {n}, not above \
+                     MAX_ATTEMPTS {max_attempts}: SQS may move an event to its DLQ before its \
+                     attempts are used up; raise maxReceiveCount (deferrals count as receives)"
+                ),
+                Some(None) => tracing::warn!(
+                    "the redrive policy of SQS_QUEUE_URL has no readable maxReceiveCount"
+                ),
+                Some(Some(_)) => {}
+            }
+        }
+        Ok(())
     }
 
     fn selected<'a>(
@@ -250,6 +316,29 @@ impl SqsQueue {
             }
         }
     }
+}
+
+/// Whether SQS answered that the queue does not exist.
+fn queue_missing<R>(
+    e: &aws_sdk_sqs::error::SdkError<
+        aws_sdk_sqs::operation::get_queue_attributes::GetQueueAttributesError,
+        R,
+    >,
+) -> bool {
+    use aws_sdk_sqs::error::ProvideErrorMetadata;
+    e.as_service_error().is_some_and(|se| {
+        se.is_queue_does_not_exist()
+            || se
+                .code()
+                .is_some_and(|c| c.contains("NonExistentQueue") || c.contains("QueueDoesNotExist"))
+    })
+}
+
+/// `maxReceiveCount` of a redrive policy (SQS gives it as a string or a number).
+fn max_receive_count(policy: &str) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(policy).ok()?;
+    let n = &v["maxReceiveCount"];
+    n.as_u64().or_else(|| n.as_str()?.parse().ok())
 }
 
 /// Gathers deletes into `DeleteMessageBatch` calls of up to ten.
@@ -393,11 +482,7 @@ impl Queue for SqsQueue {
     }
 
     async fn dead_letter(&self, m: &Message, r: DeadLetterReason) -> anyhow::Result<()> {
-        let Some(dlq) = &self.dlq_url else {
-            // Left for the queue's redrive policy (maxReceiveCount) to move to its DLQ.
-            tracing::error!(reason = %r.reason, "no SQS_DLQ_URL: leaving the message to the queue's redrive policy");
-            return self.retry_later(m, self.visibility).await;
-        };
+        let dlq = &self.dlq_url;
         let now = chrono::Utc::now().timestamp_millis();
         let mut attributes = HashMap::new();
         attributes.insert(
@@ -454,10 +539,7 @@ impl Queue for SqsQueue {
             )
         };
         let pending = count(self.url.clone()).await?;
-        let dead = match &self.dlq_url {
-            Some(d) => count(d.clone()).await?,
-            None => 0,
-        };
+        let dead = count(self.dlq_url.clone()).await?;
         let now_ms = chrono::Utc::now().timestamp_millis();
         let oldest = self
             .recent
@@ -472,7 +554,7 @@ impl Queue for SqsQueue {
 
     async fn dead_letters(&self) -> anyhow::Result<Vec<DeadLetter>> {
         let messages = self.dlq_messages(Duration::from_secs(30)).await?;
-        let dlq = self.dlq_url.clone().unwrap_or_default();
+        let dlq = self.dlq_url.clone();
         self.release_all(&dlq, &messages).await;
         let get = |m: &aws_sdk_sqs::types::Message, k: &str| {
             m.message_attributes()
@@ -501,7 +583,7 @@ impl Queue for SqsQueue {
 
     async fn redrive(&self, which: Selection, include_invalid: bool) -> anyhow::Result<Redriven> {
         let messages = self.dlq_messages(Duration::from_secs(30)).await?;
-        let dlq = self.dlq_url.clone().unwrap_or_default();
+        let dlq = self.dlq_url.clone();
         let (chosen, not_found) = Self::selected(&which, &messages);
         let mut result = Redriven {
             not_found,
@@ -549,7 +631,7 @@ impl Queue for SqsQueue {
 
     async fn purge(&self, which: Selection) -> anyhow::Result<u64> {
         let messages = self.dlq_messages(Duration::from_secs(30)).await?;
-        let dlq = self.dlq_url.clone().unwrap_or_default();
+        let dlq = self.dlq_url.clone();
         let (chosen, _) = Self::selected(&which, &messages);
         let mut n = 0;
         for m in &chosen {

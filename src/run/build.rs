@@ -42,10 +42,14 @@ pub async fn sqs_queue(config: &Config, store: Arc<dyn Store>) -> anyhow::Result
         .sqs_queue_url
         .clone()
         .context("SQS_QUEUE_URL is required with QUEUE=sqs")?;
+    let dlq_url = config
+        .sqs_dlq_url
+        .clone()
+        .context("SQS_DLQ_URL is required with QUEUE=sqs")?;
     Ok(Arc::new(
         SqsQueue::connect(
             &url,
-            config.sqs_dlq_url.clone(),
+            dlq_url,
             Duration::from_secs(config.visibility_timeout_secs),
             store,
             crate::queue::sqs::ClientOptions {
@@ -66,6 +70,17 @@ pub async fn build_queue(config: &Config, store: Arc<dyn Store>) -> anyhow::Resu
         ))),
         QueueKind::Sqs => Ok(sqs_queue(config, store).await?),
     }
+}
+
+/// With `QUEUE=sqs`, the start-up check of a worker's queues ([`SqsQueue::check_queues`]).
+pub async fn check_worker_queues(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<()> {
+    if config.queue == QueueKind::Sqs {
+        sqs_queue(config, store)
+            .await?
+            .check_queues(config.max_attempts)
+            .await?;
+    }
+    Ok(())
 }
 
 pub async fn build_worker(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Worker> {

@@ -2,14 +2,17 @@
 
 pub mod build;
 
-pub use build::{app_state, build_queue, build_worker, open_store, sqs_queue};
+pub use build::{app_state, build_queue, build_worker, check_worker_queues, open_store, sqs_queue};
 
 use crate::cli::{Command, DlqCommand, Which};
 use crate::config::Config;
 use crate::http::{self, bind};
 use crate::queue::Selection;
+use crate::store::Store;
+use crate::store::upkeep::upkeep;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Runs `command` (`None`: everything in one process) and returns the exit code.
 pub async fn run(command: Option<Command>, config: Config) -> anyhow::Result<u8> {
@@ -23,9 +26,10 @@ pub async fn run(command: Option<Command>, config: Config) -> anyhow::Result<u8>
             Ok(0)
         }
         Some(Command::Cleanup) => {
+            // Rows to delete: the database is all it needs (no queue, no mailer).
             let store = open_store(&config, false).await?;
-            let worker = build_worker(&config, store.clone()).await?;
-            println!("{}", worker.upkeep().await?);
+            let retention = Duration::from_secs(config.processed_events_retention_days * 86_400);
+            println!("{}", upkeep(&*store, retention).await?);
             Ok(0)
         }
         Some(Command::Dlq(cmd)) => dlq(config, cmd).await,
@@ -36,17 +40,23 @@ async fn serve(config: Config, migrate: bool, with_worker: bool) -> anyhow::Resu
     let shutdown = crate::shutdown::on_signal();
     let listener = bind(config.bind_addr, "BIND_ADDR").await?;
     let metrics_listener = match config.metrics_addr {
-        Some(addr) => Some(bind(addr, "METRICS_ADDR").await?),
+        Some(addr) => {
+            let l = bind(addr, "METRICS_ADDR").await?;
+            tracing::info!("metrics on http://{}", l.local_addr()?);
+            Some(l)
+        }
         None => None,
     };
     let state = app_state(config, shutdown.clone(), migrate).await?;
     let worker = if with_worker {
+        check_worker_queues(&state.config, state.store.clone()).await?;
         Some(Arc::new(
             build_worker(&state.config, state.store.clone()).await?,
         ))
     } else {
         None
     };
+    tokio::spawn(api_upkeep(state.store.clone(), shutdown.clone()));
     tracing::info!(
         "jobboard {} listening on http://{} ({} database, {} search cache{})",
         env!("CARGO_PKG_VERSION"),
@@ -75,6 +85,7 @@ async fn worker(config: Config) -> anyhow::Result<u8> {
     let shutdown = crate::shutdown::on_signal();
     let listener = bind(config.worker_http_addr, "WORKER_HTTP_ADDR").await?;
     let store = open_store(&config, false).await?;
+    check_worker_queues(&config, store.clone()).await?;
     let worker = Arc::new(build_worker(&config, store.clone()).await?);
     let http_state = crate::http::ops::WorkerState::new(
         store,
@@ -95,6 +106,23 @@ async fn worker(config: Config) -> anyhow::Result<u8> {
     let clean = worker.run(shutdown).await;
     let _ = tokio::time::timeout(Duration::from_secs(1), http).await;
     Ok(if clean { 0 } else { 1 })
+}
+
+/// The API's upkeep of its own data (idempotency keys, sign-in failure counters): at start,
+/// then hourly, until `shutdown`. Any API process may run it; the deletes are idempotent.
+async fn api_upkeep(store: Arc<dyn Store>, shutdown: CancellationToken) {
+    let mut hourly = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        tokio::select! {
+            _ = hourly.tick() => match crate::store::upkeep::api_upkeep(&*store).await {
+                Ok((keys, auth_failures)) => tracing::info!(keys, auth_failures,
+                    "deleted {keys} expired idempotency keys, {auth_failures} expired sign-in failure counters"),
+                Err(e) => tracing::warn!(error = format!("{e:#}"),
+                    "deleting expired idempotency keys and sign-in failure counters failed; will try again in an hour"),
+            },
+            _ = shutdown.cancelled() => return,
+        }
+    }
 }
 
 fn selection(which: Which) -> Selection {

@@ -7,6 +7,7 @@ pub mod events;
 pub mod idempotency;
 mod postgres;
 mod sqlite;
+pub mod upkeep;
 
 pub use events::*;
 pub use idempotency::*;

@@ -15,7 +15,6 @@ mod record;
 mod run_loop;
 mod transaction;
 mod upkeep;
-pub use upkeep::Upkept;
 
 use crate::config::{ClaimMode, Config};
 use crate::domain::event::{StatusChanged, parse_message};

@@ -104,6 +104,8 @@ impl Worker {
             idle = Duration::from_millis(20);
             let mut permit = Some(first);
             let mut started = Vec::new();
+            let mut not_returned = 0;
+            let mut return_error = None;
             for m in batch {
                 let slot = permit
                     .take()
@@ -112,9 +114,20 @@ impl Worker {
                     Some(slot) if !shutdown.is_cancelled() => started.push((m, slot)),
                     // Received but not started: back to the queue, not an attempt.
                     _ => {
-                        let _ = self.queue.retry_later(&m, Duration::ZERO).await;
+                        if let Err(e) = self.queue.retry_later(&m, Duration::ZERO).await {
+                            not_returned += 1;
+                            return_error = Some(format!("{e:#}"));
+                        }
                     }
                 }
+            }
+            if let Some(error) = return_error {
+                // Nothing is lost: each comes back once its visibility timeout ends, later.
+                tracing::warn!(
+                    messages = not_returned,
+                    error,
+                    "could not return received messages to the queue; they are delivered again after their visibility timeout"
+                );
             }
             if self.batch {
                 let worker = self.clone();

@@ -222,6 +222,17 @@ async fn bad_configuration_stops_with_one_line_naming_the_variable() {
             Some("smtp-pass-9876"),
         ),
         (vec![("WORKER_BATCH", "sometimes")], "WORKER_BATCH", None),
+        (
+            vec![
+                ("QUEUE", "sqs"),
+                (
+                    "SQS_QUEUE_URL",
+                    "https://sqs.us-east-1.amazonaws.com/1/jobs",
+                ),
+            ],
+            "SQS_DLQ_URL",
+            None,
+        ),
     ];
     for (vars, var, secret) in cases {
         for args in [&["serve"][..], &["migrate"][..]] {
@@ -496,6 +507,13 @@ impl Server {
         }
     }
 
+    /// The address the process says it bound, from the first line with `marker` (it binds
+    /// port 0: no port is picked for it that something else could take first).
+    async fn address(&mut self, marker: &str) -> String {
+        let line = self.wait_for(marker).await;
+        address_after(&line, marker)
+    }
+
     /// Sends `signal` and waits (at most 15 s) for the exit; returns the status and every line.
     async fn stop(mut self, signal: &str) -> (ExitStatus, Vec<String>) {
         let pid = self.child.id().expect("running").to_string();
@@ -513,14 +531,6 @@ impl Server {
         }
         (status, self.seen)
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Every line is one JSON object with a timestamp, a level, a message and a target.
@@ -550,20 +560,19 @@ async fn serve_and_stop(signal: &str) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("serve.db");
     let url = format!("sqlite://{}", db.display());
-    let addr = format!("127.0.0.1:{}", free_port());
-    let metrics_addr = format!("127.0.0.1:{}", free_port());
     let mut server = Server::start(
         dir.path(),
         &["serve"],
         &[
             ("DATABASE_URL", url.as_str()),
-            ("BIND_ADDR", addr.as_str()),
-            ("METRICS_ADDR", metrics_addr.as_str()),
+            ("BIND_ADDR", "127.0.0.1:0"),
+            ("METRICS_ADDR", "127.0.0.1:0"),
             ("LOG_FORMAT", "json"),
             ("SHUTDOWN_GRACE_SECS", "5"),
         ],
     );
-    server.wait_for(&addr).await;
+    let metrics_addr = server.address("metrics on http://").await;
+    let addr = server.address("listening on http://").await;
 
     let client = reqwest::Client::new();
     let health = client
@@ -640,15 +649,14 @@ async fn serve_answers_and_stops_cleanly_on_sigint() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_command_runs_everything_on_the_default_database() {
     let dir = tempfile::tempdir().unwrap();
-    let addr = format!("127.0.0.1:{}", free_port());
     let secret = "cli-secret-value-0123456789-abcdefgh";
     // No LOG_FORMAT: stderr is not a terminal, so the logs are JSON.
     let mut server = Server::start(
         dir.path(),
         &[],
-        &[("BIND_ADDR", addr.as_str()), ("JWT_SECRET", secret)],
+        &[("BIND_ADDR", "127.0.0.1:0"), ("JWT_SECRET", secret)],
     );
-    server.wait_for(&addr).await;
+    let addr = server.address("listening on http://").await;
     let client = reqwest::Client::new();
     let health = client
         .get(format!("http://{addr}/healthz"))
@@ -703,17 +711,16 @@ async fn no_command_runs_everything_on_the_default_database() {
 async fn password_hashing_gives_its_memory_back() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("rss.db").display());
-    let addr = format!("127.0.0.1:{}", free_port());
     let mut server = Server::start(
         dir.path(),
         &["serve"],
         &[
             ("DATABASE_URL", url.as_str()),
-            ("BIND_ADDR", addr.as_str()),
+            ("BIND_ADDR", "127.0.0.1:0"),
             ("LOG_FORMAT", "json"),
         ],
     );
-    server.wait_for(&addr).await;
+    let addr = server.address("listening on http://").await;
     let pid = server.child.id().expect("running");
     let rss_mb = || {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();

@@ -156,6 +156,22 @@ async fn members(app: TestApp) {
         .await;
     unknown.expect_problem(422, "validation");
     assert_eq!(unknown.text, not_employer.text, "the same answer for both");
+    // An address the mailer could not send to is refused as such, not looked up.
+    let unsendable = app
+        .post(
+            &members,
+            Some(&a.token),
+            json!({"email": "a,b@example.com"}),
+        )
+        .await;
+    let p = unsendable.expect_problem(422, "validation");
+    assert!(
+        p["errors"]["email"][0]
+            .as_str()
+            .is_some_and(|m| m.contains("email address")),
+        "{}",
+        unsendable.text
+    );
 
     app.post(
         &members,

@@ -11,7 +11,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_jobboard");
 
 /// Runs the binary with the app's database and the given variables (and nothing else from the
 /// test's environment).
-fn command(h: &Harness, args: &[&str], extra: &[(&str, &str)]) -> tokio::process::Command {
+pub fn command(h: &Harness, args: &[&str], extra: &[(&str, &str)]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(BIN);
     cmd.args(args)
         .env_clear()
@@ -414,4 +414,104 @@ async fn all_in_one_process_emails_a_status_change() {
         .unwrap();
     assert_eq!(status.code(), Some(0));
     assert_eq!(emails().len(), 1, "exactly one email");
+}
+
+/// `cleanup` deletes rows and needs nothing but the database: it runs with `QUEUE=sqs` and no
+/// SQS to reach, and with a mail backend that could not even start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cleanup_needs_only_the_database() {
+    let h = Harness::new(Backend::Postgres, "lease").await;
+    let now = now_ms_sql(Backend::Postgres);
+    h.app
+        .exec(&format!(
+            "INSERT INTO processed_events (event_id, status, attempts, updated_at) VALUES \
+             ('old', 'done', 0, {now} - 20 * 86400000)"
+        ))
+        .await;
+    h.app
+        .exec(
+            "INSERT INTO auth_failures (kind, key, window_start, failures) \
+             VALUES ('email', 'gone@example.com', 0, 3)",
+        )
+        .await;
+    // Nothing listens on port 9 (discard): SQS cannot be reached.
+    let nowhere = "http://127.0.0.1:9";
+    let out = command(
+        &h,
+        &["cleanup"],
+        &[
+            ("QUEUE", "sqs"),
+            ("SQS_QUEUE_URL", "http://127.0.0.1:9/000000000000/jobs"),
+            ("SQS_DLQ_URL", "http://127.0.0.1:9/000000000000/jobs-dlq"),
+            ("AWS_ENDPOINT_URL", nowhere),
+            ("AWS_REGION", "us-east-1"),
+            ("EMAIL_BACKEND", "file"),
+            ("EMAIL_FILE_DIR", "/dev/null/mail"),
+        ],
+    )
+    .output()
+    .await
+    .expect("run cleanup");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "deleted 1 processed-event records, 0 idempotency keys, 1 expired sign-in failure counters"
+    );
+    // An SMTP server that cannot be reached, with credentials and TLS it would need in
+    // production, is no concern of cleanup's either.
+    let out = command(
+        &h,
+        &["cleanup"],
+        &[
+            ("QUEUE", "sqs"),
+            ("SQS_QUEUE_URL", "http://127.0.0.1:9/000000000000/jobs"),
+            ("SQS_DLQ_URL", "http://127.0.0.1:9/000000000000/jobs-dlq"),
+            ("AWS_ENDPOINT_URL", nowhere),
+            ("AWS_REGION", "us-east-1"),
+            ("EMAIL_BACKEND", "smtp"),
+            ("SMTP_URL", "smtps://user:wrong@127.0.0.1:9"),
+        ],
+    )
+    .output()
+    .await
+    .expect("run cleanup");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "deleted 0 processed-event records, 0 idempotency keys, 0 expired sign-in failure counters"
+    );
+}
+
+/// The API's own data (idempotency keys, sign-in failure counters) is kept by `serve`, which
+/// owns it: a deployment whose workers are scaled to zero still deletes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_deletes_expired_api_data() {
+    let h = Harness::new(Backend::Postgres, "lease").await;
+    let now = now_ms_sql(Backend::Postgres);
+    h.app
+        .exec(&format!(
+            "INSERT INTO auth_failures (kind, key, window_start, failures) VALUES \
+             ('email', 'gone@example.com', 0, 3), ('email', 'recent@example.com', {now}, 1)"
+        ))
+        .await;
+    let mut api = command(&h, &["serve"], &[("BIND_ADDR", "127.0.0.1:0")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn serve");
+    wait_until("serve deletes the expired counter", || async {
+        h.app
+            .scalar_i64("SELECT COUNT(*) FROM auth_failures WHERE key = 'gone@example.com'")
+            .await
+            == 0
+    })
+    .await;
+    api.kill().await.unwrap();
+    assert_eq!(
+        h.app.scalar_i64("SELECT COUNT(*) FROM auth_failures").await,
+        1,
+        "the counter whose window is still open stays"
+    );
 }

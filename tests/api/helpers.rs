@@ -555,3 +555,42 @@ macro_rules! each_store {
         }
     )*};
 }
+
+/// The address written right after `marker` in a log line, e.g. `127.0.0.1:41234` after
+/// `listening on http://`: children bind port 0 and say which port they got, so no test hands
+/// a child a port that something else may take first.
+pub fn address_after(line: &str, marker: &str) -> String {
+    let start = line
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker:?} in {line}"))
+        + marker.len();
+    line[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '[' | ']'))
+        .collect()
+}
+
+/// Reads a child's stderr (piped) until a line contains `marker` (at most 60 s) and returns the
+/// address after it; the rest of the output is drained in the background, so the child never
+/// blocks on a full pipe.
+pub async fn address_in_stderr(child: &mut tokio::process::Child, marker: &str) -> String {
+    use tokio::io::AsyncBufReadExt;
+    let stderr = child.stderr.take().expect("stderr piped");
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let mut seen = Vec::new();
+    let found = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains(marker) {
+                return Some(line);
+            }
+            seen.push(line);
+        }
+        None
+    })
+    .await;
+    let Ok(Some(line)) = found else {
+        panic!("no line with {marker:?}; output:\n{}", seen.join("\n"));
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    address_after(&line, marker)
+}

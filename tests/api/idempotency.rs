@@ -421,11 +421,12 @@ async fn keys_expire_and_are_cleaned_up(app: TestApp) {
         25 * 3600 * 1000i64
     ))
     .await;
-    let config = app.config(&[]);
-    let worker = jobboard::run::build_worker(&config, app.state.store.clone())
-        .await
-        .unwrap();
-    assert_eq!(worker.delete_expired_keys().await.unwrap(), 1);
+    assert_eq!(
+        jobboard::store::upkeep::delete_expired_keys(&*app.state.store)
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(
         app.scalar_i64("SELECT COUNT(*) FROM idempotency_keys")
             .await,

@@ -59,6 +59,8 @@ struct State {
     /// Refuse the next messages with this reply, one per message.
     refusals: Vec<String>,
     delay: Duration,
+    /// While set, every message waits (after its delay) before it is accepted.
+    held: bool,
     /// Messages whose text contains the first part wait this much longer.
     stall: Option<(String, Duration)>,
     chaos: Option<Chaos>,
@@ -122,6 +124,17 @@ impl SmtpServer {
     /// Waits this long before accepting each message.
     pub fn set_delay(&self, d: Duration) {
         self.state.lock().unwrap().delay = d;
+    }
+
+    /// Holds every message (after its delay) until [`release`](Self::release): a send that
+    /// stays in flight for as long as a test needs, without guessing how long that is.
+    pub fn hold(&self) {
+        self.state.lock().unwrap().held = true;
+    }
+
+    /// Lets held messages (and those to come) through.
+    pub fn release(&self) {
+        self.state.lock().unwrap().held = false;
     }
 
     /// Holds each message whose text contains `needle` this much longer before accepting it.
@@ -222,6 +235,9 @@ async fn session(socket: tokio::net::TcpStream, state: Arc<Mutex<State>>) -> std
                 continue;
             }
             tokio::time::sleep(delay).await;
+            while state.lock().unwrap().held {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
             if let Some(hang) = hang {
                 // Accepted only if the client is still there when the stall ends.
                 line.clear();

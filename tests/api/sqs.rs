@@ -56,6 +56,22 @@ impl SqsQueues {
         SqsQueues { url, dlq, client }
     }
 
+    /// Messages on `url` that are hidden: in flight, or waiting out a retry's backoff.
+    pub async fn hidden(&self, url: &str) -> i64 {
+        let out = self
+            .client
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await
+            .unwrap();
+        out.attributes()
+            .and_then(|a| a.get(&QueueAttributeName::ApproximateNumberOfMessagesNotVisible))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
     /// Messages on `url`, visible or in flight.
     pub async fn count(&self, url: &str) -> i64 {
         let out = self
@@ -250,7 +266,6 @@ async fn relay_publishes_after_an_api_crash() {
     let h = Harness::new_sqs(Backend::Postgres, "lease").await;
     let s = h.app.scenario().await;
     let q = h.sqs.as_ref().unwrap();
-    let port = free_port();
     let dir = tempfile::tempdir().unwrap();
     let spawn_api = |endpoint: String| {
         tokio::process::Command::new(env!("CARGO_BIN_EXE_jobboard"))
@@ -258,7 +273,7 @@ async fn relay_publishes_after_an_api_crash() {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("DATABASE_URL", &h.app.database_url)
-            .env("BIND_ADDR", format!("127.0.0.1:{port}"))
+            .env("BIND_ADDR", "127.0.0.1:0")
             .env("JWT_SECRET", "test-secret-test-secret-test-secret")
             .env("QUEUE", "sqs")
             .env("SQS_QUEUE_URL", &q.url)
@@ -272,19 +287,26 @@ async fn relay_publishes_after_an_api_crash() {
             .env("LOG_FORMAT", "json")
             .current_dir(dir.path())
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .unwrap()
     };
-    // First life: SQS cannot be reached, so the committed event stays in the outbox.
-    let mut api = spawn_api(format!("http://127.0.0.1:{}", free_port()));
-    let base = format!("http://127.0.0.1:{port}");
+    // First life: SQS cannot be reached (a listener that hangs up on every connection), so the
+    // committed event stays in the outbox.
+    let refuser = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let unreachable = format!("http://{}", refuser.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((conn, _)) = refuser.accept().await {
+            drop(conn)
+        }
+    });
+    let mut api = spawn_api(unreachable);
+    let base = format!(
+        "http://{}",
+        address_in_stderr(&mut api, "listening on http://").await
+    );
     let client = reqwest::Client::new();
-    wait_until("the API answers", || async {
-        client.get(format!("{base}/healthz")).send().await.is_ok()
-    })
-    .await;
     let r = client
         .patch(format!("{base}/api/applications/{}", s.application_id))
         .bearer_auth(&s.employer.token)
@@ -301,7 +323,8 @@ async fn relay_publishes_after_an_api_crash() {
     );
     api.kill().await.unwrap();
     // Second life: the sweep publishes what the crash left behind.
-    let _api = spawn_api(std::env::var("AWS_ENDPOINT_URL").unwrap());
+    let mut api = spawn_api(std::env::var("AWS_ENDPOINT_URL").unwrap());
+    address_in_stderr(&mut api, "listening on http://").await;
     wait_until("the outbox is published", || async {
         h.app.scalar_i64("SELECT COUNT(*) FROM outbox").await == 0
     })
@@ -309,14 +332,6 @@ async fn relay_publishes_after_an_api_crash() {
     let event_id = h.last_event_id(s.application_id).await;
     h.worker().await.run_until_empty().await.unwrap();
     assert_eq!(h.smtp.count_for(&event_id), 1);
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Two relays publish the same outbox at once: each event is published at least once, and the
@@ -393,7 +408,11 @@ async fn readiness_reports_the_queue() {
     let broken = TestApp::spawn_with(
         Backend::Sqlite,
         CacheKind::Memory,
-        &[("QUEUE", "sqs"), ("SQS_QUEUE_URL", &missing)],
+        &[
+            ("QUEUE", "sqs"),
+            ("SQS_QUEUE_URL", &missing),
+            ("SQS_DLQ_URL", &h.sqs.as_ref().unwrap().dlq),
+        ],
     )
     .await;
     let r = broken.get("/readyz", None).await;
@@ -506,4 +525,80 @@ async fn a_hung_sqs_times_out_and_holds_no_transaction() {
     })
     .await;
     assert_eq!(queues.count(&queues.url).await, 1);
+}
+
+/// Runs `jobboard worker` on the harness's queues with `extra` variables, its stderr in `log`.
+fn worker_process(
+    h: &Harness,
+    log: &std::path::Path,
+    extra: &[(&str, &str)],
+) -> tokio::process::Child {
+    let file = std::fs::File::create(log).unwrap();
+    crate::crash::command(h, &["worker"], extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(file)
+        .spawn()
+        .expect("spawn worker")
+}
+
+/// A worker given a queue or DLQ that does not exist stops at start with a line naming the
+/// variable (a dead letter would otherwise have nowhere to go), instead of running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_refuses_a_queue_that_does_not_exist() {
+    let h = Harness::new_sqs(Backend::Sqlite, "lease").await;
+    let q = h.sqs.as_ref().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let missing_queue = format!("{}-missing", q.url);
+    let missing_dlq = format!("{}-missing", q.dlq);
+    for (var, vars) in [
+        ("SQS_DLQ_URL", [("SQS_DLQ_URL", missing_dlq.as_str())]),
+        ("SQS_QUEUE_URL", [("SQS_QUEUE_URL", missing_queue.as_str())]),
+    ] {
+        let log = dir.path().join(format!("{var}.log"));
+        let mut worker = worker_process(&h, &log, &vars);
+        let status = tokio::time::timeout(Duration::from_secs(30), worker.wait()).await;
+        let text = std::fs::read_to_string(&log).unwrap();
+        let Ok(status) = status else {
+            panic!("the worker runs with a {var} that does not exist:\n{text}");
+        };
+        assert_eq!(status.unwrap().code(), Some(1), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.contains(var) && l.contains("does not exist")),
+            "a line names {var}:\n{text}"
+        );
+    }
+}
+
+/// The worker warns at start when the queue's redrive policy would move a message to the DLQ
+/// before MAX_ATTEMPTS failed sends (SQS's receive count also counts deferrals and shutdowns).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_warns_when_the_redrive_comes_before_max_attempts() {
+    // The harness's queue moves a message after 20 receives.
+    let h = Harness::new_sqs(Backend::Sqlite, "lease").await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("ok.log");
+    let mut worker = worker_process(&h, &log, &[("MAX_ATTEMPTS", "5")]);
+    wait_until("the worker starts", || async {
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("worker started")
+    })
+    .await;
+    worker.kill().await.unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !text.contains("maxReceiveCount"),
+        "20 receives are above 5 attempts:\n{text}"
+    );
+
+    let log = dir.path().join("warn.log");
+    let mut worker = worker_process(&h, &log, &[("MAX_ATTEMPTS", "20")]);
+    wait_until("the worker warns about the redrive policy", || async {
+        std::fs::read_to_string(&log).unwrap().lines().any(|l| {
+            l.contains("\"WARN\"") && l.contains("maxReceiveCount") && l.contains("MAX_ATTEMPTS")
+        })
+    })
+    .await;
+    worker.kill().await.unwrap();
 }

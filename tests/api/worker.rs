@@ -63,12 +63,17 @@ impl Harness {
         }
     }
 
-    /// Waits until a retry's delay has passed (moves the clock with the database queue).
+    /// Waits until a retry's delay has passed (moves the clock with the database queue; with
+    /// SQS, waits until no message of the queue is hidden any more, however long the backoff).
     pub async fn later(&self) {
         match &self.sqs {
             None => self.app.time_passes().await,
-            // The backoff (2 s ± 10 %) rounded up to whole seconds for SQS.
-            Some(_) => tokio::time::sleep(Duration::from_millis(3200)).await,
+            Some(q) => {
+                wait_until("every hidden message is visible again", || async {
+                    q.hidden(&q.url).await == 0
+                })
+                .await
+            }
         }
     }
 
@@ -645,40 +650,45 @@ async fn rolled_back_change_emits_nothing(h: Harness) {
 }
 
 /// A send slower than a heartbeat interval keeps its lease alive; a copy arriving meanwhile
-/// defers; one email.
+/// defers; one email. The mail server holds the send until the test has seen the heartbeat
+/// and the copy's deferral, so no step races another (the send's deadline, 6 s, is 2 s past
+/// the first heartbeat at 12 s / 3).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heartbeat_keeps_the_lease_during_a_slow_send() {
     for backend in [Backend::Sqlite, Backend::Postgres] {
         let h = Harness::new(backend, "lease").await;
         let (s, event_id) = h.status_change().await;
         h.duplicate(&event_id, s.application_id).await;
-        h.smtp.set_delay(Duration::from_millis(1900));
-        let a = Arc::new(h.worker().await);
-        let b = h.worker().await;
+        h.smtp.hold();
+        let timing = [
+            ("VISIBILITY_TIMEOUT_SECS", "12"),
+            ("EMAIL_SEND_TIMEOUT_SECS", "6"),
+        ];
+        let a = Arc::new(h.worker_with(&timing).await);
+        let b = h.worker_with(&timing).await;
         let first = a.queue().receive(1, Duration::ZERO).await.unwrap();
         let sending = {
             let a = a.clone();
             let m = first[0].clone();
             tokio::spawn(async move { a.handle(&m).await })
         };
-        // Wait for the claim, note its lease, then wait past one heartbeat (4 s / 3).
-        let mut claimed_until = 0;
-        for _ in 0..100 {
-            claimed_until = h.app.scalar_i64(&format!("SELECT COALESCE(MAX(locked_until), 0) FROM processed_events WHERE event_id = '{event_id}'")).await;
-            if claimed_until > 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert!(claimed_until > 0, "claimed");
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        let extended = h.app.scalar_i64(&format!("SELECT COALESCE(MAX(locked_until), 0) FROM processed_events WHERE event_id = '{event_id}'")).await;
-        assert!(
-            extended > claimed_until,
-            "the heartbeat extended the lease ({claimed_until} -> {extended})"
-        );
+        // Wait for the claim and note its lease, then for the heartbeat to extend it.
+        let locked_until = || async {
+            h.app.scalar_i64(&format!("SELECT COALESCE(MAX(locked_until), 0) FROM processed_events WHERE event_id = '{event_id}'")).await
+        };
+        wait_until("the event is claimed", || async {
+            locked_until().await > 0
+        })
+        .await;
+        let claimed_until = locked_until().await;
+        wait_until("the heartbeat extends the lease", || async {
+            locked_until().await > claimed_until
+        })
+        .await;
+        assert!(!sending.is_finished(), "the send is still held");
         let copy = b.queue().receive(1, Duration::ZERO).await.unwrap();
         assert_eq!(b.handle(&copy[0]).await.unwrap(), Outcome::Deferred);
+        h.smtp.release();
         assert_eq!(sending.await.unwrap().unwrap(), Outcome::Sent);
         h.app.time_passes().await;
         assert_eq!(b.run_until_empty().await.unwrap(), vec![Outcome::Duplicate]);
@@ -732,6 +742,35 @@ async fn expired_lease_is_reclaimed() {
         );
         assert_eq!(h.attempts(&second).await, 0, "a deferral is not an attempt");
     }
+}
+
+/// A queue whose statistics cannot be read would leave the gauges (and the alerts that read
+/// them) stale: the upkeep counts each failure in `upkeep_failures_total`, which an alert reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_queue_stats_are_counted() {
+    let h = Harness::new_sqs(Backend::Sqlite, "lease").await;
+    let missing = format!("{}-missing", h.sqs.as_ref().unwrap().url);
+    let worker = Arc::new(h.worker_with(&[("SQS_QUEUE_URL", &missing)]).await);
+    let name = r#"upkeep_failures_total{task="queue_stats"}"#;
+    let before = metric(&h.app, name).await;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let upkeep = tokio::spawn(worker.clone().maintain(shutdown.clone()));
+    wait_until("the failed queue statistics are counted", || async {
+        metric(&h.app, name).await > before
+    })
+    .await;
+    shutdown.cancel();
+    upkeep.await.unwrap();
+}
+
+/// The value of the metric line that starts with `name` (0 when absent).
+async fn metric(app: &TestApp, name: &str) -> f64 {
+    let text = app.get("/metrics", None).await.text;
+    text.lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
 }
 
 async fn reclaimed_total(app: &TestApp) -> f64 {

@@ -1,0 +1,81 @@
+//! Retention: deleting expired rows in bounded batches. Each kind of data has one owner that
+//! runs its part: the API (`serve`, and the all-in-one process) its idempotency keys and sign-in
+//! failure counters, the worker its processed-event records; `cleanup` runs all three and needs
+//! nothing but the database.
+
+use super::{KEY_TTL_MS, Store, StoreResult};
+use std::time::Duration;
+
+/// Rows are deleted in batches of this many.
+const BATCH: i64 = 1000;
+
+/// Runs `delete` (one batch of at most [`BATCH`]) until a batch comes back short.
+async fn in_batches<F, Fut>(mut delete: F) -> StoreResult<u64>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = StoreResult<u64>>,
+{
+    let mut total = 0;
+    loop {
+        let n = delete().await?;
+        total += n;
+        if n < BATCH as u64 {
+            return Ok(total);
+        }
+    }
+}
+
+/// Deletes finished processed-event records older than `retention`.
+pub async fn delete_expired_events(store: &dyn Store, retention: Duration) -> StoreResult<u64> {
+    let cutoff = store.now_ms().await? - retention.as_millis() as i64;
+    in_batches(|| store.delete_processed_events(cutoff, BATCH)).await
+}
+
+/// Deletes idempotency keys older than 24 h.
+pub async fn delete_expired_keys(store: &dyn Store) -> StoreResult<u64> {
+    let cutoff = store.now_ms().await? - KEY_TTL_MS;
+    in_batches(|| store.delete_idempotency_keys(cutoff, BATCH)).await
+}
+
+/// Deletes the sign-in failure counters whose window has ended.
+pub async fn delete_expired_auth_failures(store: &dyn Store) -> StoreResult<u64> {
+    in_batches(|| store.delete_expired_auth_failures(super::AUTH_FAILURE_WINDOW_MS, BATCH)).await
+}
+
+/// The API's own data: idempotency keys and sign-in failure counters.
+pub async fn api_upkeep(store: &dyn Store) -> StoreResult<(u64, u64)> {
+    Ok((
+        delete_expired_keys(store).await?,
+        delete_expired_auth_failures(store).await?,
+    ))
+}
+
+/// What one full upkeep (`jobboard cleanup`) deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Upkept {
+    pub events: u64,
+    pub keys: u64,
+    pub auth_failures: u64,
+}
+
+/// Everything that expires: processed-event records older than `retention`, idempotency keys
+/// and sign-in failure counters.
+pub async fn upkeep(store: &dyn Store, retention: Duration) -> StoreResult<Upkept> {
+    let events = delete_expired_events(store, retention).await?;
+    let (keys, auth_failures) = api_upkeep(store).await?;
+    Ok(Upkept {
+        events,
+        keys,
+        auth_failures,
+    })
+}
+
+impl std::fmt::Display for Upkept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "deleted {} processed-event records, {} idempotency keys, {} expired sign-in failure counters",
+            self.events, self.keys, self.auth_failures
+        )
+    }
+}
