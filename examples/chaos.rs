@@ -17,7 +17,7 @@
 //!   scripts/chaos --queue db --mode mixed --events 2000 --workers 4
 
 #[allow(dead_code)] // the test fixture has more than the chaos run uses
-#[path = "../tests/api/smtp.rs"]
+#[path = "../tests/api/smtp/fixture.rs"]
 mod smtp;
 
 use anyhow::{Context, Result, bail};
