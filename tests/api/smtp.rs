@@ -1,5 +1,218 @@
-//! The SMTP side of the worker's promise. The server itself, a real one for tests, is
-//! [`fixture`] (the chaos run compiles that file alone).
+//! The SMTP side of the worker's promise: a mail server that refuses the *session* (its greeting,
+//! the login, every message until STARTTLS) is an outage of the mail service (CONTRACT.md §6),
+//! never a dead letter: the worker process stops sending, counts no attempt, reports itself not
+//! ready, and sends every email once when the server takes it again. The server itself, a real
+//! one for tests, is [`fixture`] (the chaos run compiles that file alone).
 
 mod fixture;
 pub use fixture::*;
+
+use crate::helpers::Backend;
+use crate::worker::{Harness, wait_until};
+use serde_json::{Value, json};
+use std::process::Stdio;
+use std::time::Duration;
+
+/// 50 events against a server that refuses the login (535), then takes it: 0 dead letters,
+/// 50 emails, each once; `/readyz` 503 with `checks.mail` failing while refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_session_is_an_outage_not_a_dead_letter() {
+    let h = Harness::new(Backend::Postgres, "lease").await;
+    let refusal = SessionRefusal::Auth("535 5.7.8 Authentication credentials invalid".into());
+    session_outage(h, refusal, 25).await;
+}
+
+/// A server that wants STARTTLS first refuses every `MAIL FROM` (530): a refused session, not
+/// a refused message, although it comes at the message's first command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_starttls_first_refusal_is_an_outage() {
+    let h = Harness::new(Backend::Postgres, "transaction").await;
+    let refusal = SessionRefusal::MailFrom("530 5.7.0 Must issue a STARTTLS command first".into());
+    session_outage(h, refusal, 2).await;
+}
+
+/// A server that greets with 554 serves no one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_greeting_is_an_outage() {
+    let h = Harness::new(Backend::Sqlite, "lease-unbatched").await;
+    let refusal = SessionRefusal::Greeting("554 5.3.2 no service here".into());
+    session_outage(h, refusal, 2).await;
+}
+
+/// `jobs` applications, each moved twice, while the server refuses every session as `refusal`
+/// says; a worker process runs meanwhile; then the server takes sessions again.
+async fn session_outage(h: Harness, refusal: SessionRefusal, jobs: usize) {
+    h.smtp.refuse_sessions(Some(refusal));
+    let events = events(&h, jobs).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("worker.log");
+    let mut worker = spawn_worker(&h, &log);
+    let addr = worker_addr(&log).await;
+    let ready = format!("http://{addr}/readyz");
+
+    // Refused, and retried with backoff: a first refusal, then at least two more.
+    wait_until("three refused sessions", || async {
+        h.smtp.sessions_refused() >= 3
+    })
+    .await;
+    assert_eq!(dead_letters(&h).await, 0, "nothing dead-lettered");
+    let (code, body) = get(&ready).await;
+    assert_eq!(
+        code, 503,
+        "not ready while the mail service refuses: {body}"
+    );
+    assert_ne!(body["checks"]["mail"], "ok", "{body}");
+    assert!(body["checks"]["mail"].is_string(), "{body}");
+    assert_eq!(body["checks"]["database"], "ok", "{body}");
+    let metrics = text(&format!("http://{addr}/metrics")).await;
+    assert!(metrics.contains("mail_service_up 0"), "{metrics}");
+    assert!(metrics.contains("mail_session_refusals_total"), "{metrics}");
+    assert!(h.smtp.mails().is_empty());
+    assert_eq!(attempts(&h).await, 0, "no event has an attempt counted");
+
+    h.smtp.refuse_sessions(None);
+    wait_until("every event emailed", || async {
+        h.smtp.mails().len() >= events.len()
+    })
+    .await;
+    wait_until("queue drained", || async { h.queued().await == 0 }).await;
+    wait_until("ready again", || async { get(&ready).await.0 == 200 }).await;
+    let (_, body) = get(&ready).await;
+    assert_eq!(body["checks"]["mail"], "ok", "{body}");
+    for e in &events {
+        assert_eq!(h.smtp.count_for(e), 1, "one email for {e}");
+        assert_eq!(h.processed_status(e).await.as_deref(), Some("done"));
+    }
+    assert_eq!(h.smtp.mails().len(), events.len());
+    assert_eq!(dead_letters(&h).await, 0);
+    assert_eq!(attempts(&h).await, 0);
+    let metrics = text(&format!("http://{addr}/metrics")).await;
+    assert!(metrics.contains("mail_service_up 1"), "{metrics}");
+
+    let pid = worker.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(15), worker.wait())
+        .await
+        .expect("stops")
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "graceful stop");
+    // One ERROR when the outage begins, one INFO when it ends.
+    let logs = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<Value> = logs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("JSON log line: {l}")))
+        .collect();
+    let with = |level: &str, words: &str| {
+        lines
+            .iter()
+            .filter(|l| l["level"] == level && l["message"].as_str().unwrap_or("").contains(words))
+            .count()
+    };
+    assert_eq!(with("ERROR", "mail service refuses"), 1, "{logs}");
+    assert_eq!(with("INFO", "mail service accepts"), 1, "{logs}");
+    assert_eq!(with("ERROR", "dead-lettered"), 0, "{logs}");
+}
+
+/// One candidate applies to `jobs` jobs, and each application moves twice: `2 × jobs` events.
+async fn events(h: &Harness, jobs: usize) -> Vec<String> {
+    let employer = h.app.user("employer").await;
+    let company = h.app.company(&employer, "Acme").await;
+    let candidate = h.app.user("candidate").await;
+    let mut events = Vec::new();
+    for _ in 0..jobs {
+        let job = h.app.job(&employer, company, json!({})).await["id"]
+            .as_i64()
+            .unwrap();
+        let application = h.app.apply(&candidate, job).await["id"].as_i64().unwrap();
+        for status in ["reviewing", "interview"] {
+            h.app
+                .patch(
+                    &format!("/api/applications/{application}"),
+                    Some(&employer.token),
+                    json!({"status": status}),
+                )
+                .await
+                .expect(200);
+            events.push(h.last_event_id(application).await);
+        }
+    }
+    h.publish().await;
+    events
+}
+
+/// `jobboard worker` on the test's database and SMTP server, logging in with credentials, its
+/// log (JSON lines) in `log`.
+fn spawn_worker(h: &Harness, log: &std::path::Path) -> tokio::process::Child {
+    let (mode, batch) = match h.mode {
+        "lease-unbatched" => ("lease", "false"),
+        mode => (mode, "true"),
+    };
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_jobboard"))
+        .arg("worker")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", &h.app.database_url)
+        .env("LOG_FORMAT", "json")
+        .env("EMAIL_BACKEND", "smtp")
+        .env(
+            "SMTP_URL",
+            format!("smtp://jobs:s3cret@127.0.0.1:{}?tls=none", h.smtp.port),
+        )
+        .env("EMAIL_FROM", "jobs@jobboard.example")
+        .env("WORKER_HTTP_ADDR", "127.0.0.1:0")
+        .env("CLAIM_MODE", mode)
+        .env("WORKER_BATCH", batch)
+        .env("VISIBILITY_TIMEOUT_SECS", "4")
+        .env("EMAIL_SEND_TIMEOUT_SECS", "2")
+        .env("MAX_ATTEMPTS", "3")
+        .env("SHUTDOWN_GRACE_SECS", "5")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn worker")
+}
+
+/// The worker's health and metrics address, from its start-up log line.
+async fn worker_addr(log: &std::path::Path) -> String {
+    let marker = "worker health and metrics on http://";
+    for _ in 0..400 {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(at) = text.find(marker) {
+            let rest = &text[at + marker.len()..];
+            return rest
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+                .collect();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "the worker never said where it listens: {}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+}
+
+async fn get(url: &str) -> (u16, Value) {
+    let r = reqwest::get(url).await.expect("reachable");
+    let code = r.status().as_u16();
+    (code, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn text(url: &str) -> String {
+    reqwest::get(url).await.unwrap().text().await.unwrap()
+}
+
+async fn dead_letters(h: &Harness) -> i64 {
+    h.app.scalar_i64("SELECT COUNT(*) FROM dead_letters").await
+}
+
+/// Events with a failed send counted.
+async fn attempts(h: &Harness) -> i64 {
+    h.app
+        .scalar_i64("SELECT COUNT(*) FROM processed_events WHERE attempts > 0")
+        .await
+}

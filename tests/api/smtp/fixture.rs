@@ -1,6 +1,7 @@
 //! A real SMTP server for tests: it listens on a port, speaks enough SMTP for any client, records
-//! what it accepted, and can be told to refuse the next messages (4xx or 5xx) or to answer slowly;
-//! or, for the chaos run, to refuse and stall a random share of messages.
+//! what it accepted, and can be told to refuse the next messages (4xx or 5xx) or to answer slowly,
+//! to refuse whole sessions (the greeting, AUTH, or every message until STARTTLS); or, for the
+//! chaos run, to refuse and stall a random share of messages.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -64,6 +65,23 @@ struct State {
     chaos: Option<Chaos>,
     refused: usize,
     stalled: usize,
+    /// Every session is refused this way while set.
+    session_refusal: Option<SessionRefusal>,
+    /// Sessions refused so far.
+    sessions_refused: usize,
+}
+
+/// How a mail server refuses a whole session, whatever the message: each reply is the full
+/// line, such as `535 5.7.8 Authentication credentials invalid`.
+#[derive(Clone, Debug)]
+pub enum SessionRefusal {
+    /// The greeting itself (a server that serves no one, such as `554`), then the connection
+    /// is closed.
+    Greeting(String),
+    /// Every `AUTH` (a wrong password: `535`).
+    Auth(String),
+    /// Every `MAIL FROM` (a server that wants STARTTLS first: `530`).
+    MailFrom(String),
 }
 
 /// Random trouble: each message is refused (451) with one probability, or stalled past the
@@ -142,6 +160,16 @@ impl SmtpServer {
         (st.refused, st.stalled)
     }
 
+    /// Refuses every session as `refusal` says from now on, or none (`None`).
+    pub fn refuse_sessions(&self, refusal: Option<SessionRefusal>) {
+        self.state.lock().unwrap().session_refusal = refusal;
+    }
+
+    /// Sessions refused by [`refuse_sessions`](Self::refuse_sessions) so far.
+    pub fn sessions_refused(&self) -> usize {
+        self.state.lock().unwrap().sessions_refused
+    }
+
     pub fn mails(&self) -> Vec<Mail> {
         self.state.lock().unwrap().accepted.clone()
     }
@@ -158,6 +186,22 @@ impl SmtpServer {
 async fn session(socket: tokio::net::TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<()> {
     let (read, mut write) = socket.into_split();
     let mut lines = BufReader::new(read);
+    // The reply to a command this session refuses, if it is refused now.
+    let refusal = |at: fn(&SessionRefusal) -> Option<&String>| {
+        let mut st = state.lock().unwrap();
+        let reply = st.session_refusal.as_ref().and_then(at).cloned();
+        if reply.is_some() {
+            st.sessions_refused += 1;
+        }
+        reply.map(|r| format!("{r}\r\n"))
+    };
+    if let Some(reply) = refusal(|r| match r {
+        SessionRefusal::Greeting(reply) => Some(reply),
+        _ => None,
+    }) {
+        write.write_all(reply.as_bytes()).await?;
+        return Ok(());
+    }
     write.write_all(b"220 fixture ESMTP ready\r\n").await?;
     let mut recipients = Vec::new();
     let mut line = String::new();
@@ -169,13 +213,26 @@ async fn session(socket: tokio::net::TcpStream, state: Arc<Mutex<State>>) -> std
         let cmd = line.trim_end().to_ascii_uppercase();
         if cmd.starts_with("EHLO") {
             write
-                .write_all(b"250-fixture\r\n250-8BITMIME\r\n250 SMTPUTF8\r\n")
+                .write_all(b"250-fixture\r\n250-8BITMIME\r\n250-AUTH PLAIN\r\n250 SMTPUTF8\r\n")
                 .await?;
+        } else if cmd.starts_with("AUTH") {
+            // Any credentials are good unless sessions are refused at AUTH.
+            let reply = refusal(|r| match r {
+                SessionRefusal::Auth(reply) => Some(reply),
+                _ => None,
+            });
+            let reply = reply.unwrap_or_else(|| "235 2.7.0 authenticated\r\n".to_string());
+            write.write_all(reply.as_bytes()).await?;
         } else if cmd.starts_with("HELO") || cmd.starts_with("NOOP") {
             write.write_all(b"250 ok\r\n").await?;
         } else if cmd.starts_with("MAIL FROM") {
             recipients.clear();
-            write.write_all(b"250 ok\r\n").await?;
+            let reply = refusal(|r| match r {
+                SessionRefusal::MailFrom(reply) => Some(reply),
+                _ => None,
+            });
+            let reply = reply.unwrap_or_else(|| "250 ok\r\n".to_string());
+            write.write_all(reply.as_bytes()).await?;
         } else if cmd.starts_with("RCPT TO") {
             recipients.push(line.trim_end()[8..].trim().to_string());
             write.write_all(b"250 ok\r\n").await?;
