@@ -20,6 +20,8 @@ pub const PASSWORD_HASHES_RUNNING: &str = "password_hashes_running";
 pub const DEAD_LETTERS: &str = "dead_letters";
 pub const QUEUE_OLDEST_AGE_SECONDS: &str = "queue_oldest_age_seconds";
 pub const PROCESSED_EVENTS_DELETED_TOTAL: &str = "processed_events_deleted_total";
+pub const MAIL_SERVICE_UP: &str = "mail_service_up";
+pub const MAIL_SESSION_REFUSALS_TOTAL: &str = "mail_session_refusals_total";
 
 /// Installs the global log subscriber. `RUST_LOG` filters (default `info`).
 pub fn init_logging(format: LogFormat) {
@@ -86,6 +88,16 @@ fn describe() {
     metrics::counter!(PROCESSED_EVENTS_DELETED_TOTAL).increment(0);
     metrics::counter!(LEASES_LOST_TOTAL).increment(0);
     metrics::counter!(WORKER_TASK_PANICS_TOTAL).increment(0);
+    metrics::counter!(MAIL_SESSION_REFUSALS_TOTAL).increment(0);
+    metrics::describe_gauge!(
+        MAIL_SERVICE_UP,
+        "1 while the mail service takes this worker's sessions; 0 from a refused session \
+         (unreachable, TLS, greeting, login, throttling) until a send succeeds"
+    );
+    metrics::describe_counter!(
+        MAIL_SESSION_REFUSALS_TOTAL,
+        "Sends and probes that met a refused mail session (an outage: no attempt counted)"
+    );
     metrics::gauge!(PASSWORD_HASHES_RUNNING).set(0.0);
     metrics::describe_gauge!(
         PASSWORD_HASHES_RUNNING,

@@ -21,6 +21,12 @@ pub use smtp::SmtpMailer;
 pub trait Mailer: Send + Sync + 'static {
     fn kind(&self) -> &'static str;
     async fn send(&self, message: &Message) -> Result<(), SendError>;
+    /// Whether the mail service would take a session now, checked without sending anything
+    /// (while it refuses sessions, before a message is risked on it). `Ok` where a mailer
+    /// cannot tell without sending: the next message tells.
+    async fn probe(&self) -> Result<(), SendError> {
+        Ok(())
+    }
 }
 
 /// The `X-Jobboard-Event-Id` header.
