@@ -70,7 +70,7 @@ pub async fn build_queue(config: &Config, store: Arc<dyn Store>) -> anyhow::Resu
 
 pub async fn build_worker(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Worker> {
     let queue = build_queue(config, store.clone()).await?;
-    let mailer = crate::email::from_config(config)?;
+    let mailer = crate::email::from_config(config).await?;
     Ok(Worker::new(config, store, queue, mailer))
 }
 

@@ -20,6 +20,7 @@ mod proxy;
 mod readme;
 mod reliability;
 mod search;
+mod ses;
 mod smtp;
 mod sqs;
 mod worker;
