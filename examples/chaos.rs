@@ -13,11 +13,16 @@
 //! events, emails, lost, duplicated, dead letters, kills, injections, reclaims, seconds. It exits
 //! 1 on any loss or on more duplicates than reclaims (2 when the run itself could not be made).
 //!
+//! With `--email ses` the workers send through Amazon SES's v2 API on the SQS test server
+//! instead, and the emails are counted in its store of sent messages (it refuses and stalls
+//! nothing).
+//!
 //! `scripts/chaos` builds the binaries, starts the services and passes its arguments on:
 //!   scripts/chaos --queue db --mode mixed --events 2000 --workers 4
+//!   scripts/chaos --queue sqs --mode lease --email ses --events 160 --workers 3 --rate 10
 
 #[allow(dead_code)] // the test fixture has more than the chaos run uses
-#[path = "../tests/api/smtp.rs"]
+#[path = "../tests/api/smtp/fixture.rs"]
 mod smtp;
 
 use anyhow::{Context, Result, bail};
@@ -37,6 +42,15 @@ use tokio::sync::Mutex;
 enum QueueArg {
     Db,
     Sqs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum EmailArg {
+    /// The test SMTP listener, which also refuses and stalls a share of the deliveries.
+    Smtp,
+    /// Amazon SES's v2 API on the SQS test server (moto, in AWS_ENDPOINT_URL), which takes
+    /// every message: no refusals or stalls then.
+    Ses,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -78,6 +92,9 @@ struct Opts {
     /// Share of the events re-injected into the queue as duplicates.
     #[arg(long, default_value_t = 0.1)]
     duplicate_share: f64,
+    /// Where the workers send: `EMAIL_BACKEND=smtp` or `ses`.
+    #[arg(long, value_enum, default_value = "smtp")]
+    email: EmailArg,
     /// Share of deliveries the SMTP listener refuses with a 451.
     #[arg(long, default_value_t = 0.1)]
     refuse_share: f64,
@@ -445,6 +462,7 @@ async fn run_in(
 ) -> Result<bool> {
     let dir = tempfile::Builder::new().prefix("jbchaos-").tempdir()?;
     let smtp = smtp::SmtpServer::start().await;
+    let mail = Mail::start(opts.email, &smtp).await?;
     let mut common: Vec<(String, String)> = vec![
         ("DATABASE_URL".into(), db_url.into()),
         ("LOG_FORMAT".into(), "json".into()),
@@ -549,10 +567,9 @@ async fn run_in(
 
     // The workers, and the trouble.
     let mut worker_env = common.clone();
+    worker_env.extend(mail.env(&smtp));
     worker_env.extend([
-        ("EMAIL_BACKEND".into(), "smtp".into()),
-        ("SMTP_URL".into(), smtp.url()),
-        ("EMAIL_FROM".into(), "jobs@chaos.example".into()),
+        ("EMAIL_FROM".into(), mail.from.clone()),
         ("WORKER_HTTP_ADDR".into(), "127.0.0.1:0".into()),
         ("MAX_ATTEMPTS".into(), "50".into()),
         ("SHUTDOWN_GRACE_SECS".into(), "5".into()),
@@ -723,7 +740,7 @@ async fn run_in(
     let deadline = Instant::now() + Duration::from_secs(opts.drain_timeout_secs);
     let mut dead = Vec::new();
     for round in 0usize.. {
-        let emailed = per_event(&smtp);
+        let emailed = mail.per_event(&smtp).await?;
         if round % 4 == 0 {
             dead = dead_letters(bin, &common).await.unwrap_or(dead);
         }
@@ -753,7 +770,7 @@ async fn run_in(
     let reclaims = run.stop_all().await;
     api_proc.sigterm().await;
 
-    let emailed = per_event(&smtp);
+    let emailed = mail.per_event(&smtp).await?;
     let lost = events
         .iter()
         .filter(|e| !emailed.contains_key(*e) && !dead.contains(e))
@@ -766,7 +783,8 @@ async fn run_in(
         "mode": format!("{:?}", opts.mode).to_lowercase(),
         "workers": opts.workers,
         "events": events.len(),
-        "emails": smtp.mails().len(),
+        "email": format!("{:?}", opts.email).to_lowercase(),
+        "emails": emailed.values().sum::<usize>(),
         "lost": lost,
         "duplicated": duplicated,
         "dead_letters": dead.len(),
@@ -781,10 +799,11 @@ async fn run_in(
         "seconds": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
     });
     println!(
-        "chaos queue={} mode={} workers={}: events {} emails {} lost {} duplicated {} dead letters {} \
+        "chaos queue={} mode={} email={} workers={}: events {} emails {} lost {} duplicated {} dead letters {} \
          kills {} injections {} reclaims {} refused {} stalled {} pg restarts {} mode switches {} seconds {}",
         result["queue"].as_str().unwrap_or(""),
         result["mode"].as_str().unwrap_or(""),
+        result["email"].as_str().unwrap_or(""),
         opts.workers,
         result["events"],
         result["emails"],
@@ -820,13 +839,81 @@ async fn run_in(
     Ok(ok)
 }
 
-/// Emails accepted per event id.
-fn per_event(smtp: &smtp::SmtpServer) -> HashMap<String, usize> {
-    let mut counts = HashMap::new();
-    for m in smtp.mails() {
-        *counts.entry(m.event_id()).or_insert(0) += 1;
+/// Where the workers send, and how the run counts what was accepted.
+struct Mail {
+    email: EmailArg,
+    /// `EMAIL_FROM`; with SES unique to the run, so that its messages are told from others
+    /// on the shared test server.
+    from: String,
+}
+
+impl Mail {
+    async fn start(email: EmailArg, _smtp: &smtp::SmtpServer) -> Result<Mail> {
+        let from = match email {
+            EmailArg::Smtp => "jobs@chaos.example".to_string(),
+            EmailArg::Ses => {
+                // The sender's domain, verified; a second run finds it there already.
+                let shared = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+                let ses = aws_sdk_sesv2::Client::new(&shared);
+                if let Err(e) = ses
+                    .create_email_identity()
+                    .email_identity("chaos.example")
+                    .send()
+                    .await
+                {
+                    let text = aws_sdk_sesv2::error::DisplayErrorContext(&e).to_string();
+                    anyhow::ensure!(
+                        text.contains("AlreadyExists"),
+                        "verifying chaos.example: {text}"
+                    );
+                }
+                format!("jobs-{}@chaos.example", uuid::Uuid::new_v4().simple())
+            }
+        };
+        Ok(Mail { email, from })
     }
-    counts
+
+    fn env(&self, smtp: &smtp::SmtpServer) -> Vec<(String, String)> {
+        match self.email {
+            EmailArg::Smtp => vec![
+                ("EMAIL_BACKEND".into(), "smtp".into()),
+                ("SMTP_URL".into(), smtp.url()),
+            ],
+            EmailArg::Ses => vec![("EMAIL_BACKEND".into(), "ses".into())],
+        }
+    }
+
+    /// Emails accepted per event id: the SMTP listener's, or the messages from this run's
+    /// sender in the test server's SES store (`GET /moto-api/data.json`, `ses.RawMessage`).
+    async fn per_event(&self, smtp: &smtp::SmtpServer) -> Result<HashMap<String, usize>> {
+        let mut counts = HashMap::new();
+        match self.email {
+            EmailArg::Smtp => {
+                for m in smtp.mails() {
+                    *counts.entry(m.event_id()).or_insert(0) += 1;
+                }
+            }
+            EmailArg::Ses => {
+                let server = std::env::var("AWS_ENDPOINT_URL").context("AWS_ENDPOINT_URL")?;
+                let data: Value = reqwest::get(format!("{server}/moto-api/data.json"))
+                    .await?
+                    .json()
+                    .await?;
+                let header = "X-Jobboard-Event-Id: ";
+                for m in data["ses"]["RawMessage"].as_array().into_iter().flatten() {
+                    if m["source"].as_str() != Some(self.from.as_str()) {
+                        continue;
+                    }
+                    let raw = m["raw_data"].as_str().unwrap_or("");
+                    if let Some(at) = raw.find(header) {
+                        let id = raw[at + header.len()..].lines().next().unwrap_or("").trim();
+                        *counts.entry(id.to_string()).or_insert(0) += 1;
+                    }
+                }
+            }
+        }
+        Ok(counts)
+    }
 }
 
 /// The event ids `jobboard dlq list --json` reports.

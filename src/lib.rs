@@ -17,7 +17,7 @@
 //! | `queue` | the `Queue` trait; the database queue and SQS | `store` `domain` `timefmt` |
 //! | `store` | the `Store` trait; PostgreSQL and SQLite | `domain` `config` `timefmt` |
 //! | `cache` | the job-search cache, in process or in Redis | |
-//! | `email` | the `Mailer` trait; console, file and SMTP | `domain` `config` |
+//! | `email` | the `Mailer` trait; console, file, SMTP and Amazon SES | `domain` `config` |
 //! | `auth` | password hashing and access tokens | `config` |
 //! | `domain` | the rules: validated values, the status workflow, search terms, events, email data; no I/O | `timefmt` |
 //! | `config` | the environment, parsed and validated once | `domain` |

@@ -21,6 +21,8 @@ pub const DEAD_LETTERS: &str = "dead_letters";
 pub const QUEUE_OLDEST_AGE_SECONDS: &str = "queue_oldest_age_seconds";
 pub const PROCESSED_EVENTS_DELETED_TOTAL: &str = "processed_events_deleted_total";
 pub const UPKEEP_FAILURES_TOTAL: &str = "upkeep_failures_total";
+pub const MAIL_SERVICE_UP: &str = "mail_service_up";
+pub const MAIL_SESSION_REFUSALS_TOTAL: &str = "mail_session_refusals_total";
 
 /// Installs the global log subscriber. `RUST_LOG` filters (default `info`).
 pub fn init_logging(format: LogFormat) {
@@ -93,6 +95,16 @@ fn describe() {
     metrics::describe_counter!(
         UPKEEP_FAILURES_TOTAL,
         "Worker upkeep runs that failed, by task (queue_stats: the queue gauges are stale; retention)"
+    );
+    metrics::counter!(MAIL_SESSION_REFUSALS_TOTAL).increment(0);
+    metrics::describe_gauge!(
+        MAIL_SERVICE_UP,
+        "1 while the mail service takes this worker's sessions; 0 from a refused session \
+         (unreachable, TLS, greeting, login, throttling) until a send succeeds"
+    );
+    metrics::describe_counter!(
+        MAIL_SESSION_REFUSALS_TOTAL,
+        "Sends and probes that met a refused mail session (an outage: no attempt counted)"
     );
     metrics::gauge!(PASSWORD_HASHES_RUNNING).set(0.0);
     metrics::describe_gauge!(

@@ -1,6 +1,7 @@
 //! Worker scenarios: status-change events drained by `jobboard worker` processes, by queue
-//! (`db` on PostgreSQL and SQLite, `sqs`), mail backend (file, or a local SMTP sink with 0 ms or
-//! 50 ms per message), claim mode and batching, with one and four processes.
+//! (`db` on PostgreSQL and SQLite, `sqs`), mail backend (file, a local SMTP sink with 0 ms or
+//! 50 ms per message, or SES v2 on the SQS test server behind a recording proxy), claim mode and
+//! batching, with one and four processes.
 //!
 //! Each scenario starts from a copy of one seeded database, so every run sees the same data:
 //! - **drain**: the seeded events wait on the queue; the worker processes start and the harness
@@ -50,6 +51,8 @@ enum Mail {
     File,
     /// The SMTP sink, with this many ms added per message.
     Smtp(u64),
+    /// Amazon SES's v2 API on the SQS test server (moto), behind a recording proxy.
+    Ses,
 }
 
 #[derive(Debug, Clone)]
@@ -77,6 +80,7 @@ impl Scenario {
             match self.mail {
                 Mail::File => "file".to_string(),
                 Mail::Smtp(ms) => format!("smtp+{ms}ms"),
+                Mail::Ses => "ses".to_string(),
             },
             self.mode,
             if self.mode == "lease" && !self.batch {
@@ -293,6 +297,21 @@ pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
             4,
             events,
         ),
+    ];
+    // SES against the SQS test server, beside the SMTP rows: a send there is a Python
+    // request, so it gets the SQS rows' smaller count.
+    if sqs_available {
+        scenarios.push(s(
+            Db::Postgres,
+            false,
+            Mail::Ses,
+            "lease",
+            true,
+            1,
+            sqs_events,
+        ));
+    }
+    scenarios.extend([
         defaults("lease", slow),
         defaults("transaction", slow),
         s(Db::Sqlite, false, Mail::File, "lease", true, 1, events),
@@ -300,7 +319,7 @@ pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
         s(Db::Sqlite, false, Mail::File, "lease", true, 4, events),
         s(Db::Sqlite, false, Mail::Smtp(0), "lease", true, 1, events),
         s(Db::Sqlite, false, Mail::Smtp(50), "lease", true, 1, events),
-    ];
+    ]);
     if sqs_available {
         scenarios.push(s(
             Db::Postgres,
@@ -434,8 +453,8 @@ pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
              WORKER_BATCH): every setting a user would not think to change is at its default."
         ),
         "e2e = status-change commit returning in the harness .. email accepted (sink's 250 \
-         after DATA, or the .eml file written), with the harness committing at half the \
-         scenario's drain rate."
+         after DATA, the .eml file written, or the SES test server's answer to SendEmail), with \
+         the harness committing at half the scenario's drain rate."
             .into(),
         "commits/event: xact_commit of the scenario's database over the drain (processes \
          stopped, so their counts are flushed), divided by the events."
@@ -447,7 +466,8 @@ pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
         ),
         format!(
             "50 ms transaction-mode runs use {slow} events (each holds a connection for the \
-             whole send; the rate, not the count, is the figure); SQS runs use {sqs_events}."
+             whole send; the rate, not the count, is the figure); SQS and SES runs use \
+             {sqs_events} (the test server answers each call in Python)."
         ),
     ]);
     drop(seed);
@@ -823,12 +843,14 @@ impl Accepted {
 enum Sink {
     Files(PathBuf),
     Smtp(SmtpSink),
+    Ses(SesSink),
 }
 
 impl Sink {
     fn accepted(&self) -> Result<Vec<(String, SystemTime)>> {
         match self {
             Sink::Smtp(s) => Ok(s.accepted.snapshot()),
+            Sink::Ses(s) => Ok(s.accepted.snapshot()),
             Sink::Files(dir) => {
                 let mut out = Vec::new();
                 let entries = match std::fs::read_dir(dir) {
@@ -853,6 +875,7 @@ impl Sink {
     fn count(&self) -> Result<usize> {
         match self {
             Sink::Smtp(s) => Ok(s.accepted.0.lock().unwrap_or_else(|p| p.into_inner()).len()),
+            Sink::Ses(s) => Ok(s.accepted.0.lock().unwrap_or_else(|p| p.into_inner()).len()),
             Sink::Files(dir) => match std::fs::read_dir(dir) {
                 Ok(entries) => Ok(entries
                     .filter_map(|e| e.ok())
@@ -874,6 +897,10 @@ impl Sink {
                 ("EMAIL_BACKEND", "smtp".into()),
                 ("SMTP_URL", format!("smtp://{}?tls=none", s.addr)),
             ],
+            Sink::Ses(s) => vec![
+                ("EMAIL_BACKEND", "ses".into()),
+                ("AWS_ENDPOINT_URL_SESV2", format!("http://{}", s.addr)),
+            ],
         }
     }
 }
@@ -889,6 +916,7 @@ async fn run_scenario(
     let sink = match sc.mail {
         Mail::File => Sink::Files(dir.path().join("mail")),
         Mail::Smtp(ms) => Sink::Smtp(SmtpSink::start(Duration::from_millis(ms)).await?),
+        Mail::Ses => Sink::Ses(SesSink::start().await?),
     };
     let store = jobboard::store::connect_with_pool(&database_url(&copy.url)?, Some(4)).await?;
     // Keep only the scenario's number of events (the first ones).
@@ -1207,6 +1235,121 @@ async fn sqlite_connect(url: &str) -> Result<sqlx::SqliteConnection> {
 
 /// A local SMTP server that accepts every message after `delay`, and notes the event id
 /// (`X-Jobboard-Event-Id`) and the time of each.
+/// SES v2 on the SQS test server, behind a proxy that notes each `SendEmail` the server
+/// accepted, with its event id and the time of the answer, as the SMTP sink notes its 250s.
+struct SesSink {
+    addr: std::net::SocketAddr,
+    accepted: Accepted,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SesSink {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl SesSink {
+    async fn start() -> Result<SesSink> {
+        let server = std::env::var("AWS_ENDPOINT_URL").context("AWS_ENDPOINT_URL")?;
+        // The sender's domain (EMAIL_FROM's), verified; a second run finds it there already.
+        let shared = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let ses = aws_sdk_sesv2::Client::new(&shared);
+        if let Err(e) = ses
+            .create_email_identity()
+            .email_identity("bench.example")
+            .send()
+            .await
+        {
+            let text = aws_sdk_sesv2::error::DisplayErrorContext(&e).to_string();
+            anyhow::ensure!(
+                text.contains("AlreadyExists"),
+                "verifying bench.example: {text}"
+            );
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let accepted = Accepted::default();
+        let (sink, client) = (accepted.clone(), reqwest::Client::new());
+        let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
+            let (sink, client, server) = (sink.clone(), client.clone(), server.clone());
+            async move { forward_ses(req, &client, &server, &sink).await }
+        });
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(SesSink {
+            addr,
+            accepted,
+            task,
+        })
+    }
+}
+
+/// Passes one request on to the test server; a `SendEmail` it accepts is noted.
+async fn forward_ses(
+    req: axum::extract::Request,
+    client: &reqwest::Client,
+    server: &str,
+    sink: &Accepted,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let (parts, body) = req.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, 16 << 20).await else {
+        return (axum::http::StatusCode::BAD_REQUEST, "body").into_response();
+    };
+    let path = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
+    let method = reqwest::Method::from_bytes(parts.method.as_str().as_bytes())
+        .unwrap_or(reqwest::Method::POST);
+    let mut out = client.request(method, format!("{server}{path}"));
+    for (name, value) in &parts.headers {
+        if name != axum::http::header::HOST {
+            out = out.header(name.as_str(), value.as_bytes());
+        }
+    }
+    let answer = match out.body(body.clone()).send().await {
+        Ok(answer) => answer,
+        Err(e) => return (axum::http::StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
+    };
+    let status = answer.status().as_u16();
+    let kind = answer
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    let bytes = answer.bytes().await.unwrap_or_default();
+    if status == 200
+        && let Some(id) = ses_event_id(&body)
+    {
+        sink.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((id, SystemTime::now()));
+    }
+    let status = axum::http::StatusCode::from_u16(status).unwrap_or(axum::http::StatusCode::OK);
+    (
+        status,
+        [(axum::http::header::CONTENT_TYPE, kind)],
+        bytes.to_vec(),
+    )
+        .into_response()
+}
+
+/// The `X-Jobboard-Event-Id` of a `SendEmail` request's raw message, if it is one.
+fn ses_event_id(body: &[u8]) -> Option<String> {
+    let request: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let data = request["Content"]["Raw"]["Data"].as_str()?;
+    let raw = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data).ok()?;
+    let raw = String::from_utf8_lossy(&raw);
+    let at = raw.find("X-Jobboard-Event-Id: ")? + "X-Jobboard-Event-Id: ".len();
+    Some(raw[at..].lines().next()?.trim().to_string())
+}
+
 struct SmtpSink {
     addr: std::net::SocketAddr,
     accepted: Accepted,

@@ -56,6 +56,7 @@ pub enum EmailBackend {
     Console,
     File,
     Smtp,
+    Ses,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -194,7 +195,8 @@ pub struct Config {
     #[arg(long, env = "PROCESSED_EVENTS_RETENTION_DAYS", default_value = "14",
           value_parser = parse::ranged(1, 36_500))]
     pub processed_events_retention_days: u64,
-    /// console prints (refused in production), file writes .eml files, smtp sends
+    /// console prints (refused in production), file writes .eml files, smtp sends, ses sends
+    /// through Amazon SES (API v2; AWS_REGION and the AWS credentials apply)
     #[arg(
         long,
         env = "EMAIL_BACKEND",
@@ -206,6 +208,9 @@ pub struct Config {
     /// where the file backend writes one .eml per message
     #[arg(long, env = "EMAIL_FILE_DIR", default_value = "data/mail")]
     pub email_file_dir: PathBuf,
+    /// the SES endpoint, for SES alone (over AWS_ENDPOINT_URL), as the AWS SDKs read it
+    #[arg(long, env = "AWS_ENDPOINT_URL_SESV2", value_parser = parse::url)]
+    pub ses_endpoint_url: Option<String>,
     /// smtp://[user:pass@]host:port[?tls=opportunistic|required|none] (STARTTLS) or smtps://...
     #[arg(long, env = "SMTP_URL", value_parser = parse::smtp_url)]
     pub smtp_url: Option<SecretString>,

@@ -14,10 +14,15 @@ pub struct EmailData {
 /// A send's failure, as the mail server reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SendError {
-    /// 4xx, a connection error or a timeout: try again later.
+    /// This message failed for now (4xx, the connection dropped during it, a timeout): try
+    /// again later, counting the attempt.
     Transient(String),
-    /// 5xx: the server will never take it.
+    /// The server refuses this message for good (5xx at the sender, a recipient or the data).
     Permanent(String),
+    /// The mail service refuses the session, whatever the message: it cannot be reached, TLS
+    /// fails, the greeting or the login is refused, it throttles the sender. An outage of the
+    /// mail service, not a failure of this message: no attempt is counted.
+    Unavailable(String),
 }
 
 impl std::fmt::Display for SendError {
@@ -25,6 +30,7 @@ impl std::fmt::Display for SendError {
         match self {
             SendError::Transient(m) => write!(f, "temporary failure: {m}"),
             SendError::Permanent(m) => write!(f, "permanent failure: {m}"),
+            SendError::Unavailable(m) => write!(f, "mail service unavailable: {m}"),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Email: the message for a status change, and the mailers that send it (console, file, SMTP).
+//! Email: the message for a status change, and the mailers that send it (console, file, SMTP,
+//! Amazon SES).
 //! Every message carries `Message-ID: <{event_id}@{EMAIL_FROM domain}>` and
 //! `X-Jobboard-Event-Id`, so a receiving system can recognise a repeat of the same event.
 
@@ -13,7 +14,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod ses;
 mod smtp;
+pub use ses::SesMailer;
 pub use smtp::SmtpMailer;
 
 /// Sends one built message.
@@ -21,6 +24,12 @@ pub use smtp::SmtpMailer;
 pub trait Mailer: Send + Sync + 'static {
     fn kind(&self) -> &'static str;
     async fn send(&self, message: &Message) -> Result<(), SendError>;
+    /// Whether the mail service would take a session now, checked without sending anything
+    /// (while it refuses sessions, before a message is risked on it). `Ok` where a mailer
+    /// cannot tell without sending: the next message tells.
+    async fn probe(&self) -> Result<(), SendError> {
+        Ok(())
+    }
 }
 
 /// The `X-Jobboard-Event-Id` header.
@@ -109,7 +118,7 @@ pub fn status_email(
 }
 
 /// Builds the mailer `EMAIL_BACKEND` names.
-pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Mailer>> {
+pub async fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Mailer>> {
     let timeout = Duration::from_secs(config.email_send_timeout_secs);
     Ok(match config.email_backend {
         EmailBackend::Console => Arc::new(ConsoleMailer),
@@ -124,6 +133,9 @@ pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Mailer>> {
                 timeout,
                 config.worker_concurrency,
             )?)
+        }
+        EmailBackend::Ses => {
+            Arc::new(SesMailer::connect(config.ses_endpoint_url.as_deref(), timeout).await)
         }
     })
 }

@@ -141,7 +141,15 @@ impl SmtpMailer {
 
     /// A new session: connected (with `TCP_NODELAY` unless the TLS wraps the socket from the
     /// first byte), encrypted as `SMTP_URL` asks, logged in.
+    /// Every failure here is the session's, not a message's: [`SendError::Unavailable`].
     async fn open(&self) -> Result<AsyncSmtpConnection, SendError> {
+        self.open_session().await.map_err(|e| match e {
+            SendError::Transient(m) | SendError::Permanent(m) => SendError::Unavailable(m),
+            unavailable => unavailable,
+        })
+    }
+
+    async fn open_session(&self) -> Result<AsyncSmtpConnection, SendError> {
         let mut conn = match &self.tls {
             Tls::Wrapper(params) => AsyncSmtpConnection::connect_tokio1(
                 (self.host.as_str(), self.port),
@@ -153,9 +161,18 @@ impl SmtpMailer {
             .await
             .map_err(classify)?,
             _ => {
-                let stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
+                // Half the send's deadline: a host that never answers is unreachable, and says
+                // so before the whole send runs out of time.
+                let connect = tokio::net::TcpStream::connect((self.host.as_str(), self.port));
+                let stream = tokio::time::timeout(self.timeout / 2, connect)
                     .await
-                    .map_err(|e| SendError::Transient(format!("connection error: {e}")))?;
+                    .map_err(|_| {
+                        SendError::Unavailable(format!(
+                            "connection error: no answer within {}s",
+                            (self.timeout / 2).as_secs_f64()
+                        ))
+                    })?
+                    .map_err(|e| SendError::Unavailable(format!("connection error: {e}")))?;
                 let _ = stream.set_nodelay(true);
                 AsyncSmtpConnection::connect_with_transport(Box::new(stream), &self.hello)
                     .await
@@ -190,12 +207,21 @@ fn retire(mut session: Session) {
     });
 }
 
-/// 5xx: the server refuses for good. 4xx, connection trouble, timeouts: try again.
+/// Replies that refuse the session whatever the message, even when they answer one of its
+/// commands: 421 (the service is closing the channel), 454 (TLS or authentication unavailable
+/// for now), 530 (authentication or STARTTLS required first), 534 and 538 (a stronger login
+/// mechanism or encryption required), 535 (credentials refused).
+const SESSION_REFUSALS: [u16; 6] = [421, 454, 530, 534, 535, 538];
+
+/// A message's failure: a session refusal ([`SESSION_REFUSALS`]) is the mail service's outage;
+/// otherwise 5xx refuses the message for good, and 4xx, connection trouble and timeouts fail it
+/// for now.
 fn classify(e: lettre::transport::smtp::Error) -> SendError {
-    if e.is_permanent() {
-        SendError::Permanent(mask_addresses(&e.to_string()))
-    } else {
-        SendError::Transient(mask_addresses(&e.to_string()))
+    let text = mask_addresses(&e.to_string());
+    match e.status().map(u16::from) {
+        Some(code) if SESSION_REFUSALS.contains(&code) => SendError::Unavailable(text),
+        _ if e.is_permanent() => SendError::Permanent(text),
+        _ => SendError::Transient(text),
     }
 }
 
@@ -210,6 +236,24 @@ fn percent_decode(s: &str) -> String {
 impl Mailer for SmtpMailer {
     fn kind(&self) -> &'static str {
         "smtp"
+    }
+
+    /// Opens a session (connected, encrypted, logged in) and keeps it for the next message.
+    async fn probe(&self) -> Result<(), SendError> {
+        let conn = tokio::time::timeout(self.timeout, self.open())
+            .await
+            .map_err(|_| {
+                SendError::Unavailable(format!(
+                    "no SMTP session within {}s",
+                    self.timeout.as_secs_f64()
+                ))
+            })??;
+        self.checkin(Session {
+            conn,
+            sent: 0,
+            idle_since: Instant::now(),
+        });
+        Ok(())
     }
 
     /// A session goes back to the pool only after the server accepted the message: one whose
@@ -381,6 +425,20 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn smtp_probe_opens_the_session_the_next_message_uses() {
+        let ehlo = "250-test\r\n250 AUTH PLAIN LOGIN\r\n";
+        let (port, seen) = scripted_server(ehlo, First::Accept).await;
+        let url = format!("smtp://user:pass@127.0.0.1:{port}?tls=opportunistic");
+        let mailer = mailer(&url, Duration::from_secs(5));
+        mailer.probe().await.expect("the session opens");
+        mailer.send(&message()).await.expect("sent");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1, "one connection: {seen:?}");
+        let auth = seen[0].iter().filter(|l| l.starts_with("AUTH")).count();
+        assert_eq!(auth, 1, "{seen:?}");
+    }
+
+    #[tokio::test]
     async fn smtp_reuses_one_session_for_consecutive_messages() {
         let ehlo = "250-test\r\n250 AUTH PLAIN LOGIN\r\n";
         let (port, seen) = scripted_server(ehlo, First::Accept).await;
@@ -422,19 +480,27 @@ mod tests {
         assert_eq!(data, 1, "{seen:?}");
     }
 
-    /// A message sent through `url` must fail for now (so it is retried), not for good.
-    async fn fails_for_now(url: &str, why: &str) {
-        let sent = mailer(url, Duration::from_secs(5)).send(&message()).await;
+    /// A message sent through `url` must meet a refused session (an outage of the mail
+    /// service, retried without counting an attempt), not a failure of its own; and so must
+    /// a probe.
+    async fn session_refused(url: &str, why: &str) {
+        let mailer = mailer(url, Duration::from_secs(5));
+        let sent = mailer.send(&message()).await;
         assert!(
-            matches!(sent, Err(SendError::Transient(_))),
+            matches!(sent, Err(SendError::Unavailable(_))),
             "{why}: {sent:?}"
+        );
+        let probed = mailer.probe().await;
+        assert!(
+            matches!(probed, Err(SendError::Unavailable(_))),
+            "{why}: {probed:?}"
         );
     }
 
     #[tokio::test]
     async fn smtp_requiring_tls_refuses_a_server_without_starttls() {
         let (port, _seen) = scripted_server("250 test\r\n", First::Accept).await;
-        fails_for_now(
+        session_refused(
             &format!("smtp://127.0.0.1:{port}?tls=required"),
             "no STARTTLS",
         )
@@ -442,13 +508,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn smtp_unreachable_is_temporary() {
+    async fn smtp_unreachable_is_a_refused_session() {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        fails_for_now(
+        session_refused(
             &format!("smtp://127.0.0.1:{port}?tls=none"),
             "nobody listens",
         )

@@ -116,6 +116,8 @@ pub struct WorkerState {
     /// The worker's own health flag (false while its receive loop cannot reach the queue or
     /// the database, and once it stops).
     pub healthy: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// False while the mail service refuses the worker's session, until a send succeeds.
+    pub mail: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub metrics: PrometheusHandle,
     pub shutdown: tokio_util::sync::CancellationToken,
 }
@@ -132,14 +134,22 @@ impl WorkerState {
             store,
             queue,
             healthy,
+            mail: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
             metrics: crate::telemetry::metrics_handle(),
             shutdown,
         }
     }
+
+    /// Reports the worker's view of the mail service (`checks.mail`) from `mail`.
+    pub fn with_mail(mut self, mail: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Self {
+        self.mail = mail;
+        self
+    }
 }
 
 /// The worker's `/healthz`, `/readyz` (503 when its database or queue fails, when the worker
-/// reports itself unhealthy, or from the moment shutdown begins) and `/metrics`.
+/// reports itself unhealthy, while the mail service refuses its session, or from the moment
+/// shutdown begins) and `/metrics`.
 pub fn worker_router(state: WorkerState) -> axum::Router {
     Router::new()
         .route("/healthz", get(healthz))
@@ -161,10 +171,17 @@ async fn worker_readyz(State(st): State<WorkerState>) -> Response {
     } else {
         "unavailable"
     };
+    // Refusing the worker's session, the mail service makes the worker useless until it
+    // takes one again (CONTRACT.md §6).
+    let mail = if st.mail.load(std::sync::atomic::Ordering::SeqCst) {
+        "ok"
+    } else {
+        "refused"
+    };
     let checks = json!({"database": database, "queue": queue, "queue_backend": st.queue.kind(),
-        "worker": worker});
+        "worker": worker, "mail": mail});
     readiness(
-        database == "ok" && queue == "ok" && worker == "ok",
+        database == "ok" && queue == "ok" && worker == "ok" && mail == "ok",
         st.shutdown.is_cancelled(),
         checks,
     )

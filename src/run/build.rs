@@ -85,7 +85,7 @@ pub async fn check_worker_queues(config: &Config, store: Arc<dyn Store>) -> anyh
 
 pub async fn build_worker(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Worker> {
     let queue = build_queue(config, store.clone()).await?;
-    let mailer = crate::email::from_config(config)?;
+    let mailer = crate::email::from_config(config).await?;
     Ok(Worker::new(config, store, queue, mailer))
 }
 

@@ -92,7 +92,8 @@ async fn worker(config: Config) -> anyhow::Result<u8> {
         worker.queue().clone(),
         worker.healthy.clone(),
         shutdown.clone(),
-    );
+    )
+    .with_mail(worker.mail_up.clone());
     tracing::info!(
         "worker health and metrics on http://{}",
         listener.local_addr()?

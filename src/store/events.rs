@@ -117,6 +117,10 @@ pub enum TxOutcome {
         failure: FailedClaim,
         error: SendError,
     },
+    /// The mail service refused the session: the claim was released, no attempt counted.
+    Released {
+        error: SendError,
+    },
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -234,8 +238,18 @@ pub trait EventStore: Send + Sync {
         max_attempts: i64,
         permanent: bool,
     ) -> StoreResult<Option<FailedClaim>>;
+    /// Releases a claim with no attempt counted, noting `error` (the mail service refused the
+    /// session, not the message): the claim held under `lease_id`, or with `None` the mark of
+    /// a transaction-mode attempt that rolled back. `false` if it is no longer ours.
+    async fn release_claim(
+        &self,
+        event_id: &str,
+        lease_id: Option<&str>,
+        error: &str,
+    ) -> StoreResult<bool>;
     /// Transaction mode: claims, reads the email data, runs `send`, and commits, all in one
-    /// transaction; a failed send rolls the claim back and counts the attempt. Before that
+    /// transaction; a failed send rolls the claim back and counts the attempt (none when the
+    /// mail service refused the session: `Released`). Before that
     /// transaction a mark is committed (`in_progress` with no lease), so that a holder that
     /// dies mid-send leaves a trace: the next claim sees it and reports `reclaimed`.
     async fn process_in_transaction(

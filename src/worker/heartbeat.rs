@@ -47,11 +47,13 @@ impl Worker {
                 }
             }
         };
-        tokio::select! {
+        let sent = tokio::select! {
             sent = tokio::time::timeout(self.send_timeout, self.mailer.send(&message)) => {
                 sent.unwrap_or_else(|_| Err(SendError::Transient(format!("timed out after {}s", self.send_timeout.as_secs()))))
             }
             _ = beat => unreachable!("the heartbeat never ends"),
-        }
+        };
+        self.note_send(&sent);
+        sent
     }
 }

@@ -23,7 +23,8 @@ impl Worker {
         Ok(Outcome::Missing)
     }
 
-    /// A failed send under a lease: releases this claim only, counting the attempt.
+    /// A failed send under a lease: releases this claim only, counting the attempt (none when
+    /// the mail service refused the session).
     pub(super) async fn failed_send(
         &self,
         m: &Message,
@@ -31,6 +32,9 @@ impl Worker {
         lease_id: &str,
         error: SendError,
     ) -> anyhow::Result<Outcome> {
+        if let SendError::Unavailable(_) = &error {
+            return self.mail_unavailable(m, e, Some(lease_id), &error).await;
+        }
         let permanent = matches!(error, SendError::Permanent(_));
         let failed = self
             .store
@@ -106,7 +110,7 @@ impl Worker {
         if dead {
             let reason = match error {
                 SendError::Permanent(_) => format!("rejected by the mail server: {error}"),
-                SendError::Transient(_) => {
+                SendError::Transient(_) | SendError::Unavailable(_) => {
                     format!("gave up after {attempts} failed sends; last: {error}")
                 }
             };

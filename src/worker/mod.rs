@@ -11,6 +11,7 @@
 mod batch;
 mod heartbeat;
 mod lease;
+mod mail;
 mod record;
 mod run_loop;
 mod transaction;
@@ -24,7 +25,7 @@ use crate::queue::{DeadLetterReason, Message, Queue};
 use crate::store::Store;
 use crate::telemetry as t;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::{Duration, Instant};
 use tracing::Instrument;
 
@@ -38,6 +39,8 @@ pub enum Outcome {
     Failed,
     DeadLettered,
     Invalid,
+    /// The mail service refused the session: released, no attempt counted.
+    MailUnavailable,
 }
 
 impl Outcome {
@@ -50,6 +53,7 @@ impl Outcome {
             Outcome::Failed => "failed",
             Outcome::DeadLettered => "dead_lettered",
             Outcome::Invalid => "invalid",
+            Outcome::MailUnavailable => "mail_unavailable",
         }
     }
 }
@@ -80,6 +84,12 @@ pub struct Worker {
     pub healthy: Arc<AtomicBool>,
     /// Set when handling a message failed: the database is checked before receiving more.
     store_trouble: AtomicBool,
+    /// False while the mail service refuses its session (`checks.mail` of `/readyz`), from the
+    /// first refused session until a send succeeds.
+    pub mail_up: Arc<AtomicBool>,
+    /// The receive loop's current wait between probes of a refusing mail service, in ms: also
+    /// how long a message that met the refusal stays invisible.
+    mail_wait_ms: AtomicU64,
 }
 
 impl Worker {
@@ -104,6 +114,8 @@ impl Worker {
             grace: Duration::from_secs(config.shutdown_grace_secs),
             healthy: Arc::new(AtomicBool::new(true)),
             store_trouble: AtomicBool::new(false),
+            mail_up: Arc::new(AtomicBool::new(true)),
+            mail_wait_ms: AtomicU64::new(mail::MAIL_FIRST_WAIT.as_millis() as u64),
         }
     }
 

@@ -1,7 +1,11 @@
-//! The receive loop: receiving and handling messages, backing off while unreachable, and shutdown.
+//! The receive loop: receiving and handling messages, backing off while the queue, the database
+//! or the mail service is unavailable, and shutdown.
 
+use super::mail::{MAIL_FIRST_WAIT, MAIL_MAX_WAIT};
 use super::{Outcome, Worker};
+use crate::domain::mail::SendError;
 use crate::queue::Message;
+use crate::telemetry as t;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -35,11 +39,40 @@ impl Worker {
         let mut idle = Duration::from_millis(20);
         let mut down_for = Duration::from_secs(1);
         let mut down = false;
+        let mut mail_wait = MAIL_FIRST_WAIT;
+        metrics::gauge!(t::MAIL_SERVICE_UP).set(if self.mail_is_up() { 1.0 } else { 0.0 });
         tracing::info!(queue = self.queue.kind(), mailer = self.mailer.kind(), concurrency = self.concurrency,
             mode = ?self.mode, "worker started");
         loop {
             while let Some(done) = tasks.try_join_next() {
                 joined(done);
+            }
+            // While the mail service refuses its session, receive nothing (as while the
+            // database is away): wait, probe it, and let one message through when the probe
+            // passes; the first accepted send ends the outage.
+            let mut probing = false;
+            if self.mail_is_up() {
+                if mail_wait != MAIL_FIRST_WAIT {
+                    mail_wait = MAIL_FIRST_WAIT;
+                    self.set_mail_wait(mail_wait);
+                }
+            } else {
+                tokio::select! { _ = tokio::time::sleep(mail_wait) => {}, _ = shutdown.cancelled() => break }
+                mail_wait = (mail_wait * 2).min(MAIL_MAX_WAIT);
+                self.set_mail_wait(mail_wait);
+                if !self.mail_is_up() {
+                    match tokio::time::timeout(self.send_timeout, self.mailer.probe()).await {
+                        Ok(Err(SendError::Unavailable(error))) => {
+                            self.mail_refuses(&error);
+                            continue;
+                        }
+                        Err(_) => {
+                            self.mail_refuses("no session within the send's deadline");
+                            continue;
+                        }
+                        Ok(_) => probing = true,
+                    }
+                }
             }
             let first = tokio::select! {
                 p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
@@ -52,9 +85,13 @@ impl Worker {
             } else {
                 self.concurrency
             };
-            let want = (slots.available_permits() + 1)
-                .min(most)
-                .min(self.queue.max_receive());
+            let want = if probing {
+                1
+            } else {
+                (slots.available_permits() + 1)
+                    .min(most)
+                    .min(self.queue.max_receive())
+            };
             // A message that failed on the database (not the queue) makes us check the database
             // before receiving more: with SQS the queue answers while the database is away, and
             // receiving on would only wear out the messages' receive counts.

@@ -68,6 +68,7 @@ impl Worker {
         };
         match outcome {
             TxOutcome::Sent => {
+                self.note_send(&Ok(()));
                 self.queue.ack(m).await?;
                 if let Some(data) = sent_to.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
                     self.log_sent(data, e);
@@ -85,6 +86,10 @@ impl Worker {
                 self.queue.ack(m).await?;
                 self.log_missing(e);
                 Ok(Outcome::Missing)
+            }
+            TxOutcome::Released { error } => {
+                self.note_send(&Err(error.clone()));
+                self.mail_unavailable(m, e, None, &error).await
             }
             TxOutcome::Failed { failure, error } => {
                 self.after_failure(

@@ -95,6 +95,7 @@ async fn help_lists_every_command_and_variable() {
         "PROCESSED_EVENTS_RETENTION_DAYS",
         "EMAIL_BACKEND",
         "EMAIL_FILE_DIR",
+        "AWS_ENDPOINT_URL_SESV2",
         "SMTP_URL",
         "EMAIL_FROM",
         "JWT_SECRET",

@@ -21,6 +21,7 @@ mod readme;
 mod reliability;
 mod search;
 mod services;
+mod ses;
 mod smtp;
 mod sqs;
 mod worker;

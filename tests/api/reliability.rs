@@ -424,7 +424,7 @@ async fn a_panicking_handler_is_surfaced(h: Harness) {
         .await
         .unwrap();
     let mailer = Arc::new(PanicsOnce {
-        inner: jobboard::email::from_config(&config).unwrap(),
+        inner: jobboard::email::from_config(&config).await.unwrap(),
         calls: AtomicUsize::new(0),
     });
     let worker = Arc::new(jobboard::worker::Worker::new(

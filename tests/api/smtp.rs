@@ -1,278 +1,218 @@
-//! A real SMTP server for tests: it listens on a port, speaks enough SMTP for any client, records
-//! what it accepted, and can be told to refuse the next messages (4xx or 5xx) or to answer slowly;
-//! or, for the chaos run, to refuse and stall a random share of messages.
+//! The SMTP side of the worker's promise: a mail server that refuses the *session* (its greeting,
+//! the login, every message until STARTTLS) is an outage of the mail service (CONTRACT.md §6),
+//! never a dead letter: the worker process stops sending, counts no attempt, reports itself not
+//! ready, and sends every email once when the server takes it again. The server itself, a real
+//! one for tests, is [`fixture`] (the chaos run compiles that file alone).
 
-use std::sync::{Arc, Mutex};
+mod fixture;
+pub use fixture::*;
+
+use crate::helpers::Backend;
+use crate::worker::{Harness, wait_until};
+use serde_json::{Value, json};
+use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpListener;
 
-/// One accepted message.
-#[derive(Debug, Clone)]
-pub struct Mail {
-    pub recipients: Vec<String>,
-    pub raw: String,
+/// 50 events against a server that refuses the login (535), then takes it: 0 dead letters,
+/// 50 emails, each once; `/readyz` 503 with `checks.mail` failing while refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_session_is_an_outage_not_a_dead_letter() {
+    let h = Harness::new(Backend::Postgres, "lease").await;
+    let refusal = SessionRefusal::Auth("535 5.7.8 Authentication credentials invalid".into());
+    session_outage(h, refusal, 25).await;
 }
 
-impl Mail {
-    /// A header's value (first occurrence, unfolded).
-    pub fn header(&self, name: &str) -> Option<String> {
-        let head = self.raw.split("\r\n\r\n").next().unwrap_or("");
-        let prefix = format!("{}:", name.to_ascii_lowercase());
-        let mut lines = head.split("\r\n").peekable();
-        while let Some(line) = lines.next() {
-            if line.to_ascii_lowercase().starts_with(&prefix) {
-                let mut value = line[prefix.len()..].trim().to_string();
-                while let Some(next) = lines.peek() {
-                    if next.starts_with(' ') || next.starts_with('\t') {
-                        value.push(' ');
-                        value.push_str(next.trim());
-                        lines.next();
-                    } else {
-                        break;
-                    }
-                }
-                return Some(value);
-            }
-        }
-        None
-    }
-
-    /// The body with quoted-printable soft line breaks undone.
-    pub fn text(&self) -> String {
-        let body = self
-            .raw
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b)
-            .unwrap_or("");
-        body.replace("=\r\n", "").replace("=3D", "=")
-    }
-
-    pub fn event_id(&self) -> String {
-        self.header("X-Jobboard-Event-Id").unwrap_or_default()
-    }
+/// A server that wants STARTTLS first refuses every `MAIL FROM` (530): a refused session, not
+/// a refused message, although it comes at the message's first command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_starttls_first_refusal_is_an_outage() {
+    let h = Harness::new(Backend::Postgres, "transaction").await;
+    let refusal = SessionRefusal::MailFrom("530 5.7.0 Must issue a STARTTLS command first".into());
+    session_outage(h, refusal, 2).await;
 }
 
-#[derive(Default)]
-struct State {
-    accepted: Vec<Mail>,
-    /// Refuse the next messages with this reply, one per message.
-    refusals: Vec<String>,
-    delay: Duration,
-    /// While set, every message waits (after its delay) before it is accepted.
-    held: bool,
-    /// Messages whose text contains the first part wait this much longer.
-    stall: Option<(String, Duration)>,
-    chaos: Option<Chaos>,
-    refused: usize,
-    stalled: usize,
+/// A server that greets with 554 serves no one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_greeting_is_an_outage() {
+    let h = Harness::new(Backend::Sqlite, "lease-unbatched").await;
+    let refusal = SessionRefusal::Greeting("554 5.3.2 no service here".into());
+    session_outage(h, refusal, 2).await;
 }
 
-/// Random trouble: each message is refused (451) with one probability, or stalled past the
-/// client's patience with another. A stalled message whose client hangs up before the reply is
-/// not accepted, as a real server discards a transaction that lost its client.
-#[derive(Clone, Copy, Debug)]
-pub struct Chaos {
-    pub refuse: f64,
-    pub stall: f64,
-    pub stall_for: Duration,
-}
+/// `jobs` applications, each moved twice, while the server refuses every session as `refusal`
+/// says; a worker process runs meanwhile; then the server takes sessions again.
+async fn session_outage(h: Harness, refusal: SessionRefusal, jobs: usize) {
+    h.smtp.refuse_sessions(Some(refusal));
+    let events = events(&h, jobs).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("worker.log");
+    let mut worker = spawn_worker(&h, &log);
+    let addr = worker_addr(&log).await;
+    let ready = format!("http://{addr}/readyz");
 
-#[derive(Clone)]
-pub struct SmtpServer {
-    pub port: u16,
-    state: Arc<Mutex<State>>,
-}
+    // Refused, and retried with backoff: a first refusal, then at least two more.
+    wait_until("three refused sessions", || async {
+        h.smtp.sessions_refused() >= 3
+    })
+    .await;
+    assert_eq!(dead_letters(&h).await, 0, "nothing dead-lettered");
+    let (code, body) = get(&ready).await;
+    assert_eq!(
+        code, 503,
+        "not ready while the mail service refuses: {body}"
+    );
+    assert_ne!(body["checks"]["mail"], "ok", "{body}");
+    assert!(body["checks"]["mail"].is_string(), "{body}");
+    assert_eq!(body["checks"]["database"], "ok", "{body}");
+    let metrics = text(&format!("http://{addr}/metrics")).await;
+    assert!(metrics.contains("mail_service_up 0"), "{metrics}");
+    assert!(metrics.contains("mail_session_refusals_total"), "{metrics}");
+    assert!(h.smtp.mails().is_empty());
+    assert_eq!(attempts(&h).await, 0, "no event has an attempt counted");
 
-impl SmtpServer {
-    pub async fn start() -> SmtpServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind smtp");
-        let port = listener.local_addr().unwrap().port();
-        let state: Arc<Mutex<State>> = Arc::default();
-        let s = state.clone();
-        tokio::spawn(async move {
-            while let Ok((socket, _)) = listener.accept().await {
-                let s = s.clone();
-                tokio::spawn(async move {
-                    let _ = session(socket, s).await;
-                });
-            }
-        });
-        SmtpServer { port, state }
+    h.smtp.refuse_sessions(None);
+    wait_until("every event emailed", || async {
+        h.smtp.mails().len() >= events.len()
+    })
+    .await;
+    wait_until("queue drained", || async { h.queued().await == 0 }).await;
+    wait_until("ready again", || async { get(&ready).await.0 == 200 }).await;
+    let (_, body) = get(&ready).await;
+    assert_eq!(body["checks"]["mail"], "ok", "{body}");
+    for e in &events {
+        assert_eq!(h.smtp.count_for(e), 1, "one email for {e}");
+        assert_eq!(h.processed_status(e).await.as_deref(), Some("done"));
     }
+    assert_eq!(h.smtp.mails().len(), events.len());
+    assert_eq!(dead_letters(&h).await, 0);
+    assert_eq!(attempts(&h).await, 0);
+    let metrics = text(&format!("http://{addr}/metrics")).await;
+    assert!(metrics.contains("mail_service_up 1"), "{metrics}");
 
-    pub fn url(&self) -> String {
-        format!("smtp://127.0.0.1:{}?tls=none", self.port)
-    }
-
-    /// Refuses the next `n` messages with a 451 (temporary) reply.
-    pub fn fail_next(&self, n: usize) {
-        let mut st = self.state.lock().unwrap();
-        st.refusals
-            .extend((0..n).map(|_| "451 4.3.0 try again later".to_string()));
-    }
-
-    /// Refuses the next message with a 554 (permanent) reply.
-    pub fn reject_next(&self) {
-        self.state
-            .lock()
-            .unwrap()
-            .refusals
-            .push("554 5.7.1 message rejected".to_string());
-    }
-
-    /// Waits this long before accepting each message.
-    pub fn set_delay(&self, d: Duration) {
-        self.state.lock().unwrap().delay = d;
-    }
-
-    /// Holds every message (after its delay) until [`release`](Self::release): a send that
-    /// stays in flight for as long as a test needs, without guessing how long that is.
-    pub fn hold(&self) {
-        self.state.lock().unwrap().held = true;
-    }
-
-    /// Lets held messages (and those to come) through.
-    pub fn release(&self) {
-        self.state.lock().unwrap().held = false;
-    }
-
-    /// Holds each message whose text contains `needle` this much longer before accepting it.
-    pub fn stall_matching(&self, needle: &str, d: Duration) {
-        self.state.lock().unwrap().stall = Some((needle.to_string(), d));
-    }
-
-    /// Refuses and stalls a random share of the messages from now on.
-    #[allow(dead_code)] // the chaos run's (examples/chaos.rs)
-    pub fn set_chaos(&self, chaos: Chaos) {
-        self.state.lock().unwrap().chaos = Some(chaos);
-    }
-
-    /// Messages refused and stalled by [`Chaos`] so far.
-    #[allow(dead_code)] // the chaos run's
-    pub fn troubles(&self) -> (usize, usize) {
-        let st = self.state.lock().unwrap();
-        (st.refused, st.stalled)
-    }
-
-    pub fn mails(&self) -> Vec<Mail> {
-        self.state.lock().unwrap().accepted.clone()
-    }
-
-    /// How many accepted messages carry each event id.
-    pub fn count_for(&self, event_id: &str) -> usize {
-        self.mails()
+    let pid = worker.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(15), worker.wait())
+        .await
+        .expect("stops")
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "graceful stop");
+    // One ERROR when the outage begins, one INFO when it ends.
+    let logs = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<Value> = logs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("JSON log line: {l}")))
+        .collect();
+    let with = |level: &str, words: &str| {
+        lines
             .iter()
-            .filter(|m| m.event_id() == event_id)
+            .filter(|l| l["level"] == level && l["message"].as_str().unwrap_or("").contains(words))
             .count()
-    }
+    };
+    assert_eq!(with("ERROR", "mail service refuses"), 1, "{logs}");
+    assert_eq!(with("INFO", "mail service accepts"), 1, "{logs}");
+    assert_eq!(with("ERROR", "dead-lettered"), 0, "{logs}");
 }
 
-async fn session(socket: tokio::net::TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<()> {
-    let (read, mut write) = socket.into_split();
-    let mut lines = BufReader::new(read);
-    write.write_all(b"220 fixture ESMTP ready\r\n").await?;
-    let mut recipients = Vec::new();
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if lines.read_line(&mut line).await? == 0 {
-            return Ok(());
-        }
-        let cmd = line.trim_end().to_ascii_uppercase();
-        if cmd.starts_with("EHLO") {
-            write
-                .write_all(b"250-fixture\r\n250-8BITMIME\r\n250 SMTPUTF8\r\n")
-                .await?;
-        } else if cmd.starts_with("HELO") || cmd.starts_with("NOOP") {
-            write.write_all(b"250 ok\r\n").await?;
-        } else if cmd.starts_with("MAIL FROM") {
-            recipients.clear();
-            write.write_all(b"250 ok\r\n").await?;
-        } else if cmd.starts_with("RCPT TO") {
-            recipients.push(line.trim_end()[8..].trim().to_string());
-            write.write_all(b"250 ok\r\n").await?;
-        } else if cmd == "DATA" {
-            write.write_all(b"354 end with <CRLF>.<CRLF>\r\n").await?;
-            let mut raw = String::new();
-            loop {
-                line.clear();
-                if lines.read_line(&mut line).await? == 0 {
-                    return Ok(());
-                }
-                if line == ".\r\n" || line == ".\n" {
-                    break;
-                }
-                let l = line.strip_prefix('.').unwrap_or(&line);
-                raw.push_str(l);
-            }
-            let (refusal, delay, hang) = {
-                let mut st = state.lock().unwrap();
-                let mut refusal = if st.refusals.is_empty() {
-                    None
-                } else {
-                    Some(st.refusals.remove(0))
-                };
-                let stall = match &st.stall {
-                    Some((needle, d)) if raw.contains(needle.as_str()) => *d,
-                    _ => Duration::ZERO,
-                };
-                let mut hang = None;
-                if let (None, Some(chaos)) = (&refusal, st.chaos) {
-                    let roll: f64 = rand::random();
-                    if roll < chaos.refuse {
-                        st.refused += 1;
-                        refusal = Some("451 4.3.0 chaos: try again later".to_string());
-                    } else if roll < chaos.refuse + chaos.stall {
-                        st.stalled += 1;
-                        hang = Some(chaos.stall_for);
-                    }
-                }
-                (refusal, st.delay + stall, hang)
-            };
-            if let Some(reply) = refusal {
-                write.write_all(format!("{reply}\r\n").as_bytes()).await?;
-                continue;
-            }
-            tokio::time::sleep(delay).await;
-            while state.lock().unwrap().held {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            if let Some(hang) = hang {
-                // Accepted only if the client is still there when the stall ends.
-                line.clear();
-                match tokio::time::timeout(hang, lines.read_line(&mut line)).await {
-                    Err(_) => {}
-                    Ok(_) => return Ok(()),
-                }
-            }
-            // Recorded before the reply goes out, so a client that has its 250 always finds
-            // the mail here; taken back if the reply cannot be sent (the client is gone).
-            let mail = Mail {
-                recipients: recipients.clone(),
-                raw: raw.replace("\r\n", "\n").replace('\n', "\r\n"),
-            };
-            let kept = mail.raw.clone();
-            state.lock().unwrap().accepted.push(mail);
-            let sent = async {
-                write.write_all(b"250 2.0.0 queued\r\n").await?;
-                write.flush().await
-            };
-            if let Err(e) = sent.await {
-                let mut st = state.lock().unwrap();
-                if let Some(i) = st.accepted.iter().rposition(|m| m.raw == kept) {
-                    st.accepted.remove(i);
-                }
-                return Err(e);
-            }
-        } else if cmd.starts_with("RSET") {
-            recipients.clear();
-            write.write_all(b"250 ok\r\n").await?;
-        } else if cmd.starts_with("QUIT") {
-            write.write_all(b"221 bye\r\n").await?;
-            return Ok(());
-        } else {
-            write.write_all(b"502 command not implemented\r\n").await?;
+/// One candidate applies to `jobs` jobs, and each application moves twice: `2 × jobs` events.
+async fn events(h: &Harness, jobs: usize) -> Vec<String> {
+    let employer = h.app.user("employer").await;
+    let company = h.app.company(&employer, "Acme").await;
+    let candidate = h.app.user("candidate").await;
+    let mut events = Vec::new();
+    for _ in 0..jobs {
+        let job = h.app.job(&employer, company, json!({})).await["id"]
+            .as_i64()
+            .unwrap();
+        let application = h.app.apply(&candidate, job).await["id"].as_i64().unwrap();
+        for status in ["reviewing", "interview"] {
+            h.app
+                .patch(
+                    &format!("/api/applications/{application}"),
+                    Some(&employer.token),
+                    json!({"status": status}),
+                )
+                .await
+                .expect(200);
+            events.push(h.last_event_id(application).await);
         }
     }
+    h.publish().await;
+    events
+}
+
+/// `jobboard worker` on the test's database and SMTP server, logging in with credentials, its
+/// log (JSON lines) in `log`.
+fn spawn_worker(h: &Harness, log: &std::path::Path) -> tokio::process::Child {
+    let (mode, batch) = match h.mode {
+        "lease-unbatched" => ("lease", "false"),
+        mode => (mode, "true"),
+    };
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_jobboard"))
+        .arg("worker")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", &h.app.database_url)
+        .env("LOG_FORMAT", "json")
+        .env("EMAIL_BACKEND", "smtp")
+        .env(
+            "SMTP_URL",
+            format!("smtp://jobs:s3cret@127.0.0.1:{}?tls=none", h.smtp.port),
+        )
+        .env("EMAIL_FROM", "jobs@jobboard.example")
+        .env("WORKER_HTTP_ADDR", "127.0.0.1:0")
+        .env("CLAIM_MODE", mode)
+        .env("WORKER_BATCH", batch)
+        .env("VISIBILITY_TIMEOUT_SECS", "4")
+        .env("EMAIL_SEND_TIMEOUT_SECS", "2")
+        .env("MAX_ATTEMPTS", "3")
+        .env("SHUTDOWN_GRACE_SECS", "5")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn worker")
+}
+
+/// The worker's health and metrics address, from its start-up log line.
+async fn worker_addr(log: &std::path::Path) -> String {
+    let marker = "worker health and metrics on http://";
+    for _ in 0..400 {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(at) = text.find(marker) {
+            let rest = &text[at + marker.len()..];
+            return rest
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+                .collect();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "the worker never said where it listens: {}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+}
+
+async fn get(url: &str) -> (u16, Value) {
+    let r = reqwest::get(url).await.expect("reachable");
+    let code = r.status().as_u16();
+    (code, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn text(url: &str) -> String {
+    reqwest::get(url).await.unwrap().text().await.unwrap()
+}
+
+async fn dead_letters(h: &Harness) -> i64 {
+    h.app.scalar_i64("SELECT COUNT(*) FROM dead_letters").await
+}
+
+/// Events with a failed send counted.
+async fn attempts(h: &Harness) -> i64 {
+    h.app
+        .scalar_i64("SELECT COUNT(*) FROM processed_events WHERE attempts > 0")
+        .await
 }

@@ -1,5 +1,6 @@
 //! Event processing: claims with leases (one and many at once), failures counted up to a dead
-//! letter, redrive and purge, the transaction mode, the email's data, and retention.
+//! letter, claims released with nothing counted (the mail service refused the session), redrive
+//! and purge, the transaction mode, the email's data, and retention.
 
 use crate::harness::*;
 use futures::FutureExt;
@@ -20,6 +21,7 @@ crate::each_backend!(
     a_vanished_transaction_holder_is_reclaimed,
     email_data_follows_the_application,
     finished_records_are_deleted_in_batches,
+    a_released_claim_counts_no_attempt,
 );
 
 const LEASE: i64 = 60_000;
@@ -677,4 +679,67 @@ async fn abandon_mid_send(store: &Arc<dyn Store>, event_id: &str, application_id
     )
     .await;
     assert!(abandoned.is_err(), "the send was abandoned");
+}
+
+/// The mail service refused the session: the claim is released, in either mode, with its
+/// attempts as they were and the reason noted, and claimable again at once.
+async fn a_released_claim_counts_no_attempt(store: Arc<dyn Store>) {
+    let (lease, ..) = claim(&store, "ev").await;
+    store
+        .fail_claim("ev", &lease, "451 later", 5, false)
+        .await
+        .unwrap()
+        .expect("our lease");
+    let (lease, ..) = claim(&store, "ev").await;
+    let refused = "mail service unavailable: 535 credentials refused";
+    assert!(
+        !store
+            .release_claim("ev", Some("not-ours"), refused)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store.release_claim("ev", None, refused).await.unwrap(),
+        "a lease is not a transaction's mark"
+    );
+    assert!(
+        store
+            .release_claim("ev", Some(&lease), refused)
+            .await
+            .unwrap()
+    );
+    let (lease, reclaimed, attempts) = claim(&store, "ev").await;
+    assert_eq!((reclaimed, attempts), (false, 1), "nothing more counted");
+    assert!(
+        store
+            .finish_claim("ev", &lease, Finished::Done)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .release_claim("ev", Some(&lease), refused)
+            .await
+            .unwrap(),
+        "a finished claim stays finished"
+    );
+
+    // Transaction mode: the mark goes back to pending, nothing counted, not a takeover.
+    let s = scenario(&store).await;
+    let ev = status_event(&store, &s, ApplicationStatus::Reviewing).await;
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let error = SendError::Unavailable("535 credentials refused".into());
+    let out = store
+        .process_in_transaction(&ev, s.application.id, 3, sender(&calls, Err(error.clone())))
+        .await
+        .unwrap();
+    assert_eq!(out, TxOutcome::Released { error });
+    let (lease, reclaimed, attempts) = claim(&store, &ev).await;
+    assert_eq!((reclaimed, attempts), (false, 0));
+    assert!(
+        store
+            .finish_claim(&ev, &lease, Finished::Done)
+            .await
+            .unwrap()
+    );
 }

@@ -355,6 +355,21 @@ impl EventStore for S {
         .await
     }
 
+    async fn release_claim(
+        &self,
+        event_id: &str,
+        lease_id: Option<&str>,
+        error: &str,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(sql::CLAIM_RELEASE)
+            .bind(event_id)
+            .bind(error)
+            .bind(lease_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     async fn process_in_transaction(
         &self,
         event_id: &str,
@@ -440,6 +455,12 @@ impl EventStore for S {
             Err(error) => error,
         };
         tx.rollback().await?;
+        if let SendError::Unavailable(_) = &error {
+            // Not this message's failure: the mark goes back to pending, nothing counted.
+            self.release_claim(event_id, None, &error.to_string())
+                .await?;
+            return Ok(TxOutcome::Released { error });
+        }
         let dead = matches!(error, SendError::Permanent(_)) || max_attempts <= 1;
         let mut tx = self.begin_write().await?;
         sqlx::query(sql::CLAIM_FOR_FAILURE)

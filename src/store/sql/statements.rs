@@ -246,6 +246,14 @@ pub const CLAIM_FAIL_UNLEASED: &str = concatcp!(
     " AND lease_id IS NULL",
     CLAIM_FAIL_RETURNING
 );
+/// Releases the claim held under lease `$3` (or, with `$3` NULL, a transaction-mode mark) with
+/// no attempt counted: the mail service refused the session, not the message.
+pub const CLAIM_RELEASE: &str = concatcp!(
+    "UPDATE processed_events SET status = 'pending', lease_id = NULL, locked_until = NULL, \
+     last_error = $2, updated_at = ",
+    NOW,
+    " WHERE event_id = $1 AND status = 'in_progress' AND lease_id IS NOT DISTINCT FROM $3"
+);
 pub const CLAIM_STATUS: &str = "SELECT status FROM processed_events WHERE event_id = $1";
 /// Transaction mode's claim: a new row, a pending one (released by an earlier failure), or one
 /// whose lease (a `lease`-mode worker's) has expired; never a live lease.

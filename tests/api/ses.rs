@@ -1,0 +1,200 @@
+//! `EMAIL_BACKEND=ses` against the SES v2 API of the AWS test server (moto, the same server as the
+//! SQS tests, in `AWS_ENDPOINT_URL`): the message goes out raw with our headers, exactly once; an
+//! unverified sender is a dead letter with SES's reason; an endpoint that stops answering is an
+//! outage of the mail service (nothing counted, `/readyz` 503) that ends when it is back.
+//!
+//! moto keeps every message it accepted and shows them at `GET /moto-api/data.json`, under
+//! `ses.RawMessage` (`raw_data`: the message as sent). It cannot be made to throttle, so
+//! throttling's classification is a unit test on the SDK's error type (`src/email/ses.rs`).
+
+use crate::helpers::*;
+use crate::worker::{Harness, wait_until};
+use jobboard::worker::Outcome;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// The sender's domain, verified on the test server by [`verify_sender`].
+const FROM: &str = "jobs@ses.jobboard.example";
+
+fn endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL").expect(
+        "the EMAIL_BACKEND=ses tests need the AWS test server in AWS_ENDPOINT_URL; scripts/test starts one",
+    )
+}
+
+/// Verifies the sender's domain on the test server (SES v2 `CreateEmailIdentity`).
+async fn verify_sender() {
+    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let client = aws_sdk_sesv2::Client::new(&config);
+    let domain = FROM.split_once('@').unwrap().1;
+    if let Err(e) = client
+        .create_email_identity()
+        .email_identity(domain)
+        .send()
+        .await
+    {
+        // A second run on the same server finds it there already.
+        let text = format!("{}", aws_sdk_sesv2::error::DisplayErrorContext(&e));
+        assert!(text.contains("AlreadyExists"), "verify {domain}: {text}");
+    }
+}
+
+/// The raw messages the test server accepted that carry `X-Jobboard-Event-Id: event_id`.
+async fn sent(event_id: &str) -> Vec<String> {
+    let data: Value = reqwest::get(format!("{}/moto-api/data.json", endpoint()))
+        .await
+        .expect("the test server answers")
+        .json()
+        .await
+        .unwrap();
+    let header = format!("X-Jobboard-Event-Id: {event_id}\r\n");
+    data["ses"]["RawMessage"]
+        .as_array()
+        .map(|all| {
+            all.iter()
+                .filter_map(|m| m["raw_data"].as_str())
+                .filter(|raw| raw.contains(&header))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn ses_worker(h: &Harness, extra: &[(&str, &str)]) -> jobboard::worker::Worker {
+    let mut vars = vec![("EMAIL_BACKEND", "ses"), ("EMAIL_FROM", FROM)];
+    vars.extend_from_slice(extra);
+    h.worker_with(&vars).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ses_sends_the_raw_message_once_with_our_headers() {
+    verify_sender().await;
+    let h = Harness::new(Backend::Postgres, "lease").await;
+    let (s, event_id) = h.status_change().await;
+    let worker = ses_worker(&h, &[]).await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    // A copy of the message finds the event processed.
+    h.duplicate(&event_id, s.application_id).await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::Duplicate]
+    );
+    let sent = sent(&event_id).await;
+    assert_eq!(sent.len(), 1, "exactly one message: {sent:?}");
+    let raw = &sent[0];
+    assert!(
+        raw.contains(&format!(
+            "Message-ID: <{event_id}@ses.jobboard.example>\r\n"
+        )),
+        "{raw}"
+    );
+    assert!(
+        raw.contains("Subject: Update on your application for Backend Engineer at Acme"),
+        "{raw}"
+    );
+    assert!(raw.contains(&s.candidate.email), "{raw}");
+    assert!(
+        raw.replace("=\r\n", "")
+            .contains("from submitted to reviewing"),
+        "{raw}"
+    );
+    assert_eq!(h.processed_status(&event_id).await.as_deref(), Some("done"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ses_unverified_sender_is_a_dead_letter_with_the_reason() {
+    let h = Harness::new(Backend::Sqlite, "lease").await;
+    let (_, event_id) = h.status_change().await;
+    let unverified = format!("jobs@{}.example", unique("unverified"));
+    let worker = ses_worker(&h, &[("EMAIL_FROM", unverified.as_str())]).await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::DeadLettered]
+    );
+    let dead = worker.queue().dead_letters().await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].event_id.as_deref(), Some(event_id.as_str()));
+    let reason = &dead[0].reason;
+    assert!(
+        reason.starts_with("rejected by the mail server:"),
+        "{reason}"
+    );
+    assert!(reason.contains("MessageRejected"), "{reason}");
+    assert!(!reason.contains(&unverified), "addresses masked: {reason}");
+    assert!(sent(&event_id).await.is_empty());
+}
+
+/// The SES endpoint (behind a proxy, through `AWS_ENDPOINT_URL_SESV2`) stops answering: the
+/// worker counts no attempt, dead-letters nothing and is not ready; when it is back, the email
+/// goes out once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ses_stopped_endpoint_is_an_outage_then_recovers() {
+    verify_sender().await;
+    let h = Harness::new(Backend::Postgres, "lease").await;
+    let moto = url::Url::parse(&endpoint()).unwrap();
+    let proxy = crate::proxy::TcpProxy::start(&format!(
+        "{}:{}",
+        moto.host_str().unwrap(),
+        moto.port_or_known_default().unwrap()
+    ))
+    .await;
+    let through = format!("http://127.0.0.1:{}", proxy.port);
+    let worker = Arc::new(
+        ses_worker(
+            &h,
+            &[
+                ("AWS_ENDPOINT_URL_SESV2", through.as_str()),
+                ("EMAIL_SEND_TIMEOUT_SECS", "2"),
+            ],
+        )
+        .await,
+    );
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let router = jobboard::http::ops::worker_router(
+        jobboard::http::ops::WorkerState::new(
+            h.app.state.store.clone(),
+            worker.queue().clone(),
+            worker.healthy.clone(),
+            shutdown.clone(),
+        )
+        .with_mail(worker.mail_up.clone()),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ready = format!("http://{}/readyz", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let running = tokio::spawn(worker.clone().run(shutdown.clone()));
+
+    proxy.cut();
+    let (_, event_id) = h.status_change().await;
+    wait_until("the worker sees the outage", || async {
+        !worker.mail_is_up()
+    })
+    .await;
+    let r = reqwest::get(&ready).await.unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["checks"]["mail"], "refused", "{body}");
+    // A few more tries with backoff, none of them counted.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert_eq!(h.attempts(&event_id).await, 0, "no attempt counted");
+    assert!(worker.queue().dead_letters().await.unwrap().is_empty());
+    assert!(sent(&event_id).await.is_empty());
+
+    proxy.restore();
+    wait_until("sent after the outage", || async {
+        !sent(&event_id).await.is_empty()
+    })
+    .await;
+    wait_until("ready again", || async {
+        reqwest::get(&ready).await.unwrap().status().as_u16() == 200
+    })
+    .await;
+    wait_until("recorded", || async {
+        h.processed_status(&event_id).await.as_deref() == Some("done")
+    })
+    .await;
+    shutdown.cancel();
+    assert!(running.await.unwrap(), "clean stop");
+    assert_eq!(sent(&event_id).await.len(), 1);
+    assert_eq!(h.attempts(&event_id).await, 0);
+}
