@@ -1,7 +1,7 @@
 //! Accounts: register, log in (token), the caller's own account.
 
 use super::error::{ApiError, ApiResult, FieldErrors};
-use super::extract::{AuthUser, Body, JsonBody, client_addr};
+use super::extract::{AuthUser, Body, JsonBody, MaybeUser, client_addr};
 use super::idempotency::Idempotent;
 use crate::auth;
 use crate::domain::values::{Email, NewPassword};
@@ -231,6 +231,8 @@ impl Drop for Running {
               (status = 422, body = super::openapi::Problem), (status = 429, body = super::openapi::Problem)))]
 async fn register(
     State(st): State<AppState>,
+    // A bad token is 401 here too (CONTRACT.md §4): the caller is checked first, then unused.
+    _caller: MaybeUser,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
     body: Body,
 ) -> ApiResult<(StatusCode, Json<UserOut>)> {
@@ -274,6 +276,8 @@ async fn register(
               (status = 429, description = "too many failures; see Retry-After", body = super::openapi::Problem)))]
 async fn token(
     State(st): State<AppState>,
+    // A bad token is 401 here too (CONTRACT.md §4): the caller is checked first, then unused.
+    _caller: MaybeUser,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
     body: Body,
 ) -> ApiResult<Json<TokenOut>> {
