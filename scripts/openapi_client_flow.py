@@ -11,6 +11,7 @@ import sys
 import typing
 import uuid
 
+import attrs
 from jobboard_client import AuthenticatedClient, Client
 from jobboard_client.api.accounts import create_token, register
 from jobboard_client.api.applications import (
@@ -59,8 +60,9 @@ def expect(response, status, kind):
 
 def no_unset(model):
     """Every field of a response model is present (optional ones as null), never `Unset`."""
-    for name, value in vars(model).items():
-        assert not isinstance(value, Unset), f"{type(model).__name__}.{name} may be missing"
+    for field in attrs.fields(type(model)):
+        value = getattr(model, field.name)
+        assert not isinstance(value, Unset), f"{type(model).__name__}.{field.name} may be missing"
 
 
 def account(anonymous, role):
@@ -144,10 +146,10 @@ def main():
     )
     assert moved.status == ApplicationStatus.REVIEWING
 
-    # A malformed Idempotency-Key is a documented 400, parsed as a problem.
+    # A malformed Idempotency-Key (over 255 characters) is a documented 400, parsed as a problem.
     refused = expect(
         withdraw_application.sync_detailed(
-            application.id, client=candidate, idempotency_key=" "
+            application.id, client=candidate, idempotency_key="k" * 256
         ),
         400,
         Problem,

@@ -28,18 +28,26 @@ pub struct JobList {
     pub total_exact: bool,
 }
 
+/// Whether a search page came from the cache (`X-Cache`).
+#[derive(ToSchema)]
+#[allow(clippy::upper_case_acronyms, dead_code)]
+pub enum CacheResult {
+    HIT,
+    MISS,
+}
+
 /// Search open jobs, newest first. Every word of `q` must match a whole word of the title,
 /// description or company name (singular and plural alike); `q` is never query syntax.
-#[utoipa::path(get, path = "/api/jobs", tag = "jobs",
+#[utoipa::path(get, operation_id = "search_jobs", path = "/api/jobs", tag = "jobs", security((), ("bearer" = [])),
     params(
         ("q" = Option<String>, Query, description = "words that must all match"),
         ("location" = Option<String>, Query, description = "case-insensitive substring of the location"),
         ("remote" = Option<bool>, Query),
-        ("company_id" = Option<i64>, Query),
-        ("salary_min" = Option<i64>, Query, description = "keeps jobs whose salary_max is at least this, or unknown"),
-        ("employment_type" = Option<String>, Query),
-        ("page" = Option<i64>, Query), ("page_size" = Option<i64>, Query)),
-    responses((status = 200, body = JobList, headers(("X-Cache" = String, description = "HIT or MISS"))),
+        ("company_id" = Option<i64>, Query, minimum = 1),
+        ("salary_min" = Option<i64>, Query, minimum = 0, maximum = 1000000000, description = "keeps jobs whose salary_max is at least this, or unknown"),
+        ("employment_type" = Option<EmploymentType>, Query),
+        ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "from 1"), ("page_size" = Option<i64>, Query, minimum = 1, maximum = 100, description = "default 20")),
+    responses((status = 200, body = JobList, headers(("X-Cache" = CacheResult, description = "whether the page came from the search cache"))),
               (status = 422, body = Problem)))]
 pub(super) async fn search_jobs(
     State(st): State<AppState>,
