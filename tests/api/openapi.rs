@@ -253,8 +253,8 @@ fn unprovoked(method: &str, path: &str, status: u16) -> bool {
 }
 
 /// Enumerated inputs: (method, path, `query` or `body`, name, the values the API accepts). The
-/// document must type each by an enum schema with exactly these values, and (for query
-/// parameters) the walk sends each value and one outside them.
+/// document must type each by an enum schema with exactly these values, and the walk sends a
+/// value outside them (422) and, for query parameters, each of them.
 fn enum_inputs() -> Vec<(
     &'static str,
     &'static str,
@@ -797,6 +797,25 @@ fn variants(
         });
     }
     let enums = enum_inputs();
+    let method_name = method.as_str().to_lowercase();
+    // An enumerated body field outside its values is 422.
+    let base_body = body
+        .as_deref()
+        .and_then(|b| serde_json::from_str::<Value>(b).ok());
+    for (.., name, _) in enums
+        .iter()
+        .filter(|(m, p, loc, ..)| *m == method_name && *p == doc_path && *loc == "body")
+    {
+        if let Some(Value::Object(mut fields)) = base_body.clone() {
+            fields.insert(name.to_string(), json!("no_such_value"));
+            out.push(Request {
+                what: format!("body {name}=no_such_value"),
+                body: Some(Value::Object(fields).to_string()),
+                want: Some(422),
+                ..template()
+            });
+        }
+    }
     for p in op["parameters"].as_array().into_iter().flatten() {
         let p = resolve(doc, p);
         if p["in"] != "query" {
