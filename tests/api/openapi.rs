@@ -9,10 +9,11 @@
 //!   operation, and each documented status must be seen (but for the few in `UNPROVOKED`);
 //! - the rules a generator relies on: unique operationIds, `security` on every operation, a
 //!   server, a license, every field of a response required (optional ones are present as
-//!   `null`), enumerated inputs typed by their enum (`ENUM_INPUTS`), ranges on integer query
+//!   `null`), enumerated inputs typed by their enum (`enum_inputs()`), ranges on integer query
 //!   parameters.
 //!
-//! A new route needs a row in `table()`; a new enumerated input a row in `ENUM_INPUTS`; a new
+//! A new route needs a row in `table()`; a new enumerated input a row in `enum_inputs()` (a new
+//! string query parameter is refused until it is in `enum_inputs()` or `FREE_TEXT_QUERY`); a new
 //! integer query parameter its range in its annotation. Both tests say what is missing.
 
 use crate::helpers::*;
@@ -295,6 +296,11 @@ fn enum_inputs() -> Vec<(
     ]
 }
 
+/// The query parameters that take free text; any other string query parameter must be an
+/// enumerated input (a row of `enum_inputs()`), so a new one cannot slip in as a plain string.
+const FREE_TEXT_QUERY: &[(&str, &str, &str)] =
+    &[("get", "/api/jobs", "q"), ("get", "/api/jobs", "location")];
+
 /// The headers a client reads whose presence must be documented where they are sent.
 const NOTABLE_HEADERS: &[&str] = &["retry-after", "idempotent-replayed", "x-cache"];
 
@@ -458,7 +464,39 @@ fn the_document_keeps_the_rules_generators_rely_on() {
         }
     }
 
-    for (method, path, location, name, values) in enum_inputs() {
+    let enums = enum_inputs();
+    for (method, path, op) in operations(&doc) {
+        for p in op["parameters"].as_array().into_iter().flatten() {
+            let p = resolve(&doc, p);
+            let name = p["name"].as_str().unwrap_or("");
+            let schema = resolve(&doc, &p["schema"]);
+            let is_string = schema["type"] == "string"
+                || schema["type"]
+                    .as_array()
+                    .is_some_and(|t| t.contains(&json!("string")));
+            let listed = |(m, pp, loc, n): (&str, &str, &str, &str)| {
+                m == method && pp == path && loc == "query" && n == name
+            };
+            if p["in"] == "query"
+                && is_string
+                && !FREE_TEXT_QUERY
+                    .iter()
+                    .any(|(m, pp, n)| listed((m, pp, "query", n)))
+                && !enums
+                    .iter()
+                    .any(|(m, pp, loc, n, _)| listed((m, pp, loc, n)))
+            {
+                wrong.push(format!(
+                    "{} {path}: query parameter `{name}` is a plain string; an enumerated one \
+                     needs its enum schema and a row in enum_inputs(), free text a row in \
+                     FREE_TEXT_QUERY",
+                    method.to_uppercase()
+                ));
+            }
+        }
+    }
+
+    for (method, path, location, name, values) in enums {
         let op = &doc["paths"][path][method];
         let schema = if location == "query" {
             param(&doc, op, "query", name).map(|p| p["schema"].clone())
