@@ -1,7 +1,7 @@
 //! Accounts: register, log in (token), the caller's own account.
 
 use super::error::{ApiError, ApiResult, FieldErrors};
-use super::extract::{AuthUser, Body, JsonBody, client_addr};
+use super::extract::{AuthUser, Body, JsonBody, MaybeUser, client_addr};
 use super::idempotency::Idempotent;
 use crate::auth;
 use crate::domain::values::{Email, NewPassword};
@@ -57,7 +57,7 @@ pub struct RegisterIn {
     pub email: String,
     pub password: String,
     pub name: String,
-    /// `candidate` or `employer`.
+    #[schema(value_type = Role)]
     pub role: String,
 }
 
@@ -226,11 +226,13 @@ impl Drop for Running {
 }
 
 /// Register a candidate or employer account.
-#[utoipa::path(post, path = "/api/auth/register", tag = "accounts", request_body = RegisterIn,
+#[utoipa::path(post, operation_id = "register", path = "/api/auth/register", tag = "accounts", request_body = RegisterIn,
     responses((status = 201, body = UserOut), (status = 409, description = "email already registered", body = super::openapi::Problem),
               (status = 422, body = super::openapi::Problem), (status = 429, body = super::openapi::Problem)))]
 async fn register(
     State(st): State<AppState>,
+    // A bad token is 401 here too (CONTRACT.md §4): the caller is checked first, then unused.
+    _caller: MaybeUser,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
     body: Body,
 ) -> ApiResult<(StatusCode, Json<UserOut>)> {
@@ -269,11 +271,13 @@ async fn register(
 }
 
 /// Exchange email and password for an access token.
-#[utoipa::path(post, path = "/api/auth/token", tag = "accounts", request_body = TokenIn,
+#[utoipa::path(post, operation_id = "create_token", path = "/api/auth/token", tag = "accounts", request_body = TokenIn,
     responses((status = 200, body = TokenOut), (status = 401, body = super::openapi::Problem), (status = 422, description = "email or password missing", body = super::openapi::Problem),
               (status = 429, description = "too many failures; see Retry-After", body = super::openapi::Problem)))]
 async fn token(
     State(st): State<AppState>,
+    // A bad token is 401 here too (CONTRACT.md §4): the caller is checked first, then unused.
+    _caller: MaybeUser,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
     body: Body,
 ) -> ApiResult<Json<TokenOut>> {
@@ -311,14 +315,14 @@ async fn token(
 }
 
 /// The caller's account.
-#[utoipa::path(get, path = "/api/me", tag = "accounts", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "get_me", path = "/api/me", tag = "accounts", security(("bearer" = [])),
     responses((status = 200, body = UserOut), (status = 401, body = super::openapi::Problem)))]
 async fn me(user: AuthUser) -> Json<UserOut> {
     Json(user.0.into())
 }
 
 /// Change the caller's password; every earlier token stops working.
-#[utoipa::path(post, path = "/api/me/password", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "accounts", security(("bearer" = [])), request_body = PasswordIn,
+#[utoipa::path(post, operation_id = "change_password", path = "/api/me/password", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "accounts", security(("bearer" = [])), request_body = PasswordIn,
     responses((status = 204), (status = 401, body = super::openapi::Problem), (status = 422, body = super::openapi::Problem),
               (status = 429, description = "too many wrong current passwords; see Retry-After", body = super::openapi::Problem)))]
 async fn change_password(
@@ -357,7 +361,7 @@ async fn change_password(
 }
 
 /// Delete the caller's account with their applications.
-#[utoipa::path(delete, path = "/api/me", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "accounts", security(("bearer" = [])),
+#[utoipa::path(delete, operation_id = "delete_me", path = "/api/me", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "accounts", security(("bearer" = [])),
     responses((status = 204), (status = 401, body = super::openapi::Problem)))]
 async fn delete_me(
     State(st): State<AppState>,

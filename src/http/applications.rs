@@ -48,6 +48,7 @@ pub struct ApplicationOut {
     pub job: JobRef,
     pub candidate: CandidateRef,
     pub status: ApplicationStatus,
+    #[schema(required = true)]
     pub cover_letter: Option<String>,
     #[serde(with = "crate::timefmt")]
     pub created_at: DateTime<Utc>,
@@ -90,11 +91,14 @@ pub struct ApplicationList {
 
 #[derive(Serialize, ToSchema)]
 pub struct HistoryOut {
+    /// `null` for the application itself.
+    #[schema(required = true)]
     pub old_status: Option<ApplicationStatus>,
     pub new_status: ApplicationStatus,
     /// The id of the user who made the change.
     pub changed_by: i64,
     /// The id of the event this change emitted; `null` for the application itself.
+    #[schema(required = true)]
     pub event_id: Option<String>,
     #[serde(with = "crate::timefmt")]
     pub at: DateTime<Utc>,
@@ -125,7 +129,9 @@ impl JsonBody for ApplyIn {
 
 #[derive(Deserialize, ToSchema)]
 pub struct StatusIn {
-    /// The new status: `reviewing`, `interview`, `offered`, `hired` or `rejected`.
+    /// The new status: `reviewing`, `interview`, `offered`, `hired` or `rejected` (any other
+    /// is a 409 that names the allowed moves).
+    #[schema(value_type = ApplicationStatus)]
     pub status: String,
 }
 
@@ -149,7 +155,7 @@ async fn visible(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<Applicati
 
 /// Apply to an open job (candidates). Once per job: a second application is 409, even when
 /// concurrent, until the first is deleted.
-#[utoipa::path(post, path = "/api/jobs/{id}/applications", tag = "applications", security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "apply_to_job", path = "/api/jobs/{id}/applications", tag = "applications", security(("bearer" = [])),
     params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)), request_body = ApplyIn,
     responses((status = 201, body = ApplicationOut), (status = 403, body = Problem), (status = 404, body = Problem),
               (status = 409, description = "already-applied or job-closed", body = Problem), (status = 422, body = Problem)))]
@@ -187,8 +193,8 @@ async fn apply(
 }
 
 /// A candidate's own applications, or an employer's: those to their companies' jobs.
-#[utoipa::path(get, path = "/api/applications", tag = "applications", security(("bearer" = [])),
-    params(("job_id" = Option<i64>, Query), ("status" = Option<String>, Query), ("page" = Option<i64>, Query), ("page_size" = Option<i64>, Query)),
+#[utoipa::path(get, operation_id = "list_applications", path = "/api/applications", tag = "applications", security(("bearer" = [])),
+    params(("job_id" = Option<i64>, Query), ("status" = Option<ApplicationStatus>, Query), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "from 1"), ("page_size" = Option<i64>, Query, minimum = 1, maximum = 100, description = "default 20")),
     responses((status = 200, body = ApplicationList), (status = 422, body = Problem)))]
 async fn list(
     State(st): State<AppState>,
@@ -223,7 +229,7 @@ async fn list(
 }
 
 /// One application (its candidate and the company's members).
-#[utoipa::path(get, path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("id" = i64, Path)),
+#[utoipa::path(get, operation_id = "get_application", path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("id" = i64, Path)),
     responses((status = 200, body = ApplicationOut), (status = 404, body = Problem)))]
 async fn show(
     State(st): State<AppState>,
@@ -236,7 +242,7 @@ async fn show(
 /// Move an application through the workflow (company members). Each move emits one
 /// `application.status_changed` event; setting the current (non-final) status again changes
 /// nothing, and a final status refuses every move, itself included.
-#[utoipa::path(patch, path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
+#[utoipa::path(patch, operation_id = "change_application_status", path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     request_body = StatusIn,
     responses((status = 200, body = ApplicationOut), (status = 403, body = Problem), (status = 404, body = Problem),
               (status = 409, description = "invalid-transition; the detail names the allowed moves", body = Problem),
@@ -269,7 +275,7 @@ async fn change_status(
 }
 
 /// Withdraw one's own application (candidates); the candidate is emailed a confirmation.
-#[utoipa::path(post, path = "/api/applications/{id}/withdraw", tag = "applications", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
+#[utoipa::path(post, operation_id = "withdraw_application", path = "/api/applications/{id}/withdraw", tag = "applications", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     responses((status = 200, body = ApplicationOut), (status = 403, body = Problem), (status = 404, body = Problem),
               (status = 409, description = "the application is final", body = Problem)))]
 async fn withdraw(
@@ -300,7 +306,7 @@ async fn withdraw(
 }
 
 /// Delete one's own application and its history (candidates); one may then apply again.
-#[utoipa::path(delete, path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
+#[utoipa::path(delete, operation_id = "delete_application", path = "/api/applications/{id}", tag = "applications", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     responses((status = 204), (status = 403, body = Problem), (status = 404, body = Problem)))]
 async fn remove(
     State(st): State<AppState>,
@@ -316,7 +322,7 @@ async fn remove(
 }
 
 /// The application's status history, oldest first.
-#[utoipa::path(get, path = "/api/applications/{id}/history", tag = "applications", security(("bearer" = [])), params(("id" = i64, Path)),
+#[utoipa::path(get, operation_id = "get_application_history", path = "/api/applications/{id}/history", tag = "applications", security(("bearer" = [])), params(("id" = i64, Path)),
     responses((status = 200, body = Vec<HistoryOut>), (status = 404, body = Problem)))]
 async fn history(
     State(st): State<AppState>,

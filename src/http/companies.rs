@@ -34,7 +34,9 @@ pub fn router() -> Router<AppState> {
 pub struct CompanyOut {
     pub id: i64,
     pub name: String,
+    #[schema(required = true)]
     pub website: Option<String>,
+    #[schema(required = true)]
     pub description: Option<String>,
     #[serde(with = "crate::timefmt")]
     pub created_at: DateTime<Utc>,
@@ -152,7 +154,7 @@ pub async fn member_company(st: &AppState, user: &AuthUser, id: i64) -> ApiResul
 }
 
 /// Create a company; the caller becomes its first member.
-#[utoipa::path(post, path = "/api/companies", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "companies", security(("bearer" = [])), request_body = CompanyIn,
+#[utoipa::path(post, operation_id = "create_company", path = "/api/companies", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "companies", security(("bearer" = [])), request_body = CompanyIn,
     responses((status = 201, body = CompanyOut), (status = 403, body = Problem), (status = 422, body = Problem)))]
 async fn create(
     State(st): State<AppState>,
@@ -175,8 +177,8 @@ async fn create(
 }
 
 /// An employer's own companies; for anyone else, all companies.
-#[utoipa::path(get, path = "/api/companies", tag = "companies",
-    params(("page" = Option<i64>, Query), ("page_size" = Option<i64>, Query)),
+#[utoipa::path(get, operation_id = "list_companies", path = "/api/companies", tag = "companies", security((), ("bearer" = [])),
+    params(("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "from 1"), ("page_size" = Option<i64>, Query, minimum = 1, maximum = 100, description = "default 20")),
     responses((status = 200, body = CompanyList), (status = 422, body = Problem)))]
 async fn list(
     State(st): State<AppState>,
@@ -197,7 +199,7 @@ async fn list(
 }
 
 /// One company (public).
-#[utoipa::path(get, path = "/api/companies/{id}", tag = "companies", params(("id" = i64, Path)),
+#[utoipa::path(get, operation_id = "get_company", path = "/api/companies/{id}", tag = "companies", security((), ("bearer" = [])), params(("id" = i64, Path)),
     responses((status = 200, body = CompanyOut), (status = 404, body = Problem)))]
 async fn show(
     State(st): State<AppState>,
@@ -208,7 +210,7 @@ async fn show(
 }
 
 /// Update a company (members only), as a JSON Merge Patch.
-#[utoipa::path(patch, path = "/api/companies/{id}", tag = "companies", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
+#[utoipa::path(patch, operation_id = "update_company", path = "/api/companies/{id}", tag = "companies", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     request_body(content = CompanyPatch, content_type = "application/merge-patch+json"),
     responses((status = 200, body = CompanyOut), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update(
@@ -241,7 +243,7 @@ async fn update(
 }
 
 /// Delete a company that has no jobs (members only).
-#[utoipa::path(delete, path = "/api/companies/{id}", tag = "companies", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
+#[utoipa::path(delete, operation_id = "delete_company", path = "/api/companies/{id}", tag = "companies", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     responses((status = 204), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem), (status = 409, description = "the company still has jobs", body = Problem)))]
 async fn remove(
     State(st): State<AppState>,
@@ -256,7 +258,7 @@ async fn remove(
 }
 
 /// The company's members (members only).
-#[utoipa::path(get, path = "/api/companies/{id}/members", tag = "companies", security(("bearer" = [])), params(("id" = i64, Path)),
+#[utoipa::path(get, operation_id = "list_company_members", path = "/api/companies/{id}/members", tag = "companies", security(("bearer" = [])), params(("id" = i64, Path)),
     responses((status = 200, body = Vec<MemberOut>), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem)))]
 async fn members(
     State(st): State<AppState>,
@@ -269,7 +271,7 @@ async fn members(
 }
 
 /// Add an employer account to the company by email (members only).
-#[utoipa::path(post, path = "/api/companies/{id}/members", tag = "companies", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
+#[utoipa::path(post, operation_id = "add_company_member", path = "/api/companies/{id}/members", tag = "companies", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     request_body = MemberIn,
     responses((status = 204, description = "added, or already a member"), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem),
               (status = 422, description = "no employer account has this email", body = Problem)))]
@@ -295,7 +297,7 @@ async fn add_member(
 }
 
 /// Remove a member (members only); the last member cannot be removed.
-#[utoipa::path(delete, path = "/api/companies/{id}/members/{user_id}", tag = "companies", security(("bearer" = [])),
+#[utoipa::path(delete, operation_id = "remove_company_member", path = "/api/companies/{id}/members/{user_id}", tag = "companies", security(("bearer" = [])),
     params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path), ("user_id" = i64, Path)),
     responses((status = 204), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem), (status = 409, description = "the last member", body = Problem)))]
 async fn remove_member(

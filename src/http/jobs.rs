@@ -38,7 +38,9 @@ pub struct JobOut {
     pub description: String,
     pub location: String,
     pub remote: bool,
+    #[schema(required = true)]
     pub salary_min: Option<i64>,
+    #[schema(required = true)]
     pub salary_max: Option<i64>,
     pub employment_type: EmploymentType,
     pub status: JobStatus,
@@ -81,7 +83,7 @@ pub struct JobIn {
     pub salary_min: Option<i64>,
     #[serde(default)]
     pub salary_max: Option<i64>,
-    /// `full_time`, `part_time`, `contract` or `internship`.
+    #[schema(value_type = EmploymentType)]
     pub employment_type: String,
 }
 
@@ -116,9 +118,10 @@ pub struct JobPatch {
     #[serde(default, deserialize_with = "double_option")]
     pub salary_max: Option<Option<i64>>,
     #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = EmploymentType)]
     pub employment_type: Option<Option<String>>,
-    /// `open` or `closed`.
     #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = JobStatus)]
     pub status: Option<Option<String>>,
 }
 
@@ -204,7 +207,7 @@ fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
 }
 
 /// Publish a job for one of the caller's companies.
-#[utoipa::path(post, path = "/api/jobs", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "jobs", security(("bearer" = [])), request_body = JobIn,
+#[utoipa::path(post, operation_id = "create_job", path = "/api/jobs", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "jobs", security(("bearer" = [])), request_body = JobIn,
     responses((status = 201, body = JobOut), (status = 403, body = Problem),
               (status = 404, description = "no such company among the caller's", body = Problem), (status = 422, body = Problem)))]
 async fn create(
@@ -242,7 +245,7 @@ async fn create(
 }
 
 /// One job (public; closed jobs included).
-#[utoipa::path(get, path = "/api/jobs/{id}", tag = "jobs", params(("id" = i64, Path)),
+#[utoipa::path(get, operation_id = "get_job", path = "/api/jobs/{id}", tag = "jobs", security((), ("bearer" = [])), params(("id" = i64, Path)),
     responses((status = 200, body = JobOut), (status = 404, body = Problem)))]
 async fn show(State(st): State<AppState>, _user: MaybeUser, ids: Ids) -> ApiResult<Json<JobOut>> {
     Ok(Json(st.store.job(ids.one()).await?.into()))
@@ -256,7 +259,7 @@ async fn member_job(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<JobRow
 }
 
 /// Update a job (members of its company) as a JSON Merge Patch; `status` may go open ↔ closed.
-#[utoipa::path(patch, path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
+#[utoipa::path(patch, operation_id = "update_job", path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     request_body(content = JobPatch, content_type = "application/merge-patch+json"),
     responses((status = 200, body = JobOut), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem),
               (status = 422, description = "invalid, unknown or read-only field", body = Problem)))]
@@ -331,7 +334,7 @@ fn merge(job: &JobRow, p: &JobPatch) -> ApiResult<JobFields> {
 }
 
 /// Delete a job with its applications and their history; no email is sent.
-#[utoipa::path(delete, path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
+#[utoipa::path(delete, operation_id = "delete_job", path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     responses((status = 204), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem)))]
 async fn remove(
     State(st): State<AppState>,

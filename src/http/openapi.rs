@@ -35,8 +35,11 @@ impl Modify for BearerAuth {
 }
 
 /// What every operation of a kind may answer, documented once: problem bodies as
-/// `application/problem+json` (as they are served), 401 wherever a token is required, and the
-/// refusals of a request body (400 malformed, 413 too large, 415 not JSON).
+/// `application/problem+json` (as they are served); `security: []` on public operations; 401
+/// wherever a token is read (every `/api` operation but the document); the refusals of a
+/// request body (400 malformed, 413 too large, 415 not JSON); on retry-safe writes the refusals
+/// of an `Idempotency-Key` (400 malformed, 409 in flight, 422 reused with another body) and the
+/// `Idempotent-Replayed` header of a replay; and `Retry-After` on every 429.
 struct CommonResponses;
 
 const PROBLEM_JSON: &str = "application/problem+json";
@@ -60,9 +63,37 @@ fn is_problem(content: &utoipa::openapi::Content) -> bool {
         if r.ref_location == "#/components/schemas/Problem")
 }
 
+/// The `Idempotency-Key` header parameter every retry-safe write documents.
+const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
+fn string_header(description: &str, values: &[&str]) -> utoipa::openapi::header::Header {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    let mut schema = ObjectBuilder::new().schema_type(Type::String);
+    if !values.is_empty() {
+        schema = schema.enum_values(Some(values.iter().copied()));
+    }
+    utoipa::openapi::header::HeaderBuilder::new()
+        .schema(schema)
+        .description(Some(description))
+        .build()
+}
+
+fn retry_after() -> utoipa::openapi::header::Header {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    utoipa::openapi::header::HeaderBuilder::new()
+        .schema(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(1)),
+        )
+        .description(Some("seconds until a new attempt may succeed"))
+        .build()
+}
+
 impl Modify for CommonResponses {
     fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
-        for item in doc.paths.paths.values_mut() {
+        use utoipa::openapi::RefOr;
+        for (path, item) in doc.paths.paths.iter_mut() {
             let operations = [
                 &mut item.get,
                 &mut item.put,
@@ -72,7 +103,7 @@ impl Modify for CommonResponses {
             ];
             for op in operations.into_iter().flatten() {
                 for response in op.responses.responses.values_mut() {
-                    let utoipa::openapi::RefOr::T(response) = response else {
+                    let RefOr::T(response) = response else {
                         continue;
                     };
                     if let Some(json) = response.content.get("application/json")
@@ -83,22 +114,82 @@ impl Modify for CommonResponses {
                         response.content.insert(PROBLEM_JSON.to_string(), json);
                     }
                 }
-                let mut add = |code: &str, description: &str| {
-                    op.responses
-                        .responses
-                        .entry(code.to_string())
-                        .or_insert_with(|| problem(description));
-                };
-                if op.security.as_ref().is_some_and(|s| !s.is_empty()) {
+                // An operation without `security` is public: `[]`, so that no client (and no
+                // linter) reads it as inheriting a document-wide requirement.
+                let security = op.security.get_or_insert_with(Vec::new);
+                let takes_token = !security.is_empty();
+                let idempotent = op.parameters.iter().flatten().any(|p| {
+                    p.name == IDEMPOTENCY_KEY
+                        && p.parameter_in == utoipa::openapi::path::ParameterIn::Header
+                });
+                let has_body = op.request_body.is_some();
+                let mut add =
+                    |code: &str, description: &str| match op.responses.responses.get_mut(code) {
+                        Some(RefOr::T(response)) => {
+                            if !response.description.contains(description) {
+                                response.description =
+                                    format!("{}; or {description}", response.description);
+                            }
+                        }
+                        Some(RefOr::Ref(_)) => {}
+                        None => {
+                            op.responses
+                                .responses
+                                .insert(code.to_string(), problem(description));
+                        }
+                    };
+                // CONTRACT.md §4: 401 for a missing, expired or invalid token, also on public
+                // endpoints when a bad one is sent (the document itself reads no token).
+                if takes_token || (path.starts_with("/api/") && path != "/api/openapi.json") {
                     add("401", "the access token is missing, invalid or expired");
                 }
-                if op.request_body.is_some() {
+                if has_body {
                     add("400", "the body is not valid JSON");
                     add("413", "the body is over the size limit");
                     add(
                         "415",
                         "the body is not JSON (`application/json` or `application/*+json`)",
                     );
+                }
+                if idempotent {
+                    add(
+                        "400",
+                        "the Idempotency-Key is not 1-255 visible ASCII characters",
+                    );
+                    add(
+                        "409",
+                        "idempotency-in-flight: a request with this Idempotency-Key is still running",
+                    );
+                    if has_body {
+                        add(
+                            "422",
+                            "idempotency-key-reused: this Idempotency-Key came with another body",
+                        );
+                    }
+                }
+                for (code, response) in op.responses.responses.iter_mut() {
+                    let RefOr::T(response) = response else {
+                        continue;
+                    };
+                    if code == "429" {
+                        response
+                            .headers
+                            .entry("Retry-After".to_string())
+                            .or_insert_with(retry_after);
+                    }
+                    // A stored answer (2xx and 4xx, but 401, 413 and 429) is replayed.
+                    let stored = (code.starts_with('2') || code.starts_with('4'))
+                        && !["401", "413", "429"].contains(&code.as_str());
+                    if idempotent && stored {
+                        response.headers.insert(
+                            "Idempotent-Replayed".to_string(),
+                            string_header(
+                                "`true` when this is the stored answer to an earlier request \
+                                 with the same Idempotency-Key",
+                                &["true"],
+                            ),
+                        );
+                    }
                 }
             }
         }
@@ -111,8 +202,10 @@ impl Modify for CommonResponses {
         title = "jobboard",
         description = "A job board: employers publish jobs, candidates search and apply, and every \
             application status change reaches the candidate as one email. Errors are RFC 9457 \
-            problem details. Authenticate with `Authorization: Bearer <token>` from `POST /api/auth/token`."
+            problem details. Authenticate with `Authorization: Bearer <token>` from `POST /api/auth/token`.",
+        license(name = "Proprietary", identifier = "LicenseRef-Proprietary"),
     ),
+    servers((url = "/", description = "the server that serves this document")),
     paths(
         accounts::register, accounts::token, accounts::me, accounts::change_password, accounts::delete_me,
         companies::create, companies::list, companies::show, companies::update, companies::remove,
@@ -122,7 +215,7 @@ impl Modify for CommonResponses {
         applications::withdraw, applications::remove, applications::history,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::docs,
     ),
-    components(schemas(Problem)),
+    components(schemas(Problem, search::CacheResult)),
     modifiers(&BearerAuth, &CommonResponses),
     tags(
         (name = "accounts", description = "Registration, tokens and the caller's account"),

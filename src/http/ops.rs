@@ -32,7 +32,7 @@ pub fn metrics_router() -> Router<AppState> {
 }
 
 /// Liveness: 200 while the process runs; touches no dependency.
-#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "{\"status\":\"ok\"}")))]
+#[utoipa::path(get, operation_id = "healthz", path = "/healthz", tag = "operations", responses((status = 200, description = "the process runs", body = Object, example = json!({"status": "ok"}))))]
 pub(super) async fn healthz() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
 }
@@ -52,8 +52,9 @@ where
 }
 
 /// Readiness: 503 when the database fails or shutdown has begun; the cache is reported only.
-#[utoipa::path(get, path = "/readyz", tag = "operations",
-    responses((status = 200, description = "ready, with each check"), (status = 503, description = "not ready")))]
+#[utoipa::path(get, operation_id = "readyz", path = "/readyz", tag = "operations",
+    responses((status = 200, description = "ready, with each check", body = Object),
+              (status = 503, description = "not ready: the database fails, or shutdown has begun", body = Object)))]
 pub(super) async fn readyz(State(st): State<AppState>) -> Response {
     let queue_check = async {
         match &st.relay {
@@ -82,7 +83,7 @@ fn readiness(healthy: bool, shutting_down: bool, checks: serde_json::Value) -> R
 }
 
 /// Prometheus metrics in text format.
-#[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+#[utoipa::path(get, operation_id = "metrics", path = "/metrics", tag = "operations", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub(super) async fn metrics(State(st): State<AppState>) -> Response {
     prometheus(&st.metrics)
 }
@@ -97,13 +98,13 @@ fn prometheus(handle: &PrometheusHandle) -> Response {
 }
 
 /// This OpenAPI 3.1 document.
-#[utoipa::path(get, path = "/api/openapi.json", tag = "operations", responses((status = 200, description = "the OpenAPI document")))]
+#[utoipa::path(get, operation_id = "get_openapi_document", path = "/api/openapi.json", tag = "operations", responses((status = 200, description = "the OpenAPI document", body = Object)))]
 pub(super) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
 }
 
 /// A page that renders this document, with no internet access needed.
-#[utoipa::path(get, path = "/docs", tag = "operations", responses((status = 200, description = "HTML", content_type = "text/html")))]
+#[utoipa::path(get, operation_id = "get_docs_page", path = "/docs", tag = "operations", responses((status = 200, description = "HTML", content_type = "text/html")))]
 pub(super) async fn docs() -> Html<&'static str> {
     Html(DOCS_HTML)
 }

@@ -29,21 +29,38 @@ pub struct JobList {
     pub total_exact: bool,
 }
 
-/// Search open jobs, newest first or by title relevance. Every word of `q` must match a whole word of the title,
-/// description or company name (singular and plural alike); `q` is never query syntax.
-#[utoipa::path(get, path = "/api/jobs", tag = "jobs",
+/// Whether a search page came from the cache (`X-Cache`).
+#[derive(ToSchema)]
+#[allow(clippy::upper_case_acronyms, dead_code)]
+pub enum CacheResult {
+    HIT,
+    MISS,
+}
+
+/// The order of a search's results.
+#[derive(ToSchema)]
+#[allow(non_camel_case_types, dead_code)]
+pub enum SearchOrder {
+    newest,
+    relevance,
+}
+
+/// Search open jobs, newest first or by title relevance. Every word of `q` must match a whole
+/// word of the title, description or company name (singular and plural alike); `q` is never
+/// query syntax. A search serves its first 10 000 results.
+#[utoipa::path(get, operation_id = "search_jobs", path = "/api/jobs", tag = "jobs", security((), ("bearer" = [])),
     params(
         ("q" = Option<String>, Query, description = "words that must all match"),
         ("location" = Option<String>, Query, description = "case-insensitive substring of the location"),
         ("remote" = Option<bool>, Query),
-        ("company_id" = Option<i64>, Query),
-        ("salary_min" = Option<i64>, Query, description = "keeps jobs whose salary_max is at least this, or unknown"),
-        ("employment_type" = Option<String>, Query),
+        ("company_id" = Option<i64>, Query, minimum = 1),
+        ("salary_min" = Option<i64>, Query, minimum = 0, maximum = 1000000000, description = "keeps jobs whose salary_max is at least this, or unknown"),
+        ("employment_type" = Option<EmploymentType>, Query),
         ("posted_within_days" = Option<i64>, Query, minimum = 1, maximum = 365, description = "keeps jobs created in the last this many days"),
-        ("sort" = Option<String>, Query, description = "newest (default): created_at then id, descending; relevance: jobs whose title matches the most distinct words of q first, then newest"),
-        ("page" = Option<i64>, Query, description = "from 1; page × page_size at most 10 000 (a search serves its first 10 000 results)"),
-        ("page_size" = Option<i64>, Query)),
-    responses((status = 200, body = JobList, headers(("X-Cache" = String, description = "HIT or MISS"))),
+        ("sort" = Option<SearchOrder>, Query, description = "newest (default): created_at then id, descending; relevance: jobs whose title holds the most distinct words of q first, then newest"),
+        ("page" = Option<i64>, Query, minimum = 1, maximum = 10000, description = "from 1; page × page_size at most 10 000 (a search serves its first 10 000 results; past them: 422 naming page)"),
+        ("page_size" = Option<i64>, Query, minimum = 1, maximum = 100, description = "default 20")),
+    responses((status = 200, body = JobList, headers(("X-Cache" = CacheResult, description = "whether the page came from the search cache"))),
               (status = 422, body = Problem)))]
 pub(super) async fn search_jobs(
     State(st): State<AppState>,

@@ -13,6 +13,7 @@ each_store!(
     login_rate_limited_per_email,
     parallel_guesses_cannot_pass_the_limit,
     token_rules,
+    auth_endpoints_refuse_a_bad_token,
     password_change_revokes_tokens,
     delete_account_takes_applications,
 );
@@ -205,6 +206,61 @@ async fn token_rules(app: TestApp) {
         .expect_problem(401, "unauthorized");
     // The good one works.
     app.get("/api/me", Some(&u.token)).await.expect(200);
+}
+
+/// CONTRACT.md §4 checks the token first, "also on public endpoints when a bad token is sent":
+/// registering and logging in are no exception, and a refused request writes nothing.
+async fn auth_endpoints_refuse_a_bad_token(app: TestApp) {
+    let u = app.user("candidate").await;
+    let email = format!("{}@example.com", unique("bad-token"));
+    let register = json!({"email": email, "password": "a long enough passphrase",
+        "name": "Bea", "role": "employer"});
+    let login = json!({"email": u.email, "password": u.password});
+    for token in ["garbage", "", "not.a.jwt"] {
+        let r = app
+            .send(
+                reqwest::Method::POST,
+                "/api/auth/register",
+                Some(token),
+                Some(register.clone()),
+            )
+            .await;
+        r.expect_problem(401, "unauthorized");
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+        app.post("/api/auth/token", Some(token), login.clone())
+            .await
+            .expect_problem(401, "unauthorized");
+    }
+    // A scheme other than Bearer is no token either.
+    let r = app
+        .client
+        .post(app.url("/api/auth/token"))
+        .header("authorization", "Basic dXNlcjpwYXNz")
+        .json(&login)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    // Nothing was registered; without the header both work.
+    app.post(
+        "/api/auth/token",
+        None,
+        json!({"email": email, "password": "a long enough passphrase"}),
+    )
+    .await
+    .expect(401);
+    app.post("/api/auth/register", None, register)
+        .await
+        .expect(201);
+    app.post("/api/auth/token", None, login).await.expect(200);
+    // A valid token does not stand in the way either.
+    app.post(
+        "/api/auth/token",
+        Some(&u.token),
+        json!({"email": u.email, "password": u.password}),
+    )
+    .await
+    .expect(200);
 }
 
 async fn password_change_revokes_tokens(app: TestApp) {

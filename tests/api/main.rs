@@ -15,6 +15,7 @@ mod docs;
 mod errors;
 mod idempotency;
 mod jobs;
+mod openapi;
 mod ops;
 mod proxy;
 mod readme;
