@@ -56,8 +56,12 @@ pub enum Mail {
     Refuse4xx,
     /// A 5xx for the sender, the recipient or the data.
     Refuse5xx,
-    /// The session never started (unreachable, TLS, greeting, authentication, throttling).
+    /// The session never started (unreachable, TLS, a 4xx greeting or authentication,
+    /// throttling).
     SessionRefused,
+    /// The session never started: a 5xx greeting or authentication (`classify` makes it a
+    /// permanent failure).
+    SessionRefused5xx,
     /// Accepted, but after the client's deadline (`EMAIL_SEND_TIMEOUT_SECS`): the worker sees a
     /// timeout.
     AcceptLate,
@@ -723,7 +727,7 @@ impl Protocol {
             st.left.refusals -= 1;
         }
         // Each error is what the code makes of it: SendError::Transient or Permanent.
-        let permanent = mail == Mail::Refuse5xx;
+        let permanent = matches!(mail, Mail::Refuse5xx | Mail::SessionRefused5xx);
         t.phase = match (t.phase, mail) {
             (Phase::Send, Mail::Accept) => Phase::Accepted,
             (Phase::Send, _) => Phase::Failed { permanent },
