@@ -227,6 +227,15 @@ fn counting_receives_as_attempts_dead_letters_unsent_events() {
     );
 }
 
+#[test]
+fn deleting_the_message_before_the_record_loses_events() {
+    assert_broken(
+        Mutation::AckBeforeRecord,
+        vec![Mode::Lease, Mode::Lease],
+        "nothing is lost",
+    );
+}
+
 // What the checker finds against the code: the mail outcomes the checks above leave out.
 
 fn assert_found(model: Protocol, property: &str) {

@@ -45,6 +45,8 @@ pub enum Mutation {
     TransactionClaimIgnoresLiveLease,
     /// Dead-lettering once the queue's receive count passes `MAX_ATTEMPTS`.
     ReceiveCountAsAttempts,
+    /// Deleting the message once the event is claimed, before its send is recorded.
+    AckBeforeRecord,
 }
 
 /// What the mail service does with one message.
@@ -459,6 +461,9 @@ impl Protocol {
             }
             // lease.rs handle_lease → email_data (EMAIL_DATA).
             Phase::Data => {
+                if self.mutated(Mutation::AckBeforeRecord) && mine {
+                    Self::remove_msg(st, t.msg);
+                }
                 if st.deleted[e] {
                     Phase::Missing
                 } else {
