@@ -866,10 +866,12 @@ impl Model for Protocol {
                                 out.push(Action::Send { w: w8, s: s8, mail });
                             }
                         }
-                        if t.phase == Phase::Send && !t.lost && !st.db_down {
-                            if !Self::blocked(st, w, e) {
-                                out.push(Action::Beat { w: w8, s: s8 });
-                            }
+                        if t.phase == Phase::Send
+                            && !t.lost
+                            && !st.db_down
+                            && !Self::blocked(st, w, e)
+                        {
+                            out.push(Action::Beat { w: w8, s: s8 });
                         }
                     }
                     phase => {
