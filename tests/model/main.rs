@@ -156,7 +156,6 @@ fn a_batch_worker_and_a_transaction_worker_on_sqs() {
 fn redrive_and_deleted_applications() {
     let mut model = code(vec![Mode::Lease, Mode::Transaction], QueueKind::Db);
     model.bounds = Bounds {
-        crashes: 0,
         outages: 0,
         redrives: 1,
         deletions: 1,
