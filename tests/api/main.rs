@@ -19,6 +19,7 @@ mod ops;
 mod proxy;
 mod readme;
 mod reliability;
+mod rollout;
 mod search;
 mod smtp;
 mod sqs;
