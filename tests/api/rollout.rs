@@ -311,13 +311,12 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request_and_emails_once() {
     // change with its own Idempotency-Key; one request at a time each, with a pause between.
     let load = Arc::new(Load::default());
     let mut tasks = Vec::new();
-    for r in 0..2 {
+    for &job in &jobs[..2] {
         let (load, proxy, client) = (load.clone(), proxy.clone(), client.clone());
-        let job = jobs[r];
         tasks.push(tokio::spawn(async move {
             let mut i = 0usize;
             while !load.stop.load(Ordering::SeqCst) {
-                let path = if i % 2 == 0 {
+                let path = if i.is_multiple_of(2) {
                     "/api/jobs?page_size=5".to_string()
                 } else {
                     format!("/api/jobs/{job}")
