@@ -227,6 +227,11 @@ pub struct Config {
     #[arg(long, env = "SHUTDOWN_GRACE_SECS", default_value = "20",
           value_parser = parse::ranged(0, 3_600))]
     pub shutdown_grace_secs: u64,
+    /// 0-300: seconds the API keeps serving after /readyz turns 503 on SIGTERM/SIGINT, so a load
+    /// balancer notices first (its check interval times its failure threshold)
+    #[arg(long, env = "SHUTDOWN_DRAIN_SECS", default_value = "0",
+          value_parser = parse::ranged(0, 300))]
+    pub shutdown_drain_secs: u64,
     /// pretty on a terminal, else json (one object per line)
     #[arg(
         long,

@@ -81,6 +81,8 @@ pub async fn app_state(
     migrate: bool,
 ) -> anyhow::Result<AppState> {
     let store = open_store(&config, migrate).await?;
+    let stopping =
+        crate::shutdown::after_drain(&shutdown, Duration::from_secs(config.shutdown_drain_secs));
     let ttl = Duration::from_secs(config.search_cache_ttl_secs);
     let cache: Arc<dyn SearchCache> = match &config.redis_url {
         Some(url) => {
@@ -99,13 +101,13 @@ pub async fn app_state(
     };
     {
         // A version bump that failed while Redis was away is retried until it lands.
-        let (cache, shutdown) = (cache.clone(), shutdown.clone());
+        let (cache, stopping) = (cache.clone(), stopping.clone());
         tokio::spawn(async move {
             let mut every = tokio::time::interval(Duration::from_secs(1));
             loop {
                 tokio::select! {
                     _ = every.tick() => cache.retry_owed_bump().await,
-                    _ = shutdown.cancelled() => return,
+                    _ = stopping.cancelled() => return,
                 }
             }
         });
@@ -114,7 +116,8 @@ pub async fn app_state(
         QueueKind::Sqs => {
             let sqs = sqs_queue(&config, store.clone()).await?;
             let relay = Arc::new(Relay::new(store.clone(), sqs));
-            tokio::spawn(relay.clone().run(shutdown.clone()));
+            // Requests served during the drain still write events: the relay publishes them.
+            tokio::spawn(relay.clone().run(stopping.clone()));
             Some(relay)
         }
         QueueKind::Db => None,
@@ -131,6 +134,7 @@ pub async fn app_state(
         tokens,
         metrics: crate::telemetry::metrics_handle(),
         shutdown,
+        stopping,
         dummy_hash,
         relay,
     })

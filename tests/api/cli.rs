@@ -101,6 +101,7 @@ async fn help_lists_every_command_and_variable() {
         "JWT_SECRET_PREVIOUS",
         "JWT_TTL_SECS",
         "SHUTDOWN_GRACE_SECS",
+        "SHUTDOWN_DRAIN_SECS",
         "LOG_FORMAT",
         "RUST_LOG",
     ] {
