@@ -169,8 +169,9 @@ pub struct Config {
     #[arg(long, env = "MAX_ATTEMPTS", default_value = "5",
           value_parser = parse::ranged(1, 100).map(|n| n as u32))]
     pub max_attempts: u32,
-    /// 1-1024: events handled at once per worker process
-    #[arg(long, env = "WORKER_CONCURRENCY", default_value = "8",
+    /// 1-1024: events handled at once per worker process (in transaction mode each one in
+    /// flight also holds a database connection)
+    #[arg(long, env = "WORKER_CONCURRENCY", default_value = "32",
           value_parser = parse::ranged(1, 1024).map(|n| n as usize))]
     pub worker_concurrency: usize,
     /// transaction is refused with SQLite
