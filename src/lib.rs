@@ -22,7 +22,7 @@
 //! | `domain` | the rules: validated values, the status workflow, search terms, events, email data; no I/O | `timefmt` |
 //! | `config` | the environment, parsed and validated once | `domain` |
 //! | `telemetry` | logging and the metric names | `config` |
-//! | `shutdown` | SIGTERM/SIGINT → one cancellation token | |
+//! | `shutdown` | SIGTERM/SIGINT → one cancellation token, and the API's drain after it | |
 //! | `timefmt` | the one timestamp format | |
 #![forbid(unsafe_code)]
 

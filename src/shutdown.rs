@@ -1,6 +1,27 @@
-//! SIGTERM and SIGINT become one cancellation token shared by everything the process runs.
+//! SIGTERM and SIGINT become one cancellation token shared by everything the process runs, and
+//! the API's drain: a second token, cancelled `SHUTDOWN_DRAIN_SECS` after the first.
 
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// A token cancelled `drain` after `begun` is: between the two the API still serves while
+/// `/readyz` answers 503, so that load balancers steer away before the listener closes.
+pub fn after_drain(begun: &CancellationToken, drain: Duration) -> CancellationToken {
+    let stop = CancellationToken::new();
+    let (begun, s) = (begun.clone(), stop.clone());
+    tokio::spawn(async move {
+        begun.cancelled().await;
+        if !drain.is_zero() {
+            tracing::info!(
+                drain_secs = drain.as_secs(),
+                "draining: /readyz answers 503 while requests are still served"
+            );
+            tokio::time::sleep(drain).await;
+        }
+        s.cancel();
+    });
+    stop
+}
 
 /// A token that is cancelled on the first SIGTERM or SIGINT.
 pub fn on_signal() -> CancellationToken {

@@ -170,8 +170,9 @@ pub struct Config {
     #[arg(long, env = "MAX_ATTEMPTS", default_value = "5",
           value_parser = parse::ranged(1, 100).map(|n| n as u32))]
     pub max_attempts: u32,
-    /// 1-1024: events handled at once per worker process
-    #[arg(long, env = "WORKER_CONCURRENCY", default_value = "8",
+    /// 1-1024: events handled at once per worker process (in transaction mode each one in
+    /// flight also holds a database connection)
+    #[arg(long, env = "WORKER_CONCURRENCY", default_value = "32",
           value_parser = parse::ranged(1, 1024).map(|n| n as usize))]
     pub worker_concurrency: usize,
     /// transaction is refused with SQLite
@@ -232,6 +233,11 @@ pub struct Config {
     #[arg(long, env = "SHUTDOWN_GRACE_SECS", default_value = "20",
           value_parser = parse::ranged(0, 3_600))]
     pub shutdown_grace_secs: u64,
+    /// 0-300: seconds the API keeps serving after /readyz turns 503 on SIGTERM/SIGINT, so a load
+    /// balancer notices first (its check interval times its failure threshold)
+    #[arg(long, env = "SHUTDOWN_DRAIN_SECS", default_value = "0",
+          value_parser = parse::ranged(0, 300))]
+    pub shutdown_drain_secs: u64,
     /// pretty on a terminal, else json (one object per line)
     #[arg(
         long,

@@ -23,6 +23,8 @@ fn defaults() {
     assert_eq!(c.claim_mode, ClaimMode::Lease);
     assert!(c.worker_batch);
     assert_eq!(c.database_pool_size, None);
+    assert_eq!(c.worker_concurrency, 32);
+    assert_eq!(c.shutdown_drain_secs, 0);
     let c = parse(&[("WORKER_BATCH", "false"), ("DATABASE_POOL_SIZE", "4")]).unwrap();
     assert!(!c.worker_batch);
     assert_eq!(c.database_pool_size, Some(4));
@@ -283,7 +285,7 @@ fn the_ranges_in_the_help_are_the_ones_enforced() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 11, "every numeric variable states its range");
+    assert_eq!(checked, 12, "every numeric variable states its range");
 }
 
 #[test]

@@ -8,7 +8,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 /// Serves the API on `listener` (and `/metrics` on `metrics_listener`, if given) until the
-/// state's shutdown token is cancelled; then in-flight requests get `SHUTDOWN_GRACE_SECS`.
+/// state's `stopping` token is cancelled (`SHUTDOWN_DRAIN_SECS` after shutdown began, `/readyz`
+/// answering 503 meanwhile); then in-flight requests get `SHUTDOWN_GRACE_SECS`.
 /// `Ok(true)` means everything finished in time, `Ok(false)` that work was abandoned.
 pub async fn serve(
     listener: TcpListener,
@@ -16,7 +17,7 @@ pub async fn serve(
     state: AppState,
 ) -> anyhow::Result<bool> {
     let grace = Duration::from_secs(state.config.shutdown_grace_secs);
-    let shutdown = state.shutdown.clone();
+    let shutdown = state.stopping.clone();
     let mut servers = Vec::new();
     let app = super::router(state.clone());
     servers.push(spawn_server(listener, app, shutdown.clone()));

@@ -20,6 +20,9 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     /// Cancelled when shutdown begins; `/readyz` turns 503 at once.
     pub shutdown: CancellationToken,
+    /// Cancelled `SHUTDOWN_DRAIN_SECS` after `shutdown`: the listeners stop taking new work and
+    /// the background loops (outbox relay, cache upkeep) end.
+    pub stopping: CancellationToken,
     /// A hash that unknown emails are checked against, so a login takes as long either way.
     pub dummy_hash: Arc<str>,
     /// With `QUEUE=sqs`, the relay that publishes the outbox.

@@ -17,7 +17,10 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Opens the database. With `migrate`, applies pending migrations; without, refuses a schema
-/// that is behind or ahead of this binary, so only the commands asked to migrate ever do.
+/// that is behind this binary, so only the commands asked to migrate ever do. A schema ahead of
+/// it (a newer release migrated it; a rollback) is used as it is, with a warning naming the
+/// migrations this binary does not know, and never migrated: migrations follow expand/contract,
+/// so the previous release runs on the schema of the next.
 pub async fn open_store(config: &Config, migrate: bool) -> anyhow::Result<Arc<dyn Store>> {
     tracing::info!(database = %redact_url(config.database_url.as_str()), "connecting to the database");
     let store = store::connect_with_pool(&config.database_url, config.database_pool_size)
@@ -28,10 +31,27 @@ pub async fn open_store(config: &Config, migrate: bool) -> anyhow::Result<Arc<dy
                 redact_url(config.database_url.as_str())
             )
         })?;
-    if migrate {
-        store.migrate().await.context("migrations failed")?;
+    let ahead = if migrate {
+        match store.check_schema().await {
+            Ok(ahead) if !ahead.is_empty() => ahead,
+            // Behind or current; a schema both ahead and behind is refused by the migrator,
+            // which names the migration it does not know.
+            _ => {
+                store.migrate().await.context("migrations failed")?;
+                Vec::new()
+            }
+        }
     } else {
-        store.check_schema().await?;
+        store.check_schema().await?
+    };
+    if !ahead.is_empty() {
+        tracing::warn!(
+            unknown_migrations = %ahead.join(", "),
+            "the database schema is ahead of this jobboard: it has migrations this version does \
+             not know ({}); running on it without migrating it (a newer release migrated it, and \
+             its migrations keep the schema usable by this one)",
+            ahead.join(", ")
+        );
     }
     Ok(store)
 }
@@ -96,6 +116,8 @@ pub async fn app_state(
     migrate: bool,
 ) -> anyhow::Result<AppState> {
     let store = open_store(&config, migrate).await?;
+    let stopping =
+        crate::shutdown::after_drain(&shutdown, Duration::from_secs(config.shutdown_drain_secs));
     let ttl = Duration::from_secs(config.search_cache_ttl_secs);
     let cache: Arc<dyn SearchCache> = match &config.redis_url {
         Some(url) => {
@@ -114,13 +136,13 @@ pub async fn app_state(
     };
     {
         // A version bump that failed while Redis was away is retried until it lands.
-        let (cache, shutdown) = (cache.clone(), shutdown.clone());
+        let (cache, stopping) = (cache.clone(), stopping.clone());
         tokio::spawn(async move {
             let mut every = tokio::time::interval(Duration::from_secs(1));
             loop {
                 tokio::select! {
                     _ = every.tick() => cache.retry_owed_bump().await,
-                    _ = shutdown.cancelled() => return,
+                    _ = stopping.cancelled() => return,
                 }
             }
         });
@@ -129,7 +151,8 @@ pub async fn app_state(
         QueueKind::Sqs => {
             let sqs = sqs_queue(&config, store.clone()).await?;
             let relay = Arc::new(Relay::new(store.clone(), sqs));
-            tokio::spawn(relay.clone().run(shutdown.clone()));
+            // Requests served during the drain still write events: the relay publishes them.
+            tokio::spawn(relay.clone().run(stopping.clone()));
             Some(relay)
         }
         QueueKind::Db => None,
@@ -146,6 +169,7 @@ pub async fn app_state(
         tokens,
         metrics: crate::telemetry::metrics_handle(),
         shutdown,
+        stopping,
         dummy_hash,
         relay,
     })

@@ -47,7 +47,7 @@ async fn serve(config: Config, migrate: bool, with_worker: bool) -> anyhow::Resu
         }
         None => None,
     };
-    let state = app_state(config, shutdown.clone(), migrate).await?;
+    let state = app_state(config, shutdown, migrate).await?;
     let worker = if with_worker {
         check_worker_queues(&state.config, state.store.clone()).await?;
         Some(Arc::new(
@@ -69,9 +69,11 @@ async fn serve(config: Config, migrate: bool, with_worker: bool) -> anyhow::Resu
             ""
         }
     );
+    // In one process the worker stops with the API's listener, after the drain.
+    let stopping = state.stopping.clone();
     let worker_done = worker.map(|w| {
-        tokio::spawn(w.clone().maintain(shutdown.clone()));
-        tokio::spawn(w.run(shutdown.clone()))
+        tokio::spawn(w.clone().maintain(stopping.clone()));
+        tokio::spawn(w.run(stopping.clone()))
     });
     let mut clean = http::serve(listener, metrics_listener, state).await?;
     if let Some(done) = worker_done {

@@ -357,8 +357,9 @@ pub trait Store: EventStore + IdempotencyStore + Send + Sync + 'static {
     fn backend(&self) -> &'static str;
     /// Applies pending migrations.
     async fn migrate(&self) -> anyhow::Result<()>;
-    /// Fails, saying what to do, unless the database has exactly this binary's migrations.
-    async fn check_schema(&self) -> anyhow::Result<()>;
+    /// Fails, saying what to do, unless the database has every migration of this binary; returns
+    /// the applied ones it does not know (a newer release's, `NNNN_description`), if any.
+    async fn check_schema(&self) -> anyhow::Result<Vec<String>>;
     /// A trivial query, for readiness.
     async fn ping(&self) -> anyhow::Result<()>;
 
@@ -505,20 +506,34 @@ pub async fn connect_with_pool(
     })
 }
 
-/// The verdict on a database whose applied migration versions are `applied`, for a binary that
-/// knows `known` (version, description).
-pub fn schema_verdict(applied: &[i64], known: &[(i64, String)]) -> anyhow::Result<()> {
-    if let Some(v) = applied.iter().find(|v| !known.iter().any(|(k, _)| k == *v)) {
-        anyhow::bail!(
-            "the database schema is ahead of this jobboard (it has migration {v:04}, which this \
-             version does not know): run the version that migrated it, or a newer one"
-        );
-    }
+/// The verdict on a database whose applied migrations are `applied`, for a binary that knows
+/// `known` (version, description each): an error when one of `known` is missing, else the
+/// applied migrations this binary does not know. Those are a newer release's; its migrations
+/// follow expand/contract, so the schema stays usable by this one (a rollback).
+pub fn schema_verdict(
+    applied: &[(i64, String)],
+    known: &[(i64, String)],
+) -> anyhow::Result<Vec<String>> {
+    let name = |(v, d): &(i64, String)| format!("{v:04}_{d}");
+    let unknown: Vec<String> = applied
+        .iter()
+        .filter(|(v, _)| !known.iter().any(|(k, _)| k == v))
+        .map(name)
+        .collect();
     let pending: Vec<String> = known
         .iter()
-        .filter(|(k, _)| !applied.contains(k))
-        .map(|(k, d)| format!("{k:04}_{d}"))
+        .filter(|(k, _)| !applied.iter().any(|(v, _)| v == k))
+        .map(name)
         .collect();
+    if !pending.is_empty() && !unknown.is_empty() {
+        anyhow::bail!(
+            "the database schema has migrations this jobboard does not know ({}) and lacks some \
+             of its own ({}): it was migrated by another line of releases; run a release that \
+             has both",
+            unknown.join(", "),
+            pending.join(", ")
+        );
+    }
     if !pending.is_empty() {
         anyhow::bail!(
             "the database schema is behind this jobboard (pending migrations: {}): run \
@@ -526,7 +541,7 @@ pub fn schema_verdict(applied: &[i64], known: &[(i64, String)]) -> anyhow::Resul
             pending.join(", ")
         );
     }
-    Ok(())
+    Ok(unknown)
 }
 
 #[cfg(test)]

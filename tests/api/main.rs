@@ -20,6 +20,7 @@ mod ops;
 mod proxy;
 mod readme;
 mod reliability;
+mod rollout;
 mod search;
 mod services;
 mod ses;

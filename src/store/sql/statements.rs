@@ -381,4 +381,4 @@ pub const IDEM_EXPIRED_DELETE: &str = "DELETE FROM idempotency_keys WHERE id IN 
 
 pub const NOW_MS: &str = concatcp!("SELECT ", NOW);
 pub const MIGRATIONS_APPLIED: &str =
-    "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version";
+    "SELECT version, description FROM _sqlx_migrations WHERE success ORDER BY version";

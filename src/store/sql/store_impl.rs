@@ -88,8 +88,8 @@ impl Store for S {
         }
     }
 
-    async fn check_schema(&self) -> anyhow::Result<()> {
-        let applied: Vec<i64> = match sqlx::query_scalar(sql::MIGRATIONS_APPLIED)
+    async fn check_schema(&self) -> anyhow::Result<Vec<String>> {
+        let applied: Vec<(i64, String)> = match sqlx::query_as(sql::MIGRATIONS_APPLIED)
             .fetch_all(&self.pool)
             .await
         {
