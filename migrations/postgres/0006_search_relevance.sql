@@ -1,6 +1,9 @@
 -- Search by relevance ranks jobs by the query terms their title holds, so a job keeps its title's
 -- terms (made by the application's tokenizer, like search_terms) beside its document's. Rows
 -- written before this column existed get theirs from `jobboard migrate`, which fills every NULL.
+SET LOCAL lock_timeout = '5s';
+-- The one-time alignment below reads every job once (seconds at a million jobs).
+SET LOCAL statement_timeout = '10min';
 ALTER TABLE jobs ADD COLUMN title_terms TEXT;
 
 -- Ids follow creation time: a job's created_at is never earlier than that of a job with a lower
