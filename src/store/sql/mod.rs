@@ -6,8 +6,12 @@
 //! Every write that answers an `Idempotency-Key` ends with [`S::commit_with`]: the response is
 //! stored in the write's own transaction, then it commits.
 
+mod accounts;
+mod applications;
+mod companies;
 mod events;
 mod idempotency;
+mod jobs;
 mod search;
 mod statements;
 mod store_impl;

@@ -1,0 +1,163 @@
+//! Applications, their status changes (each with its event in the outbox) and history.
+
+use super::store_impl::push_page;
+use super::{Db, S, sql};
+use crate::domain::{Actor, ApplicationStatus, Conflict};
+use crate::store::dialect::constraint;
+use crate::store::*;
+use sqlx::QueryBuilder;
+
+impl S {
+    pub(super) async fn apply(
+        &self,
+        job_id: i64,
+        candidate_id: i64,
+        cover_letter: Option<String>,
+        idem: Idem<'_, ApplicationRow>,
+    ) -> StoreResult<ApplicationRow> {
+        let mut tx = self.begin_write().await?;
+        let status: String = Self::locked(&mut tx, sql::JOB_STATUS_SHARED, job_id).await?;
+        if status != "open" {
+            return Err(StoreError::Conflict(Conflict::JobClosed));
+        }
+        let now = crate::timefmt::now();
+        // The UNIQUE (job_id, candidate_id) constraint decides races, not a prior check.
+        let id: i64 = sqlx::query_scalar(sql::APPLICATION_INSERT)
+            .bind(job_id)
+            .bind(candidate_id)
+            .bind(&cover_letter)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| constraint(e, Conflict::AlreadyApplied))?;
+        sqlx::query(sql::HISTORY_INSERT)
+            .bind(id)
+            .bind(None::<&str>)
+            .bind(ApplicationStatus::Submitted.as_str())
+            .bind(candidate_id)
+            .bind(None::<&str>)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        let row = Self::application_in(&mut *tx, id).await?;
+        Self::commit_with(tx, idem, &row).await?;
+        Ok(row)
+    }
+
+    pub(super) async fn application(&self, id: i64) -> StoreResult<ApplicationRow> {
+        Self::application_in(&self.pool, id).await
+    }
+
+    pub(super) async fn list_applications(
+        &self,
+        viewer: ApplicationViewer,
+        job_id: Option<i64>,
+        status: Option<ApplicationStatus>,
+        page: Page,
+    ) -> StoreResult<(Vec<ApplicationRow>, i64)> {
+        let mut tx = self.begin_read().await?;
+        let mut count = QueryBuilder::<Db>::new(
+            "SELECT COUNT(*) FROM applications a JOIN jobs j ON j.id = a.job_id",
+        );
+        push_application_filters(&mut count, viewer, job_id, status);
+        let total: i64 = count.build_query_scalar().fetch_one(&mut *tx).await?;
+        let mut list = QueryBuilder::<Db>::new(sql::APPLICATION_SELECT);
+        push_application_filters(&mut list, viewer, job_id, status);
+        push_page(&mut list, " ORDER BY a.created_at DESC, a.id DESC", page);
+        let rows = list
+            .build_query_as::<ApplicationRow>()
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok((rows, total))
+    }
+
+    pub(super) async fn change_status(
+        &self,
+        id: i64,
+        to: ApplicationStatus,
+        actor: Actor,
+        changed_by: i64,
+        idem: Idem<'_, ApplicationRow>,
+    ) -> StoreResult<StatusChange> {
+        let mut tx = self.begin_write().await?;
+        let current: String = Self::locked(&mut tx, sql::APPLICATION_STATUS_LOCKED, id).await?;
+        let from = ApplicationStatus::parse(&current)
+            .ok_or_else(|| anyhow::anyhow!("unknown stored status {current:?}"))?;
+        let moves = from
+            .check_move(to, actor)
+            .map_err(|e| StoreError::Conflict(Conflict::InvalidTransition(e)))?;
+        let mut event_id = None;
+        if moves {
+            let now = crate::timefmt::now();
+            let event = crate::domain::event::StatusChanged::new(id, from, to, now);
+            sqlx::query(sql::APPLICATION_SET_STATUS)
+                .bind(to.as_str())
+                .bind(now)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(sql::HISTORY_INSERT)
+                .bind(id)
+                .bind(from.as_str())
+                .bind(to.as_str())
+                .bind(changed_by)
+                .bind(&event.event_id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            // The transactional outbox: the event commits with the change or not at all.
+            sqlx::query(sql::OUTBOX_INSERT)
+                .bind(&event.event_id)
+                .bind(id)
+                .bind(event.to_json())
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            event_id = Some(event.event_id);
+        }
+        let application = Self::application_in(&mut *tx, id).await?;
+        Self::commit_with(tx, idem, &application).await?;
+        Ok(StatusChange {
+            application,
+            event_id,
+        })
+    }
+
+    pub(super) async fn delete_application(&self, id: i64, idem: Idem<'_, ()>) -> StoreResult<()> {
+        self.delete_one(sql::APPLICATION_DELETE, id, idem).await
+    }
+
+    pub(super) async fn history(&self, application_id: i64) -> StoreResult<Vec<HistoryRow>> {
+        Ok(sqlx::query_as::<_, HistoryRow>(sql::HISTORY)
+            .bind(application_id)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+}
+
+fn push_application_filters(
+    qb: &mut QueryBuilder<'_, Db>,
+    viewer: ApplicationViewer,
+    job_id: Option<i64>,
+    status: Option<ApplicationStatus>,
+) {
+    match viewer {
+        ApplicationViewer::Candidate(id) => {
+            qb.push(" WHERE a.candidate_id = ").push_bind(id);
+        }
+        ApplicationViewer::Employer(id) => {
+            qb.push(
+                " WHERE j.company_id IN (SELECT company_id FROM company_members WHERE user_id = ",
+            )
+            .push_bind(id)
+            .push(")");
+        }
+    }
+    if let Some(job) = job_id {
+        qb.push(" AND a.job_id = ").push_bind(job);
+    }
+    if let Some(st) = status {
+        qb.push(" AND a.status = ").push_bind(st.as_str());
+    }
+}
