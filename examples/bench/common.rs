@@ -460,12 +460,19 @@ impl WrkResult {
     }
 }
 
-/// Runs `wrk -t2 -c<conns> -d<secs>s --timeout 5s -s <script> <url> -- <args>` and parses the
-/// script's result line.
+/// The wrk threads of a run at `conns` connections: [`WRK_THREADS`], or one per connection
+/// below that (one connection is one request at a time).
+pub fn wrk_threads(conns: u32) -> u32 {
+    WRK_THREADS.min(conns.max(1))
+}
+
+/// Runs `wrk -t<threads> -c<conns> -d<secs>s --timeout 5s -s <script> <url> -- <args>` (threads
+/// from [`wrk_threads`]) and parses the script's result line.
 pub async fn run_wrk(w: &Wrk<'_>) -> Result<WrkResult> {
-    let conns = w.conns.max(WRK_THREADS);
+    let threads = wrk_threads(w.conns);
+    let conns = w.conns.max(threads);
     let mut cmd = tokio::process::Command::new("wrk");
-    cmd.arg(format!("-t{WRK_THREADS}"))
+    cmd.arg(format!("-t{threads}"))
         .arg(format!("-c{conns}"))
         .arg(format!("-d{}s", w.secs.max(1)))
         .args(["--timeout", "5s", "-s"])

@@ -13,12 +13,12 @@ use crate::report::{Section, Target};
 use anyhow::{Context, Result, bail, ensure};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use futures::StreamExt;
-use jobboard::store::{JobSearch, Page};
+use jobboard::store::{JobSearch, Page, PostedWithin, SearchSort};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -33,24 +33,31 @@ const UNCACHED_PAGES: u64 = 4;
 /// Rows per bulk INSERT while seeding.
 const SEED_CHUNK: usize = 5_000;
 /// The order scenarios are reported in.
-const ORDER: [&str; 11] = [
-    "search_cached_memory",
-    "search_cached_redis",
-    "search_uncached",
-    "search_broad",
-    "search_uncached_scale",
-    "search_broad_scale",
-    "search_uncached_sqlite",
-    "search_broad_sqlite",
-    "job_detail",
-    "apply",
-    "status_change",
-];
+fn order() -> Vec<&'static str> {
+    let mut order = vec![
+        "search_cached_memory",
+        "search_cached_redis",
+        "search_uncached",
+        "search_broad",
+        "search_uncached_scale",
+        "search_broad_scale",
+        "search_uncached_sqlite",
+        "search_broad_sqlite",
+    ];
+    for kind in [Kind::Scale, Kind::Sqlite] {
+        order.push(mix_detail_row(kind));
+        order.extend(MIXES.iter().map(|m| m.row(kind)));
+    }
+    order.extend(["job_detail", "apply", "status_change"]);
+    order
+}
 
 /// The searches of search_broad prepared per run (distinct; they repeat past this many).
 const BROAD_QUERIES: usize = 400_000;
 /// Rows per INSERT while seeding SQLite (its statements take at most 32 766 parameters).
 const SQLITE_SEED_CHUNK: usize = 2_000;
+/// Rows per transaction while seeding SQLite.
+const SQLITE_SEED_TX: usize = 100_000;
 
 /// What one server of this section measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +74,29 @@ impl Kind {
     fn jobs(self, opts: &Opts) -> usize {
         match self {
             Kind::Scale => opts.scale_jobs,
+            Kind::Sqlite if opts.scale_jobs > 0 => opts.scale_jobs,
             _ => opts.jobs,
+        }
+    }
+
+    /// Every row this kind of run can report.
+    fn rows(self) -> Vec<&'static str> {
+        match self {
+            Kind::Main => vec![
+                "search_cached_memory",
+                "search_cached_redis",
+                "search_uncached",
+                "search_broad",
+                "job_detail",
+                "apply",
+                "status_change",
+            ],
+            _ => {
+                let (a, b) = self.search_names();
+                let mut rows = vec![a, b, mix_detail_row(self)];
+                rows.extend(MIXES.iter().map(|m| m.row(self)));
+                rows
+            }
         }
     }
 
@@ -135,9 +164,8 @@ pub async fn run(opts: &Opts, ceilings: Option<&Ceilings>) -> Section {
     }
     kinds.push(Kind::Sqlite);
     for kind in kinds {
-        // A search-only run is skipped when --scenario leaves out both of its rows.
-        let (a, b) = kind.search_names();
-        if kind != Kind::Main && !opts.wants(a) && !opts.wants(b) {
+        // A run is skipped when --scenario leaves out every one of its rows.
+        if !kind.rows().iter().any(|r| opts.wants(r)) {
             continue;
         }
         let key = format!("{kind:?}").to_lowercase();
@@ -146,7 +174,10 @@ pub async fn run(opts: &Opts, ceilings: Option<&Ceilings>) -> Section {
             Ok(mut bench) => {
                 match kind {
                     Kind::Main => bench.run_all(&mut section, &mut measured).await,
-                    _ => bench.run_searches(&mut section, &mut measured, &[16]).await,
+                    _ => {
+                        bench.run_searches(&mut section, &mut measured, &[16]).await;
+                        bench.run_mixes(&mut section, &mut measured).await;
+                    }
                 }
                 bench.finish(&mut section).await;
                 setup_json[&key] = bench.setup_json();
@@ -174,7 +205,7 @@ pub async fn run(opts: &Opts, ceilings: Option<&Ceilings>) -> Section {
     // Rows in the report's order; failures recorded meanwhile are already rows.
     let mut rows = Vec::new();
     let mut rows_json = Vec::new();
-    for name in ORDER {
+    for name in order() {
         for m in measured.iter().filter(|m| m.scenario == name) {
             let mut note = m.notes.join("; ");
             if let Some(f) = &m.failed {
@@ -268,12 +299,45 @@ fn notes(opts: &Opts, words: &[String]) -> Vec<String> {
              database seeded with {} jobs (no other scenario runs there); search_*_sqlite: the \
              same on SQLite (a WAL database file, the default pool) seeded with {} jobs. The \
              search indexes of a seeded PostgreSQL database are dropped during the bulk insert \
-             and built again from the migrations' definitions.",
-            opts.scale_jobs, opts.jobs
+             and built again from the migrations' definitions; SQLite's jobs go through the \
+             table, so its triggers fill both full-text indexes.",
+            opts.scale_jobs,
+            Kind::Sqlite.jobs(opts)
         ),
-        "Plans: after each search scenario's unloaded sample, the two slowest sample searches \
-         are run again under EXPLAIN (ANALYZE, BUFFERS) (count, then page) on PostgreSQL; they \
-         follow the notes."
+        "Seed: jobs of 1 company per 500 jobs (10 to 5 000; a Zipf law of exponent 1 over them, \
+         the first made through the API), oldest first so that ids follow created_at (checked \
+         after the load), posted over a year with more of them recently (the last day ~5 %, 7 \
+         days ~14 %, 30 days ~29 %, 90 days 50 %); titles from level, technology and role \
+         lists; descriptions name three of 20 000 tail words (specific tools and skills) drawn \
+         Zipf-like, so a word of rank r is in ~0.29/r of the jobs (rank 3 000: 0.01 %); 5 % of \
+         the jobs are in one of 400 small towns; search_terms and title_terms from \
+         jobboard::domain::search::document_terms, as the store writes them."
+            .into(),
+        format!(
+            "mix_*_pg (PostgreSQL, {} jobs) and mix_*_sqlite (SQLite, {} jobs): each mix a \
+             list of distinct searches sent in order (none repeats, so every one misses the \
+             cache), at 16 connections and then at 1 (one request at a time: the unloaded \
+             p99), beside mix_job_detail_* (GET /api/jobs/{{id}}) measured on the same server \
+             and database just before. Every search but deep_page has page_size 10-40 and \
+             remote absent, true or false. rare_word: one tail word in 0.005-0.05 % of the \
+             jobs, page 1-2; common_word: a word in 5-50 % of the jobs, page 1-10; pair: two \
+             words of a phrase of the seed lists (account executive, machine learning, \
+             distributed systems…), page 1-20; word_filter: a common word with company_id (a \
+             company other than the largest, drawn evenly, so mostly small ones) or location \
+             (one of the small towns), page 1-3; relevance: sort=relevance with one or two \
+             title words, page 1-5; deep_page: page 400 of 20 of a word in at least 12 000 \
+             jobs, remote absent or false, salary_min 0-30 000 (every seeded salary_max is \
+             higher: it only makes each request distinct); posted_within: a common word with \
+             posted_within_days 1, 2, 3, 7, 14, 30 or 90, page 1-3. Targets: p99 <= 3x and \
+             req/s >= 0.3x mix_job_detail's at 16 connections, p99 <= 10 ms at 1.",
+            opts.scale_jobs,
+            Kind::Sqlite.jobs(opts)
+        ),
+        "Plans: after each search scenario's unloaded sample (100 searches one at a time, not \
+         part of any row), the two slowest sample searches are run again under EXPLAIN \
+         (ANALYZE, BUFFERS) on PostgreSQL: the statement of their first branch as the store \
+         runs it first (the walk of the newest-first index, when there are words), then the \
+         same read through the full-text index; they follow the notes."
             .into(),
         "job_detail: GET /api/jobs/{id} of a random seeded job.".into(),
         "apply: POST /api/jobs/{id}/applications {\"cover_letter\":…} as one of the candidates \
@@ -386,6 +450,59 @@ fn targets(section: &mut Section, measured: &[Measured], ceilings: Option<&Ceili
             ),
         ));
     }
+    for kind in [Kind::Scale, Kind::Sqlite] {
+        let detail_name = mix_detail_row(kind);
+        let detail = find(detail_name, 16);
+        for mix in MIXES {
+            let name = mix.row(kind);
+            if let Some(m) = find(name, 16) {
+                match detail {
+                    Some(d) => {
+                        section.targets.push(Target::at_most(
+                            &format!("{name}: p99 <= 3x job_detail p99 @16 conns"),
+                            m.wrk.latency_ms.p99 / d.wrk.latency_ms.p99,
+                            3.0,
+                            format!(
+                                "p99 {} ms / {} ms ({detail_name}, same run, same database)",
+                                common::fmt_ms(m.wrk.latency_ms.p99),
+                                common::fmt_ms(d.wrk.latency_ms.p99)
+                            ),
+                        ));
+                        section.targets.push(Target::at_least(
+                            &format!("{name}: req/s >= 0.3x job_detail @16 conns"),
+                            m.wrk.rps / d.wrk.rps,
+                            0.3,
+                            format!(
+                                "{} req/s / {} req/s ({detail_name}); cache hit ratio {}",
+                                common::fmt_int(m.wrk.rps),
+                                common::fmt_int(d.wrk.rps),
+                                m.hit_ratio()
+                                    .map(|r| format!("{:.2} %", r * 100.0))
+                                    .unwrap_or_else(|| "?".into())
+                            ),
+                        ));
+                    }
+                    None => section.notes.push(format!(
+                        "{name}: the ratios to {detail_name} are not judged (its row is missing \
+                         or failed)."
+                    )),
+                }
+            }
+            if let Some(m) = find(name, 1) {
+                section.targets.push(Target::at_most(
+                    &format!("{name}: unloaded p99 <= 10 ms (1 conn)"),
+                    m.wrk.latency_ms.p99,
+                    10.0,
+                    format!(
+                        "p99 {} ms over {} requests one at a time (p50 {} ms)",
+                        common::fmt_ms(m.wrk.latency_ms.p99),
+                        m.wrk.requests,
+                        common::fmt_ms(m.wrk.latency_ms.p50)
+                    ),
+                ));
+            }
+        }
+    }
     let at_256: Vec<&Measured> = measured
         .iter()
         .filter(|m| m.conns == 256 && m.peak_rss_mb.is_some())
@@ -434,9 +551,13 @@ struct Bench<'a> {
     words: Vec<String>,
     /// The broad searches (search_broad), in the order they are sent.
     broad: Vec<BroadQuery>,
+    /// The searches of each mix (runs at scale only).
+    mixes: Vec<(Mix, Vec<MixQuery>)>,
     /// Query plans of the slowest sample searches.
     plans: Vec<String>,
     seed_s: f64,
+    /// Seconds each seeding step took.
+    seed_steps: Vec<(&'static str, f64)>,
     cached_total: i64,
     /// The API's RSS before and after seeding (MiB).
     seed_rss: (Option<f64>, Option<f64>),
@@ -490,8 +611,10 @@ impl<'a> Bench<'a> {
             njobs: 0,
             words: Vec::new(),
             broad: Vec::new(),
+            mixes: Vec::new(),
             plans: Vec::new(),
             seed_s: 0.0,
+            seed_steps: Vec::new(),
             cached_total: 0,
             seed_rss: (None, None),
             redis_prefix: None,
@@ -504,6 +627,22 @@ impl<'a> Bench<'a> {
         bench.seed().await?;
         bench.seed_rss = (before, common::rss_mb(pid).ok());
         bench.seed_s = t.elapsed().as_secs_f64();
+        bench.checks.push(format!(
+            "seeding ({}): {} jobs in {:.1} s ({})",
+            match kind {
+                Kind::Main => "PostgreSQL",
+                Kind::Scale => "PostgreSQL at scale",
+                Kind::Sqlite => "SQLite",
+            },
+            bench.njobs,
+            bench.seed_s,
+            bench
+                .seed_steps
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.1} s"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
         // The measured runs start on a fresh process: what registering the accounts left in
         // memory is reported on its own (seed_rss), not mixed into every row.
         bench.start_server(None).await?;
@@ -517,6 +656,8 @@ impl<'a> Bench<'a> {
             "candidates": self.candidate_tokens.len(),
             "query_words": self.words,
             "seed_s": self.seed_s,
+            "seed_steps_s": self.seed_steps.iter().map(|(k, v)| json!({"step": k, "s": v})).collect::<Vec<_>>(),
+            "mix_searches": self.mixes.iter().map(|(m, l)| json!({"mix": m.row(self.kind), "searches": l.len()})).collect::<Vec<_>>(),
             "cached_query": CACHED_QUERY,
             "cached_query_total": self.cached_total,
             "api_rss_before_seeding_mb": self.seed_rss.0,
@@ -616,13 +757,34 @@ impl<'a> Bench<'a> {
             .as_i64()
             .context("the company has no integer id")?;
 
-        // The jobs, in bulk.
+        // The companies and the jobs, in bulk.
         let t = Instant::now();
         let njobs = self.kind.jobs(self.opts);
-        common::progress(SECTION, format!("seeding {njobs} jobs"));
-        let jobs = generate_jobs(njobs, COMPANY);
-        self.words = query_words(&jobs);
-        self.broad = broad_queries(&jobs, BROAD_QUERIES);
+        common::progress(SECTION, format!("generating {njobs} jobs"));
+        let company_names = company_names(company_count(njobs));
+        let jobs = generate_jobs(njobs, &company_names)?;
+        let df = document_frequencies(&jobs);
+        self.words = query_words(&df, jobs.len());
+        self.broad = broad_queries(&jobs, &df, BROAD_QUERIES);
+        self.seed_steps
+            .push(("generate", t.elapsed().as_secs_f64()));
+        let t = Instant::now();
+        let company_ids = insert_companies(
+            self.pg.as_ref(),
+            self.sqlite.as_ref().map(|s| &s.1),
+            company_id,
+            &company_names,
+        )
+        .await?;
+        if self.kind != Kind::Main {
+            self.mixes = mix_queries(&df, jobs.len(), &company_ids, MIX_QUERIES);
+        }
+        self.seed_steps.push(("queries", t.elapsed().as_secs_f64()));
+        common::progress(
+            SECTION,
+            format!("inserting {njobs} jobs of {} companies", company_ids.len()),
+        );
+        let t = Instant::now();
         const IDS: &str = "SELECT MIN(id), MAX(id), COUNT(*) FROM jobs WHERE status = 'open'";
         let (min, max, count): (i64, i64, i64) = match (&self.pg, &self.sqlite) {
             (Some(pool), _) => {
@@ -638,17 +800,28 @@ impl<'a> Bench<'a> {
                     .execute(pool)
                     .await?;
                 for chunk in jobs.chunks(SEED_CHUNK) {
-                    insert_jobs(pool, company_id, chunk).await?;
+                    insert_jobs(pool, &company_ids, chunk).await?;
                 }
+                self.seed_steps.push(("insert", t.elapsed().as_secs_f64()));
+                let t = Instant::now();
                 for def in indexes {
                     sqlx::query(&def).execute(pool).await?;
                 }
+                self.seed_steps.push(("indexes", t.elapsed().as_secs_f64()));
                 sqlx::query_as(IDS).fetch_one(pool).await?
             }
             (None, Some((_, pool))) => {
-                for chunk in jobs.chunks(SQLITE_SEED_CHUNK) {
-                    insert_jobs_sqlite(pool, company_id, chunk).await?;
+                // Through the table, so the triggers index every job (both full-text indexes);
+                // one transaction per SQLITE_SEED_TX rows.
+                for group in jobs.chunks(SQLITE_SEED_TX) {
+                    let mut tx = pool.begin().await?;
+                    for chunk in group.chunks(SQLITE_SEED_CHUNK) {
+                        insert_jobs_sqlite(&mut tx, &company_ids, chunk).await?;
+                    }
+                    tx.commit().await?;
                 }
+                self.seed_steps
+                    .push(("insert+index", t.elapsed().as_secs_f64()));
                 sqlx::query_as(IDS).fetch_one(pool).await?
             }
             (None, None) => bail!("no database"),
@@ -657,6 +830,19 @@ impl<'a> Bench<'a> {
         ensure!(
             count == njobs as i64 && max - min + 1 == count,
             "the seeded job ids are not contiguous ({count} jobs, ids {min}..{max})"
+        );
+        // The store relies on ids following created_at (SQLite reads FTS5 in rowid order as the
+        // newest-first order): check that the load kept it.
+        const BACKWARDS: &str = "SELECT COUNT(*) FROM (SELECT created_at < LAG(created_at) \
+                                 OVER (ORDER BY id) AS back FROM jobs) t WHERE back";
+        let backwards: i64 = match (&self.pg, &self.sqlite) {
+            (Some(pool), _) => sqlx::query_scalar(BACKWARDS).fetch_one(pool).await?,
+            (None, Some((_, pool))) => sqlx::query_scalar(BACKWARDS).fetch_one(pool).await?,
+            (None, None) => 0,
+        };
+        ensure!(
+            backwards == 0,
+            "{backwards} seeded jobs have a created_at earlier than a lower id's"
         );
         self.first_job_id = min;
         self.njobs = count;
@@ -672,6 +858,7 @@ impl<'a> Bench<'a> {
                 }
             ),
         );
+        let t = Instant::now();
         match (&self.pg, &self.sqlite) {
             (Some(pool), _) => {
                 sqlx::query("VACUUM (ANALYZE)").execute(pool).await?;
@@ -684,6 +871,7 @@ impl<'a> Bench<'a> {
             }
             (None, None) => {}
         }
+        self.seed_steps.push(("analyze", t.elapsed().as_secs_f64()));
 
         // Candidates, through the API (each costs two password hashes on the server); the
         // search-only runs need none.
@@ -794,6 +982,7 @@ impl<'a> Bench<'a> {
         match script(&dir, "job_detail", include_str!("wrk_job_detail.lua")) {
             Ok(s) => {
                 let mut sc = JobDetail {
+                    name: "job_detail",
                     script: s,
                     params: dir.join("job_detail.params.lua"),
                     first_id: self.first_job_id,
@@ -886,6 +1075,76 @@ impl<'a> Bench<'a> {
             },
             Err(e) => common::record_failure(section, "search_cached_redis", &e),
         }
+    }
+
+    /// The search mixes (those `--scenario` keeps), each with a sample without load and the
+    /// plans of its slowest searches, at 16 connections and at one; `job_detail` first, on the
+    /// same server and database, whenever a mix runs.
+    async fn run_mixes(&mut self, section: &mut Section, out: &mut Vec<Measured>) {
+        let kind = self.kind;
+        let wanted: Vec<Mix> = MIXES
+            .into_iter()
+            .filter(|m| self.opts.wants(m.row(kind)))
+            .collect();
+        let detail = mix_detail_row(kind);
+        if wanted.is_empty() && !self.opts.wants(detail) {
+            return;
+        }
+        let dir = self.dir.path().to_path_buf();
+        match common::wrk_script(&dir, detail, include_str!("wrk_job_detail.lua")) {
+            Ok(s) => {
+                let mut sc = JobDetail {
+                    name: detail,
+                    script: s,
+                    params: dir.join(format!("{detail}.params.lua")),
+                    first_id: self.first_job_id,
+                    njobs: self.njobs,
+                    runs: 0,
+                };
+                self.run_levels(&mut sc, section, out, &MIX_LEVELS).await;
+            }
+            Err(e) => common::record_failure(section, detail, &e),
+        }
+        let mixes = std::mem::take(&mut self.mixes);
+        for (mix, queries) in &mixes {
+            let name = mix.row(kind);
+            if !wanted.contains(mix) {
+                continue;
+            }
+            if queries.len() < 200 {
+                common::record_failure(
+                    section,
+                    name,
+                    &anyhow::anyhow!(
+                        "only {} distinct searches could be made from the seeded jobs",
+                        queries.len()
+                    ),
+                );
+                continue;
+            }
+            match common::wrk_script(&dir, name, include_str!("wrk_search_mix.lua")) {
+                Ok(s) => {
+                    // The sample comes from the far end of the list, which the runs do not reach.
+                    let sample: Vec<(String, JobSearch)> = queries
+                        .iter()
+                        .rev()
+                        .take(100)
+                        .map(|q| (q.path(), q.search()))
+                        .collect();
+                    self.sample(section, name, sample).await;
+                    let mut sc = MixScenario {
+                        name,
+                        script: s,
+                        params: dir.join(format!("{name}.params.lua")),
+                        paths: queries.iter().map(MixQuery::path).collect(),
+                        base: 0,
+                    };
+                    self.run_levels(&mut sc, section, out, &MIX_LEVELS).await;
+                }
+                Err(e) => common::record_failure(section, name, &e),
+            }
+        }
+        self.mixes = mixes;
     }
 
     /// The uncached searches: word pairs (search_uncached) and broad words with a pay filter
@@ -993,11 +1252,23 @@ impl<'a> Bench<'a> {
                     for (ms, total, _, path, search) in found.iter().take(2) {
                         match store.explain_search(search).await {
                             Ok(statements) => {
+                                // The statement of the search's first branch as it runs first
+                                // (the walk of the newest-first index, when there are words),
+                                // then the same through the full-text index.
+                                let labels = if statements.len() == 2 {
+                                    ["walk", "full-text index"]
+                                } else {
+                                    ["statement", "statement"]
+                                };
+                                let text = statements
+                                    .iter()
+                                    .zip(labels)
+                                    .map(|(plan, label)| format!("-- {label}\n{plan}"))
+                                    .collect::<Vec<_>>()
+                                    .join("\n");
                                 self.plans.push(format!(
-                                    "{name}: {path} ({} ms without load, total {total})\n\
-                                     -- {}",
-                                    common::fmt_ms(*ms),
-                                    statements.join("\n-- if the walk ends short\n")
+                                    "{name}: {path} ({} ms without load, total {total})\n{text}",
+                                    common::fmt_ms(*ms)
                                 ));
                                 plans.push(
                                     json!({"path": path, "ms": ms, "statements": statements}),
@@ -1058,6 +1329,17 @@ impl<'a> Bench<'a> {
         if !self.opts.wants(sc.name()) {
             return;
         }
+        self.run_levels(sc, section, out, levels).await;
+    }
+
+    /// Runs `sc` at these connection levels.
+    async fn run_levels(
+        &mut self,
+        sc: &mut dyn Scenario,
+        section: &mut Section,
+        out: &mut Vec<Measured>,
+        levels: &[u32],
+    ) {
         for &conns in levels {
             common::progress(SECTION, format!("{}, {conns} connections", sc.name()));
             match self.level(sc, conns).await {
@@ -1278,6 +1560,7 @@ impl Scenario for Fixed {
 }
 
 struct JobDetail {
+    name: &'static str,
     script: PathBuf,
     params: PathBuf,
     first_id: i64,
@@ -1287,7 +1570,7 @@ struct JobDetail {
 
 impl Scenario for JobDetail {
     fn name(&self) -> &'static str {
-        "job_detail"
+        self.name
     }
     fn script(&self) -> &Path {
         &self.script
@@ -1577,20 +1860,13 @@ impl BroadQuery {
 /// `n` distinct broad searches: words drawn from the seeded titles and descriptions weighted by
 /// how often they occur there, among those in at least 1 % of the jobs (hundreds to all of the
 /// jobs match each), with `salary_min` a multiple of 500 from 20 000 to 200 000 and pages 1–3.
-fn broad_queries(jobs: &[SeedJob], n: usize) -> Vec<BroadQuery> {
+fn broad_queries(jobs: &[SeedJob], df: &HashMap<String, usize>, n: usize) -> Vec<BroadQuery> {
     let mut occurrences: BTreeMap<String, u64> = BTreeMap::new();
     for job in jobs {
         for text in [&job.title, &job.description] {
             for w in jobboard::domain::search::words(text) {
                 *occurrences.entry(w).or_default() += 1;
             }
-        }
-    }
-    // Document frequency, counted once per job.
-    let mut df: BTreeMap<&str, usize> = BTreeMap::new();
-    for job in jobs {
-        for term in job.search_terms.split(' ') {
-            *df.entry(term).or_default() += 1;
         }
     }
     let common: Vec<(&str, u64)> = occurrences
@@ -1953,7 +2229,10 @@ struct SeedJob {
     salary_min: Option<i64>,
     salary_max: Option<i64>,
     employment_type: &'static str,
+    /// Index into the seeded companies (0 is the one made through the API).
+    company: usize,
     search_terms: String,
+    title_terms: String,
     created_at: DateTime<Utc>,
 }
 
@@ -1961,12 +2240,125 @@ fn pick<'a>(rng: &mut StdRng, list: &[&'a str]) -> &'a str {
     list.choose(rng).copied().unwrap_or("")
 }
 
-/// `n` varied jobs (deterministic), oldest first, created over the last 90 days.
-fn generate_jobs(n: usize, company: &str) -> Vec<SeedJob> {
+/// Words of the long tail: specific technologies, skills and tools that few jobs name, drawn
+/// Zipf-like (the word of rank r in about 0.29 / r of the jobs, so rank 3 000 in 0.01 %).
+const TAIL_WORDS: usize = 20_000;
+/// Places a few jobs each are in (5 % of the jobs, spread evenly): a narrow `location`.
+const TOWNS: usize = 400;
+/// What the tail words are drawn from: three consonant–vowel syllables, never ending in `s`
+/// (so the tokenizer's plural rule leaves them alone).
+const CONSONANTS: &[u8] = b"bdfgklmnprtvz";
+const VOWELS: &[u8] = b"aeiou";
+/// Pseudo-word numbers, all distinct: tail words first, then company names, then towns.
+const COMPANY_WORDS_FROM: usize = TAIL_WORDS;
+const TOWN_WORDS_FROM: usize = TAIL_WORDS + 10_000;
+const COMPANY_SUFFIXES: &[&str] = &[
+    "Labs",
+    "Group",
+    "Systems",
+    "Health",
+    "Logistics",
+    "Studio",
+    "Partners",
+    "Foods",
+    "Energy",
+    "Works",
+];
+
+/// The `i`-th pseudo-word (distinct for every `i` below 13³·5³ = 274 625), lower case.
+fn pseudo_word(i: usize) -> String {
+    const SYLLABLES: usize = 13 * 5;
+    const SPACE: usize = SYLLABLES * SYLLABLES * SYLLABLES;
+    // A multiplier coprime with the space scatters neighbouring numbers.
+    let mut n = (i % SPACE) * 104_729 % SPACE;
+    let mut out = String::with_capacity(6);
+    for _ in 0..3 {
+        let s = n % SYLLABLES;
+        n /= SYLLABLES;
+        out.push(CONSONANTS[s / 5] as char);
+        out.push(VOWELS[s % 5] as char);
+    }
+    out
+}
+
+fn capitalised(w: &str) -> String {
+    let mut c = w.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// The tail word of Zipf rank `rank` (from 0), capitalised as a product name.
+fn tail_word(rank: usize) -> String {
+    capitalised(&pseudo_word(rank))
+}
+
+/// How many companies a board of `njobs` jobs has: one per 500 jobs, 10 to 5 000.
+fn company_count(njobs: usize) -> usize {
+    (njobs / 500).clamp(10, 5_000)
+}
+
+/// The names of the seeded companies, by rank (rank 0 is [`COMPANY`], made through the API).
+fn company_names(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            if i == 0 {
+                COMPANY.to_string()
+            } else {
+                format!(
+                    "{} {}",
+                    capitalised(&pseudo_word(COMPANY_WORDS_FROM + i)),
+                    COMPANY_SUFFIXES[i % COMPANY_SUFFIXES.len()]
+                )
+            }
+        })
+        .collect()
+}
+
+/// The narrow places: "<Town>, <a country of CITIES>".
+fn town_names() -> Vec<String> {
+    let countries: Vec<&str> = CITIES
+        .iter()
+        .filter_map(|c| c.split_once(", "))
+        .map(|(_, k)| k)
+        .collect();
+    (0..TOWNS)
+        .map(|i| {
+            format!(
+                "{}, {}",
+                capitalised(&pseudo_word(TOWN_WORDS_FROM + i)),
+                countries[i % countries.len()]
+            )
+        })
+        .collect()
+}
+
+/// Weights 1 / (rank + 1) for ranks 0..n (a Zipf law of exponent 1).
+fn zipf(n: usize) -> Result<rand::distributions::WeightedIndex<f64>> {
+    rand::distributions::WeightedIndex::new((0..n.max(1)).map(|r| 1.0 / (r + 1) as f64))
+        .context("cannot build a Zipf distribution")
+}
+
+/// How long ago a job was posted, in days: 365 · u² for u uniform in [0, 1), so that the last
+/// day holds about 5 % of the jobs, the last 7 days 14 %, the last 30 days 29 %, the last 90 days
+/// 50 %, and the oldest is a year old.
+fn age_days(rng: &mut StdRng) -> f64 {
+    let u: f64 = rng.r#gen();
+    365.0 * u * u
+}
+
+/// `n` varied jobs (deterministic) of the companies `companies` (by rank, drawn Zipf-like),
+/// oldest first, posted over the last year (more of them recently: [`age_days`]).
+fn generate_jobs(n: usize, companies: &[String]) -> Result<Vec<SeedJob>> {
     let mut rng = StdRng::seed_from_u64(20_261_202);
+    let tail = zipf(TAIL_WORDS)?;
+    let company_law = zipf(companies.len())?;
+    let towns = town_names();
     // Whole microseconds, as the store writes them.
     let now = Utc::now();
     let now = DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now);
+    const DAY_US: f64 = 86_400_000_000.0;
     let mut jobs: Vec<SeedJob> = (0..n)
         .map(|_| {
             let tech = rng.gen_bool(0.7);
@@ -1980,8 +2372,17 @@ fn generate_jobs(n: usize, company: &str) -> Vec<SeedJob> {
             } else {
                 format!("{} {}", pick(&mut rng, LEVELS), pick(&mut rng, OTHER_ROLES))
             };
-            let location = pick(&mut rng, CITIES).to_string();
+            let location = if rng.gen_bool(0.05) {
+                towns[rng.gen_range(0..towns.len())].clone()
+            } else {
+                pick(&mut rng, CITIES).to_string()
+            };
             let city = location.split(',').next().unwrap_or("").to_string();
+            let company = rng.sample(&company_law);
+            let company_name = companies
+                .get(company)
+                .map(String::as_str)
+                .unwrap_or(COMPANY);
             let mut description = format!(
                 "We are a {} {} company in {city}. As a {title} you will {} {} and {} {} with a \
                  team of {} people. ",
@@ -2002,10 +2403,14 @@ fn generate_jobs(n: usize, company: &str) -> Vec<SeedJob> {
                 ));
             }
             description.push_str(&format!(
-                "Experience with {}, {} or {} is a plus. We offer {}, {} and {}. The role is {}.",
+                "Experience with {}, {} or {} is a plus; you will also meet {}, {} and {}. We \
+                 offer {}, {} and {}. The role is {}.",
                 pick(&mut rng, SKILLS),
                 pick(&mut rng, SKILLS),
                 pick(&mut rng, SKILLS),
+                tail_word(rng.sample(&tail)),
+                tail_word(rng.sample(&tail)),
+                tail_word(rng.sample(&tail)),
                 pick(&mut rng, BENEFITS),
                 pick(&mut rng, BENEFITS),
                 pick(&mut rng, BENEFITS),
@@ -2023,14 +2428,15 @@ fn generate_jobs(n: usize, company: &str) -> Vec<SeedJob> {
                 80..95 => "contract",
                 _ => "internship",
             };
-            let created_at =
-                now - ChronoDuration::microseconds(rng.gen_range(0..90 * 86_400_000_000i64));
+            let age_us = (age_days(&mut rng) * DAY_US) as i64;
+            let created_at = now - ChronoDuration::microseconds(age_us);
             SeedJob {
                 search_terms: jobboard::domain::search::document_terms(&[
                     &title,
                     &description,
-                    company,
+                    company_name,
                 ]),
+                title_terms: jobboard::domain::search::document_terms(&[&title]),
                 remote: location == "Remote" || rng.gen_bool(0.25),
                 title,
                 description,
@@ -2038,28 +2444,95 @@ fn generate_jobs(n: usize, company: &str) -> Vec<SeedJob> {
                 salary_min,
                 salary_max,
                 employment_type,
+                company,
                 created_at,
             }
         })
         .collect();
-    // Ids grow with creation time, as they do when jobs are published one by one.
+    // Ids follow creation time, as the store guarantees (create_job never writes a created_at
+    // earlier than the newest job's): inserted oldest first, they get increasing ids.
     jobs.sort_by_key(|j| j.created_at);
-    jobs
+    Ok(jobs)
 }
 
-/// Inserts jobs into SQLite the way `create_job` writes them (the triggers fill the full-text
-/// index).
+/// Inserts the companies of ranks 1.. (rank 0 exists already); returns every company's id by
+/// rank.
+async fn insert_companies(
+    pg: Option<&sqlx::PgPool>,
+    sqlite: Option<&sqlx::SqlitePool>,
+    first_id: i64,
+    names: &[String],
+) -> Result<Vec<i64>> {
+    let now = Utc::now();
+    let rest = names.get(1..).unwrap_or(&[]);
+    let rows: Vec<(i64, String)> = match (pg, sqlite) {
+        (Some(pool), _) => {
+            sqlx::query(
+                "INSERT INTO companies (name, website, description, created_at) \
+                 SELECT n, NULL, 'A seeded company.', $2 FROM UNNEST($1::text[]) AS t(n)",
+            )
+            .bind(rest.to_vec())
+            .bind(now)
+            .execute(pool)
+            .await
+            .context("inserting companies")?;
+            sqlx::query_as("SELECT id, name FROM companies")
+                .fetch_all(pool)
+                .await?
+        }
+        (None, Some(pool)) => {
+            for chunk in rest.chunks(5_000) {
+                let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                    "INSERT INTO companies (name, website, description, created_at) ",
+                );
+                qb.push_values(chunk, |mut b, n| {
+                    b.push_bind(n.clone())
+                        .push_bind(None::<String>)
+                        .push_bind("A seeded company.")
+                        .push_bind(now);
+                });
+                qb.build()
+                    .execute(pool)
+                    .await
+                    .context("inserting companies into SQLite")?;
+            }
+            sqlx::query_as("SELECT id, name FROM companies")
+                .fetch_all(pool)
+                .await?
+        }
+        (None, None) => bail!("no database"),
+    };
+    let by_name: BTreeMap<String, i64> = rows.into_iter().map(|(id, n)| (n, id)).collect();
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            if i == 0 {
+                Ok(first_id)
+            } else {
+                by_name
+                    .get(n)
+                    .copied()
+                    .with_context(|| format!("the company {n:?} was not inserted"))
+            }
+        })
+        .collect()
+}
+
+/// Inserts jobs into SQLite the way `create_job` writes them, through the table so that the
+/// triggers fill both full-text indexes (documents and titles).
 async fn insert_jobs_sqlite(
-    pool: &sqlx::SqlitePool,
-    company_id: i64,
+    conn: &mut sqlx::SqliteConnection,
+    company_ids: &[i64],
     jobs: &[SeedJob],
 ) -> Result<()> {
     let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
         "INSERT INTO jobs (company_id, title, description, location, location_key, remote, \
-         salary_min, salary_max, employment_type, status, search_terms, created_at, updated_at) ",
+         salary_min, salary_max, employment_type, status, search_terms, title_terms, created_at, \
+         updated_at) ",
     );
     qb.push_values(jobs, |mut b, j| {
-        b.push_bind(company_id)
+        b.push_bind(company_ids[j.company])
             .push_bind(&j.title)
             .push_bind(&j.description)
             .push_bind(&j.location)
@@ -2070,37 +2543,43 @@ async fn insert_jobs_sqlite(
             .push_bind(j.employment_type)
             .push_bind("open")
             .push_bind(&j.search_terms)
+            .push_bind(&j.title_terms)
             .push_bind(j.created_at)
             .push_bind(j.created_at);
     });
     qb.build()
-        .execute(pool)
+        .execute(&mut *conn)
         .await
         .context("inserting jobs into SQLite")?;
     Ok(())
 }
 
 /// Inserts jobs the way `create_job` writes them (PostgreSQL computes `search_vector` from
-/// `search_terms` itself).
-async fn insert_jobs(pool: &sqlx::PgPool, company_id: i64, jobs: &[SeedJob]) -> Result<()> {
+/// `search_terms` itself), in the order given, so ids grow with it.
+async fn insert_jobs(pool: &sqlx::PgPool, company_ids: &[i64], jobs: &[SeedJob]) -> Result<()> {
+    let strings =
+        |f: &dyn Fn(&SeedJob) -> &str| jobs.iter().map(|j| f(j).to_string()).collect::<Vec<_>>();
     sqlx::query(
         "INSERT INTO jobs (company_id, title, description, location, location_key, remote, \
-         salary_min, salary_max, employment_type, status, search_terms, created_at, updated_at) \
-         SELECT $1, t.title, t.description, t.location, t.location_key, t.remote, t.salary_min, \
-         t.salary_max, t.employment_type, 'open', t.search_terms, t.created_at, t.created_at \
-         FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::bigint[], \
-         $8::bigint[], $9::text[], $10::text[], $11::timestamptz[]) \
-         AS t(title, description, location, location_key, remote, salary_min, salary_max, \
-         employment_type, search_terms, created_at)",
+         salary_min, salary_max, employment_type, status, search_terms, title_terms, created_at, \
+         updated_at) \
+         SELECT t.company_id, t.title, t.description, t.location, t.location_key, t.remote, \
+         t.salary_min, t.salary_max, t.employment_type, 'open', t.search_terms, t.title_terms, \
+         t.created_at, t.created_at \
+         FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], \
+         $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::timestamptz[]) \
+         WITH ORDINALITY AS t(company_id, title, description, location, location_key, remote, \
+         salary_min, salary_max, employment_type, search_terms, title_terms, created_at, n) \
+         ORDER BY t.n",
     )
-    .bind(company_id)
-    .bind(jobs.iter().map(|j| j.title.clone()).collect::<Vec<_>>())
     .bind(
         jobs.iter()
-            .map(|j| j.description.clone())
+            .map(|j| company_ids[j.company])
             .collect::<Vec<_>>(),
     )
-    .bind(jobs.iter().map(|j| j.location.clone()).collect::<Vec<_>>())
+    .bind(strings(&|j| &j.title))
+    .bind(strings(&|j| &j.description))
+    .bind(strings(&|j| &j.location))
     .bind(
         jobs.iter()
             .map(|j| j.location.to_lowercase())
@@ -2109,16 +2588,9 @@ async fn insert_jobs(pool: &sqlx::PgPool, company_id: i64, jobs: &[SeedJob]) -> 
     .bind(jobs.iter().map(|j| j.remote).collect::<Vec<_>>())
     .bind(jobs.iter().map(|j| j.salary_min).collect::<Vec<_>>())
     .bind(jobs.iter().map(|j| j.salary_max).collect::<Vec<_>>())
-    .bind(
-        jobs.iter()
-            .map(|j| j.employment_type.to_string())
-            .collect::<Vec<_>>(),
-    )
-    .bind(
-        jobs.iter()
-            .map(|j| j.search_terms.clone())
-            .collect::<Vec<_>>(),
-    )
+    .bind(strings(&|j| j.employment_type))
+    .bind(strings(&|j| &j.search_terms))
+    .bind(strings(&|j| &j.title_terms))
     .bind(jobs.iter().map(|j| j.created_at).collect::<Vec<_>>())
     .execute(pool)
     .await
@@ -2130,7 +2602,7 @@ async fn insert_jobs(pool: &sqlx::PgPool, company_id: i64, jobs: &[SeedJob]) -> 
 /// technologies, skills, industries, places) from the seed vocabulary, as the tokenizer makes
 /// them; ASCII only (they go into URLs as they are), at least three letters, and not in more
 /// than half of the jobs (such words, like "team", act as stop words of this corpus).
-fn query_words(jobs: &[SeedJob]) -> Vec<String> {
+fn query_words(df: &HashMap<String, usize>, njobs: usize) -> Vec<String> {
     let mut words = BTreeSet::new();
     for list in [TECH, ROLES, OTHER_ROLES, DOMAINS, SKILLS, CITIES] {
         for phrase in list {
@@ -2141,17 +2613,402 @@ fn query_words(jobs: &[SeedJob]) -> Vec<String> {
             }
         }
     }
-    let mut df: BTreeMap<&str, usize> = BTreeMap::new();
+    words
+        .into_iter()
+        .filter(|w| df.get(w.as_str()).copied().unwrap_or(0) * 2 <= njobs)
+        .collect()
+}
+
+/// How many jobs hold each term (document frequency).
+fn document_frequencies(jobs: &[SeedJob]) -> HashMap<String, usize> {
+    let mut df: HashMap<String, usize> = HashMap::new();
     for job in jobs {
         for term in job.search_terms.split(' ') {
-            if let Some(w) = words.get(term) {
-                *df.entry(w.as_str()).or_default() += 1;
+            match df.get_mut(term) {
+                Some(n) => *n += 1,
+                None => {
+                    df.insert(term.to_string(), 1);
+                }
             }
         }
     }
-    words
-        .iter()
-        .filter(|w| df.get(w.as_str()).copied().unwrap_or(0) * 2 <= jobs.len())
-        .cloned()
-        .collect()
+    df
+}
+
+// ---------------------------------------------------------------------- search mixes
+
+/// The search mixes measured at scale, each a row of its own beside `job_detail` in the same
+/// run on the same database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mix {
+    /// One word of the long tail, in 0.005–0.05 % of the jobs.
+    Rare,
+    /// One word in 5–50 % of the jobs.
+    Common,
+    /// Two words that occur together (`account executive`, `machine learning`).
+    Pair,
+    /// A common word and a selective filter: a company, or a place few jobs are in.
+    Filter,
+    /// `sort=relevance` with one or two words of the titles.
+    Relevance,
+    /// Page 400 of 20 (results 7 981–8 000) of a word with enough matches to fill it.
+    DeepPage,
+    /// A common word with `posted_within_days` 1, 2, 3, 7, 14, 30 or 90.
+    Posted,
+}
+
+const MIXES: [Mix; 7] = [
+    Mix::Rare,
+    Mix::Common,
+    Mix::Pair,
+    Mix::Filter,
+    Mix::Relevance,
+    Mix::DeepPage,
+    Mix::Posted,
+];
+
+/// Searches prepared per mix (distinct; they repeat past this many).
+const MIX_QUERIES: usize = 150_000;
+/// Connection levels of every mix row: loaded, then one request at a time.
+const MIX_LEVELS: [u32; 2] = [16, 1];
+
+impl Mix {
+    /// The row's name on this kind of run.
+    fn row(self, kind: Kind) -> &'static str {
+        let pg = kind != Kind::Sqlite;
+        match (self, pg) {
+            (Mix::Rare, true) => "mix_rare_word_pg",
+            (Mix::Rare, false) => "mix_rare_word_sqlite",
+            (Mix::Common, true) => "mix_common_word_pg",
+            (Mix::Common, false) => "mix_common_word_sqlite",
+            (Mix::Pair, true) => "mix_pair_pg",
+            (Mix::Pair, false) => "mix_pair_sqlite",
+            (Mix::Filter, true) => "mix_word_filter_pg",
+            (Mix::Filter, false) => "mix_word_filter_sqlite",
+            (Mix::Relevance, true) => "mix_relevance_pg",
+            (Mix::Relevance, false) => "mix_relevance_sqlite",
+            (Mix::DeepPage, true) => "mix_deep_page_pg",
+            (Mix::DeepPage, false) => "mix_deep_page_sqlite",
+            (Mix::Posted, true) => "mix_posted_within_pg",
+            (Mix::Posted, false) => "mix_posted_within_sqlite",
+        }
+    }
+}
+
+/// The `job_detail` row measured beside the mixes of this kind of run.
+fn mix_detail_row(kind: Kind) -> &'static str {
+    if kind == Kind::Sqlite {
+        "mix_job_detail_sqlite"
+    } else {
+        "mix_job_detail_pg"
+    }
+}
+
+/// One search of a mix.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct MixQuery {
+    /// Words, separated by single spaces.
+    q: String,
+    /// A town's name in lower case (letters only).
+    location: Option<String>,
+    company_id: Option<i64>,
+    remote: Option<bool>,
+    salary_min: Option<i64>,
+    posted_within_days: Option<i64>,
+    relevance: bool,
+    page: i64,
+    page_size: i64,
+}
+
+impl MixQuery {
+    fn new(q: String, page: i64, page_size: i64) -> MixQuery {
+        MixQuery {
+            q,
+            location: None,
+            company_id: None,
+            remote: None,
+            salary_min: None,
+            posted_within_days: None,
+            relevance: false,
+            page,
+            page_size,
+        }
+    }
+
+    fn path(&self) -> String {
+        let mut p = format!("/api/jobs?q={}", self.q.replace(' ', "+"));
+        if let Some(l) = &self.location {
+            p.push_str(&format!("&location={l}"));
+        }
+        if let Some(c) = self.company_id {
+            p.push_str(&format!("&company_id={c}"));
+        }
+        if let Some(r) = self.remote {
+            p.push_str(&format!("&remote={r}"));
+        }
+        if let Some(s) = self.salary_min {
+            p.push_str(&format!("&salary_min={s}"));
+        }
+        if let Some(d) = self.posted_within_days {
+            p.push_str(&format!("&posted_within_days={d}"));
+        }
+        if self.relevance {
+            p.push_str("&sort=relevance");
+        }
+        p.push_str(&format!("&page={}&page_size={}", self.page, self.page_size));
+        p
+    }
+
+    /// The search the API makes of the path (`posted_within_days` counted back from now).
+    fn search(&self) -> JobSearch {
+        JobSearch {
+            terms: jobboard::domain::search::query_terms(&self.q).unwrap_or_default(),
+            location: self.location.clone(),
+            remote: self.remote,
+            company_id: self.company_id,
+            salary_min: self.salary_min,
+            posted_within: self
+                .posted_within_days
+                .map(|d| PostedWithin::days_before(d, Utc::now())),
+            sort: if self.relevance {
+                SearchSort::Relevance
+            } else {
+                SearchSort::Newest
+            },
+            page: Page {
+                page: self.page,
+                size: self.page_size,
+            },
+            ..JobSearch::default()
+        }
+    }
+}
+
+/// Words that are ASCII letters and digits, at least three long, not a stop word.
+fn searchable(w: &str) -> bool {
+    w.len() >= 3
+        && w.chars().all(|c| c.is_ascii_alphanumeric())
+        && !["the", "and", "with", "for", "our", "you", "are"].contains(&w)
+}
+
+/// The two-word phrases of the seed vocabulary whose words occur together: job titles
+/// (`account executive`), technologies (`machine learning`), skills, products and benefits.
+fn correlated_pairs(df: &HashMap<String, usize>) -> Vec<String> {
+    let mut pairs = BTreeSet::new();
+    for list in [TECH, ROLES, OTHER_ROLES, OBJECTS, SKILLS, BENEFITS] {
+        for phrase in list {
+            let words: Vec<String> = jobboard::domain::search::words(phrase).collect();
+            for w in words.windows(2) {
+                if w.iter().all(|w| searchable(w) && df.contains_key(w)) && w[0] != w[1] {
+                    pairs.insert(format!("{} {}", w[0], w[1]));
+                }
+            }
+        }
+    }
+    pairs.into_iter().collect()
+}
+
+/// Up to `n` distinct searches of every mix, drawn from what the seeded jobs hold.
+fn mix_queries(
+    df: &HashMap<String, usize>,
+    njobs: usize,
+    company_ids: &[i64],
+    n: usize,
+) -> Vec<(Mix, Vec<MixQuery>)> {
+    let words_where = |keep: &dyn Fn(usize) -> bool| -> Vec<String> {
+        let mut w: Vec<String> = df
+            .iter()
+            .filter(|(w, d)| searchable(w) && keep(**d))
+            .map(|(w, _)| w.clone())
+            .collect();
+        w.sort();
+        w
+    };
+    let njobs_f = njobs.max(1) as f64;
+    // Rare: tail words in 0.005–0.05 % of the jobs (at least one job).
+    let tail: HashSet<String> = (0..TAIL_WORDS).map(pseudo_word).collect();
+    let lo = (njobs_f * 0.000_05).ceil().max(1.0) as usize;
+    let hi = (njobs_f * 0.000_5).ceil().max(lo as f64 + 1.0) as usize;
+    let mut rare: Vec<String> = words_where(&|d| d >= lo && d <= hi)
+        .into_iter()
+        .filter(|w| tail.contains(w))
+        .collect();
+    if rare.is_empty() {
+        rare = words_where(&|d| d <= hi)
+            .into_iter()
+            .filter(|w| tail.contains(w))
+            .collect();
+    }
+    let common = words_where(&|d| d as f64 >= njobs_f * 0.05 && d as f64 <= njobs_f * 0.5);
+    // Deep page: words with matches enough to fill page 400 of 20 without remote jobs (75 %).
+    let mut deep = words_where(&|d| d >= 12_000 && d as f64 <= njobs_f * 0.95);
+    if deep.is_empty() {
+        let mut by_df: Vec<(&String, &usize)> = df
+            .iter()
+            .filter(|(w, d)| searchable(w) && (**d as f64) <= njobs_f * 0.95)
+            .collect();
+        by_df.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        deep = by_df.into_iter().take(20).map(|(w, _)| w.clone()).collect();
+    }
+    let pairs = correlated_pairs(df);
+    // Title words: the first of a title (a level or a technology) and the last (a role).
+    let title_list = |lists: &[&[&str]]| -> Vec<String> {
+        let mut words = BTreeSet::new();
+        for list in lists {
+            for phrase in *list {
+                for w in jobboard::domain::search::words(phrase) {
+                    if searchable(&w) && df.contains_key(&w) {
+                        words.insert(w);
+                    }
+                }
+            }
+        }
+        words.into_iter().collect()
+    };
+    let title_words = title_list(&[LEVELS, TECH, ROLES, OTHER_ROLES]);
+    let title_heads = title_list(&[LEVELS, TECH]);
+    let title_roles = title_list(&[ROLES, OTHER_ROLES]);
+    let towns: Vec<String> = (0..TOWNS)
+        .map(|i| pseudo_word(TOWN_WORDS_FROM + i))
+        .filter(|t| df.contains_key(t))
+        .collect();
+    let companies = company_ids.get(1..).unwrap_or(&[]);
+
+    let remote = |rng: &mut StdRng| match rng.gen_range(0..3) {
+        0 => None,
+        1 => Some(true),
+        _ => Some(false),
+    };
+    let size = |rng: &mut StdRng| rng.gen_range(10..=40);
+    let mut out = Vec::new();
+    for (i, mix) in MIXES.into_iter().enumerate() {
+        let mut rng = StdRng::seed_from_u64(4_000 + i as u64);
+        let draw = |rng: &mut StdRng| -> Option<MixQuery> {
+            let pick_word = |rng: &mut StdRng, list: &[String]| list.choose(rng).cloned();
+            Some(match mix {
+                Mix::Rare => {
+                    let mut m =
+                        MixQuery::new(pick_word(rng, &rare)?, rng.gen_range(1..=2), size(rng));
+                    m.remote = remote(rng);
+                    m
+                }
+                Mix::Common => {
+                    let mut m =
+                        MixQuery::new(pick_word(rng, &common)?, rng.gen_range(1..=10), size(rng));
+                    m.remote = remote(rng);
+                    m
+                }
+                Mix::Pair => {
+                    let mut m =
+                        MixQuery::new(pick_word(rng, &pairs)?, rng.gen_range(1..=20), size(rng));
+                    m.remote = remote(rng);
+                    m
+                }
+                Mix::Filter => {
+                    let mut m =
+                        MixQuery::new(pick_word(rng, &common)?, rng.gen_range(1..=3), size(rng));
+                    if rng.gen_bool(0.5) && !companies.is_empty() {
+                        m.company_id = companies.choose(rng).copied();
+                    } else {
+                        m.location = Some(pick_word(rng, &towns)?);
+                    }
+                    m.remote = remote(rng);
+                    m
+                }
+                Mix::Relevance => {
+                    // One title word, or a level or technology with a role (`senior
+                    // accountant`, `python engineer`), as people search for a title.
+                    let q = if rng.gen_bool(0.5) {
+                        pick_word(rng, &title_words)?
+                    } else {
+                        let head = pick_word(rng, &title_heads)?;
+                        let role = pick_word(rng, &title_roles)?;
+                        if head == role {
+                            head
+                        } else {
+                            format!("{head} {role}")
+                        }
+                    };
+                    let mut m = MixQuery::new(q, rng.gen_range(1..=5), size(rng));
+                    m.relevance = true;
+                    m.remote = remote(rng);
+                    m
+                }
+                Mix::DeepPage => {
+                    let mut m = MixQuery::new(pick_word(rng, &deep)?, 400, 20);
+                    m.remote = if rng.gen_bool(0.5) { None } else { Some(false) };
+                    // Every seeded salary_max is at least 30 000: a salary_min up to that keeps
+                    // every job, so the page stays page 400 of the word, and each request is
+                    // still one the cache has not seen.
+                    m.salary_min = Some(100 * rng.gen_range(0..=300));
+                    m
+                }
+                Mix::Posted => {
+                    let mut m =
+                        MixQuery::new(pick_word(rng, &common)?, rng.gen_range(1..=3), size(rng));
+                    m.posted_within_days = Some(*[1, 2, 3, 7, 14, 30, 90].choose(rng)?);
+                    m.remote = remote(rng);
+                    m
+                }
+            })
+        };
+        let mut seen = HashSet::new();
+        let mut list = Vec::new();
+        // A small corpus has fewer distinct searches than asked for: stop when draws keep
+        // repeating.
+        let mut misses = 0;
+        while list.len() < n && misses < 1_000 + n / 4 {
+            match draw(&mut rng) {
+                Some(q) if seen.insert(q.clone()) => list.push(q),
+                Some(_) => misses += 1,
+                None => break,
+            }
+        }
+        out.push((mix, list));
+    }
+    out
+}
+
+/// A search mix: its prepared searches in order, each run continuing where the last stopped.
+struct MixScenario {
+    name: &'static str,
+    script: PathBuf,
+    params: PathBuf,
+    paths: Vec<String>,
+    /// The next request number.
+    base: u64,
+}
+
+impl Scenario for MixScenario {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn script(&self) -> &Path {
+        &self.script
+    }
+    fn prepare(&mut self, conns: u32, _secs: u64, _warmup: bool) -> Result<Vec<String>> {
+        ensure!(!self.paths.is_empty(), "no searches for {}", self.name);
+        common::lua_params(
+            &self.params,
+            &[
+                ("paths", LuaValue::Str(self.paths.join(","))),
+                ("nthreads", LuaValue::Int(common::wrk_threads(conns) as i64)),
+                ("base", LuaValue::Int(self.base as i64)),
+            ],
+        )?;
+        Ok(vec![self.params.display().to_string()])
+    }
+    fn finish(&mut self, r: &WrkResult, warmup: bool) -> Result<Vec<String>> {
+        self.base += requests_numbered(&r.counts);
+        let mut notes = Vec::new();
+        // The sample uses the last 100 searches.
+        if self.base + 100 >= self.paths.len() as u64 && !warmup {
+            notes.push(format!(
+                "searches exhausted ({} requests, {} searches): some repeat",
+                self.base,
+                self.paths.len()
+            ));
+        }
+        Ok(notes)
+    }
 }

@@ -65,11 +65,13 @@ pub struct Opts {
     #[arg(long)]
     pub events: Option<usize>,
     /// Run only the scenarios (HTTP and worker) whose name contains this text (repeatable), e.g.
-    /// `--scenario "pg db file"` or `--scenario search_broad`.
+    /// `--scenario "pg db file"`, `--scenario search_broad`, or `--scenario mix_` for the
+    /// search mixes at scale (with their job_detail rows) and nothing else.
     #[arg(long, value_name = "TEXT")]
     pub scenario: Vec<String>,
-    /// Open jobs seeded for the search rows at scale (`search_*_scale`, 16 connections); 0
-    /// leaves them out [default: 1000000; 0 with --quick].
+    /// Open jobs seeded for the search rows at scale: `search_*_scale` and `mix_*_pg` on
+    /// PostgreSQL, `search_*_sqlite` and `mix_*_sqlite` on SQLite; 0 leaves the PostgreSQL ones
+    /// out and seeds SQLite with --jobs [default: 1000000; 0 with --quick].
     #[arg(
         long,
         value_name = "JOBS",
