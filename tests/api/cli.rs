@@ -344,7 +344,7 @@ async fn only_migrate_and_serve_migrate_the_others_refuse_a_schema_behind() {
 
     let out = run(dir.path(), &["migrate"], &vars).await;
     assert!(out.status.success(), "{}", out.stderr);
-    assert_eq!(versions(&mut conn).await, vec![1, 2, 3, 4, 5]);
+    assert_eq!(versions(&mut conn).await, known_versions());
     let out = run(dir.path(), &["cleanup"], &vars).await;
     assert!(
         out.status.success(),
@@ -420,12 +420,12 @@ async fn a_schema_ahead_is_used_with_a_warning_and_never_migrated() {
     }
     assert_eq!(
         versions(&mut conn).await,
-        vec![1, 2, 3, 4, 5, 9999],
+        [known_versions(), vec![9999]].concat(),
         "nothing migrated the newer schema"
     );
 
     // Ahead and behind at once (one of this binary's migrations missing): no command runs on it.
-    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = 5")
+    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = 1")
         .execute(&mut conn)
         .await
         .unwrap();
@@ -442,7 +442,10 @@ async fn a_schema_ahead_is_used_with_a_warning_and_never_migrated() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {}", out.stderr);
         assert!(out.stderr.contains("9999"), "{args:?}: {}", out.stderr);
     }
-    assert_eq!(versions(&mut conn).await, vec![1, 2, 3, 4, 9999]);
+    assert_eq!(
+        versions(&mut conn).await,
+        [&known_versions()[1..], &[9999]].concat()
+    );
 }
 
 #[tokio::test]
@@ -821,4 +824,17 @@ async fn password_hashing_gives_its_memory_back() {
         after < 64.0,
         "RSS after 48 registrations: {after:.0} MB (48 hashes weigh 912 MB)"
     );
+}
+
+/// The versions of this binary's PostgreSQL migrations (1 to the number of files).
+fn known_versions() -> Vec<i64> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/postgres");
+    let n = std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "sql"))
+        })
+        .count();
+    (1..=n as i64).collect()
 }
