@@ -47,7 +47,7 @@ async fn serve(config: Config, migrate: bool, with_worker: bool) -> anyhow::Resu
         }
         None => None,
     };
-    let state = app_state(config, shutdown, migrate).await?;
+    let state = app_state(config, shutdown.clone(), migrate).await?;
     let worker = if with_worker {
         check_worker_queues(&state.config, state.store.clone()).await?;
         Some(Arc::new(
