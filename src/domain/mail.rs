@@ -14,8 +14,8 @@ pub struct EmailData {
 /// A send's failure, as the mail server reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SendError {
-    /// This message failed for now (4xx, the connection dropped during it, a timeout): try
-    /// again later, counting the attempt.
+    /// This message failed for now (a 4xx, a connection lost before the message was under
+    /// way): try again later, counting the attempt.
     Transient(String),
     /// The server refuses this message for good (5xx at the sender, a recipient or the data).
     Permanent(String),
@@ -23,6 +23,10 @@ pub enum SendError {
     /// fails, the greeting or the login is refused, it throttles the sender. An outage of the
     /// mail service, not a failure of this message: no attempt is counted.
     Unavailable(String),
+    /// The outcome is unknown: the send's deadline passed, or the connection dropped once the
+    /// message was handed over, so the server may have accepted it. Counted as an attempt, but
+    /// the claim is kept until its lease lapses, so a retry is a counted reclaim.
+    Unknown(String),
 }
 
 impl std::fmt::Display for SendError {
@@ -31,6 +35,7 @@ impl std::fmt::Display for SendError {
             SendError::Transient(m) => write!(f, "temporary failure: {m}"),
             SendError::Permanent(m) => write!(f, "permanent failure: {m}"),
             SendError::Unavailable(m) => write!(f, "mail service unavailable: {m}"),
+            SendError::Unknown(m) => write!(f, "outcome unknown: {m}"),
         }
     }
 }

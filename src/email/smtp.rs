@@ -225,6 +225,16 @@ fn classify(e: lettre::transport::smtp::Error) -> SendError {
     }
 }
 
+/// A failure of a message's own exchange on an open session: as [`classify`], except that a
+/// connection that drops or answers nothing a reply code can be read from leaves the outcome
+/// unknown, since the message may have been handed over (lettre does not say at which command).
+fn classify_sent(e: lettre::transport::smtp::Error) -> SendError {
+    if e.status().is_none() && !e.is_client() && !e.is_tls() {
+        return SendError::Unknown(mask_addresses(&e.to_string()));
+    }
+    classify(e)
+}
+
 fn percent_decode(s: &str) -> String {
     // Userinfo is percent-encoded; unlike a form body, `+` is a plus sign.
     percent_encoding::percent_decode_str(s)
@@ -265,7 +275,7 @@ impl Mailer for SmtpMailer {
                 .conn
                 .send(message.envelope(), &message.formatted())
                 .await
-                .map_err(classify)?;
+                .map_err(classify_sent)?;
             session.sent += 1;
             Ok(session)
         };
@@ -275,7 +285,7 @@ impl Mailer for SmtpMailer {
                 Ok(())
             }
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(SendError::Transient(format!(
+            Err(_) => Err(SendError::Unknown(format!(
                 "SMTP send timed out after {}s",
                 self.timeout.as_secs_f64()
             ))),
@@ -458,10 +468,15 @@ mod tests {
     /// The first message fails as `first` says; the second must be sent, on a new connection.
     /// Returns the commands of each connection.
     async fn failure_then_success(first: First, timeout: Duration) -> Vec<Vec<String>> {
+        // A refusal fails the message for now; no answer leaves it unknown whether it went.
+        let stalls = matches!(first, First::Stall);
         let (port, seen) = scripted_server("250 test\r\n", first).await;
         let mailer = mailer(&format!("smtp://127.0.0.1:{port}?tls=none"), timeout);
         let err = mailer.send(&message()).await.expect_err("first fails");
-        assert!(matches!(err, SendError::Transient(_)), "{err:?}");
+        match stalls {
+            true => assert!(matches!(err, SendError::Unknown(_)), "{err:?}"),
+            false => assert!(matches!(err, SendError::Transient(_)), "{err:?}"),
+        }
         mailer.send(&message()).await.expect("second sent");
         let seen = seen.lock().unwrap().clone();
         assert_eq!(seen.len(), 2, "a fresh connection for the second: {seen:?}");

@@ -238,6 +238,17 @@ pub trait EventStore: Send + Sync {
         max_attempts: i64,
         permanent: bool,
     ) -> StoreResult<Option<FailedClaim>>;
+    /// Counts a failed send whose outcome is unknown (the server may have accepted the message)
+    /// but keeps the claim until its lease lapses, unextended, so that the retry takes it over as
+    /// an expired claim and counts the reclaim; dead (and released) after `max_attempts`. `None`
+    /// if the lease is no longer ours.
+    async fn keep_failed_claim(
+        &self,
+        event_id: &str,
+        lease_id: &str,
+        error: &str,
+        max_attempts: i64,
+    ) -> StoreResult<Option<FailedClaim>>;
     /// Releases a claim with no attempt counted, noting `error` (the mail service refused the
     /// session, not the message): the claim held under `lease_id`, or with `None` the mark of
     /// a transaction-mode attempt that rolled back. `false` if it is no longer ours.

@@ -49,7 +49,7 @@ impl Worker {
         };
         let sent = tokio::select! {
             sent = tokio::time::timeout(self.send_timeout, self.mailer.send(&message)) => {
-                sent.unwrap_or_else(|_| Err(SendError::Transient(format!("timed out after {}s", self.send_timeout.as_secs()))))
+                sent.unwrap_or_else(|_| Err(SendError::Unknown(format!("timed out after {}s", self.send_timeout.as_secs()))))
             }
             _ = beat => unreachable!("the heartbeat never ends"),
         };

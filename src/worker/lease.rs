@@ -24,7 +24,8 @@ impl Worker {
     }
 
     /// A failed send under a lease: releases this claim only, counting the attempt (none when
-    /// the mail service refused the session).
+    /// the mail service refused the session); a send whose outcome is unknown counts the attempt
+    /// but leaves the claim to lapse instead of releasing it.
     pub(super) async fn failed_send(
         &self,
         m: &Message,
@@ -36,16 +37,23 @@ impl Worker {
             return self.mail_unavailable(m, e, Some(lease_id), &error).await;
         }
         let permanent = matches!(error, SendError::Permanent(_));
-        let failed = self
-            .store
-            .fail_claim(
-                &e.event_id,
-                lease_id,
-                &error.to_string(),
-                self.max_attempts,
-                permanent,
-            )
-            .await?;
+        let failed = if let SendError::Unknown(_) = &error {
+            // The server may have the message: the claim stays ours until its lease lapses (the
+            // heartbeat has stopped), so the retry is a takeover, logged and counted as a reclaim.
+            self.store
+                .keep_failed_claim(&e.event_id, lease_id, &error.to_string(), self.max_attempts)
+                .await?
+        } else {
+            self.store
+                .fail_claim(
+                    &e.event_id,
+                    lease_id,
+                    &error.to_string(),
+                    self.max_attempts,
+                    permanent,
+                )
+                .await?
+        };
         match failed {
             None => {
                 tracing::warn!(error = %error, "send failed after the lease ended; the message will be redelivered");
@@ -110,7 +118,7 @@ impl Worker {
         if dead {
             let reason = match error {
                 SendError::Permanent(_) => format!("rejected by the mail server: {error}"),
-                SendError::Transient(_) | SendError::Unavailable(_) => {
+                SendError::Transient(_) | SendError::Unavailable(_) | SendError::Unknown(_) => {
                     format!("gave up after {attempts} failed sends; last: {error}")
                 }
             };

@@ -40,7 +40,7 @@ impl Worker {
                 let result = tokio::time::timeout(timeout, mailer.send(&message))
                     .await
                     .unwrap_or_else(|_| {
-                        Err(SendError::Transient(format!(
+                        Err(SendError::Unknown(format!(
                             "timed out after {}s",
                             timeout.as_secs()
                         )))

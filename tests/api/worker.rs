@@ -213,6 +213,7 @@ each_worker_mode!(
     rolled_back_change_emits_nothing,
     dead_event_without_its_dead_letter_is_not_lost,
     a_batch_sends_each_once_and_a_failure_releases_only_its_claim,
+    a_late_acceptance_repeats_only_through_a_counted_reclaim,
 );
 
 /// One receive holding new events, a copy of one of them, a deleted application and a send that
@@ -468,6 +469,42 @@ async fn failed_send_is_released_and_retried(h: Harness) {
     assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
     assert_eq!(h.smtp.count_for(&event_id), 1);
     assert_eq!(h.processed_status(&event_id).await.as_deref(), Some("done"));
+}
+
+/// The mail server accepts the message but answers after the send's deadline (2 s): the worker
+/// cannot know whether it went out. The retry sends it again (window W of CONTRACT.md §6), and
+/// that repeat must come through a reclaim that is counted, so repeats never exceed reclaims.
+async fn a_late_acceptance_repeats_only_through_a_counted_reclaim(h: Harness) {
+    let (_, event_id) = h.status_change().await;
+    h.smtp.answer_next_late(Duration::from_secs(4));
+    let worker = h.worker().await;
+    let before = reclaimed_total(&h.app).await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::Failed]
+    );
+    assert_eq!(
+        h.smtp.count_for(&event_id),
+        1,
+        "the server kept the message"
+    );
+    assert_eq!(h.attempts(&event_id).await, 1, "the attempt is counted");
+    // Time passes: the retry's backoff, and whatever lease the failed send left.
+    h.app.time_passes().await;
+    h.app
+        .exec(&format!(
+            "UPDATE processed_events SET locked_until = {} - 1 WHERE locked_until IS NOT NULL",
+            now_ms_sql(h.app.backend)
+        ))
+        .await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    assert_eq!(h.processed_status(&event_id).await.as_deref(), Some("done"));
+    let repeats = h.smtp.count_for(&event_id) as f64 - 1.0;
+    let reclaims = reclaimed_total(&h.app).await - before;
+    assert!(
+        repeats <= reclaims,
+        "{repeats} repeated email(s) but {reclaims} counted reclaim(s)"
+    );
 }
 
 pub fn now_ms_sql(backend: Backend) -> &'static str {

@@ -68,6 +68,21 @@ pub const TIED: &[(Source, &str, &str)] = &[
         "b820a3689869c0df",
     ),
     (
+        Source::Const("CLAIM_KEEP_SET"),
+        "Step/Phase::Failed, Phase::TxFail with kept: record_failure",
+        "5a9bd476f7bb8296",
+    ),
+    (
+        Source::Const("CLAIM_KEEP_LEASED"),
+        "Step/Phase::Failed with kept: lease.rs failed_send → keep_failed_claim",
+        "2e656e398487484f",
+    ),
+    (
+        Source::Const("CLAIM_KEEP_UNLEASED"),
+        "Step/Phase::TxFail with kept: process_in_transaction → record_failure",
+        "91f4d0cd9af806b8",
+    ),
+    (
         Source::Const("CLAIM_FOR_FAILURE"),
         "Step/Phase::TxFail: process_in_transaction",
         "8a243c39c7a5c560",

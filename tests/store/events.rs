@@ -22,6 +22,7 @@ crate::each_backend!(
     email_data_follows_the_application,
     finished_records_are_deleted_in_batches,
     a_released_claim_counts_no_attempt,
+    an_unknown_outcome_keeps_the_claim_to_lapse,
 );
 
 const LEASE: i64 = 60_000;
@@ -122,6 +123,49 @@ async fn an_expired_lease_is_taken_over(store: Arc<dyn Store>) {
             .await
             .unwrap()
     );
+}
+
+/// A send whose outcome is unknown counts its attempt but keeps the claim: a live lease defers
+/// the retry, and once it lapses the retry is a takeover (a counted reclaim), never a plain
+/// claim; the last allowed attempt makes the event dead as any failure does.
+async fn an_unknown_outcome_keeps_the_claim_to_lapse(store: Arc<dyn Store>) {
+    let (lease, ..) = claim(&store, "ev").await;
+    assert_eq!(
+        store
+            .keep_failed_claim("ev", "not-ours", "timed out", 2)
+            .await
+            .unwrap(),
+        None
+    );
+    let kept = store
+        .keep_failed_claim("ev", &lease, "timed out", 2)
+        .await
+        .unwrap()
+        .expect("our lease");
+    assert_eq!((kept.attempts, kept.dead), (1, false));
+    assert!(
+        matches!(
+            store.claim_event("ev", LEASE).await.unwrap(),
+            Claim::Deferred { .. }
+        ),
+        "the lease still runs"
+    );
+    // A lease that has already lapsed when the send gives up.
+    let (lease, ..) = claim_for(&store, "ev-2", -1000).await;
+    store
+        .keep_failed_claim("ev-2", &lease, "timed out", 2)
+        .await
+        .unwrap()
+        .expect("our lease, lapsed but not taken");
+    let (lease, reclaimed, attempts) = claim(&store, "ev-2").await;
+    assert_eq!((reclaimed, attempts), (true, 1), "a takeover, counted");
+    let last = store
+        .keep_failed_claim("ev-2", &lease, "timed out", 2)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((last.attempts, last.dead), (2, true), "max attempts");
+    assert_eq!(store.claim_event("ev-2", LEASE).await.unwrap(), Claim::Dead);
 }
 
 async fn failures_count_up_to_dead(store: Arc<dyn Store>) {

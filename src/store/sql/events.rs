@@ -28,13 +28,16 @@ impl S {
         error: &str,
         max_attempts: i64,
         permanent: bool,
+        kept: bool,
     ) -> StoreResult<Option<FailedClaim>>
     where
         E: sqlx::Executor<'c, Database = Db>,
     {
-        let statement = match lease_id {
-            Some(_) => sql::CLAIM_FAIL_LEASED,
-            None => sql::CLAIM_FAIL_UNLEASED,
+        let statement = match (lease_id, kept) {
+            (Some(_), false) => sql::CLAIM_FAIL_LEASED,
+            (None, false) => sql::CLAIM_FAIL_UNLEASED,
+            (Some(_), true) => sql::CLAIM_KEEP_LEASED,
+            (None, true) => sql::CLAIM_KEEP_UNLEASED,
         };
         let query = sqlx::query_as::<_, (i64, String, i64)>(statement)
             .bind(event_id)
@@ -351,6 +354,26 @@ impl EventStore for S {
             error,
             max_attempts,
             permanent,
+            false,
+        )
+        .await
+    }
+
+    async fn keep_failed_claim(
+        &self,
+        event_id: &str,
+        lease_id: &str,
+        error: &str,
+        max_attempts: i64,
+    ) -> StoreResult<Option<FailedClaim>> {
+        Self::record_failure(
+            &self.pool,
+            event_id,
+            Some(lease_id),
+            error,
+            max_attempts,
+            false,
+            true,
         )
         .await
     }
@@ -462,6 +485,8 @@ impl EventStore for S {
             return Ok(TxOutcome::Released { error });
         }
         let dead = matches!(error, SendError::Permanent(_)) || max_attempts <= 1;
+        // The server may have the message: keep the mark, so the retry is a counted reclaim.
+        let kept = matches!(error, SendError::Unknown(_));
         let mut tx = self.begin_write().await?;
         sqlx::query(sql::CLAIM_FOR_FAILURE)
             .bind(event_id)
@@ -474,6 +499,7 @@ impl EventStore for S {
             &error.to_string(),
             max_attempts,
             dead,
+            kept,
         )
         .await?;
         let Some(failure) = failure else {

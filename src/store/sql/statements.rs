@@ -246,6 +246,31 @@ pub const CLAIM_FAIL_UNLEASED: &str = concatcp!(
     " AND lease_id IS NULL",
     CLAIM_FAIL_RETURNING
 );
+/// Counts a failed send whose outcome is unknown (the deadline passed, or the connection dropped
+/// once the message was handed over: the server may have accepted it) but keeps the claim
+/// `in_progress`, its lease left to lapse unextended: the next claim is then a takeover of an
+/// expired claim, logged and counted as a reclaim (CONTRACT.md §6: repeats never exceed
+/// reclaims). Dead, and released, after `$4` attempts (`$3` is always false here).
+const CLAIM_KEEP_SET: &str = concatcp!(
+    "UPDATE processed_events SET attempts = attempts + 1, \
+     status = CASE WHEN $3 OR attempts + 1 >= $4 THEN 'dead' ELSE 'in_progress' END, \
+     lease_id = CASE WHEN $3 OR attempts + 1 >= $4 THEN NULL ELSE lease_id END, \
+     locked_until = CASE WHEN $3 OR attempts + 1 >= $4 THEN NULL ELSE locked_until END, \
+     last_error = $2, first_failed_at = COALESCE(first_failed_at, ",
+    NOW,
+    "), updated_at = ",
+    NOW,
+    " WHERE event_id = $1 AND status = 'in_progress'"
+);
+/// [`CLAIM_KEEP_SET`] for the claim held under lease `$5`.
+pub const CLAIM_KEEP_LEASED: &str =
+    concatcp!(CLAIM_KEEP_SET, " AND lease_id = $5", CLAIM_FAIL_RETURNING);
+/// [`CLAIM_KEEP_SET`] for a transaction-mode mark (no lease: it counts as expired at once).
+pub const CLAIM_KEEP_UNLEASED: &str = concatcp!(
+    CLAIM_KEEP_SET,
+    " AND lease_id IS NULL",
+    CLAIM_FAIL_RETURNING
+);
 /// Releases the claim held under lease `$3` (or, with `$3` NULL, a transaction-mode mark) with
 /// no attempt counted: the mail service refused the session, not the message.
 pub const CLAIM_RELEASE: &str = concatcp!(

@@ -65,6 +65,8 @@ struct State {
     /// Messages whose text contains the first part wait this much longer.
     stall: Option<(String, Duration)>,
     chaos: Option<Chaos>,
+    /// The next message is accepted (kept) at once, but its reply comes this much later.
+    answer_late: Option<Duration>,
     refused: usize,
     stalled: usize,
     /// Every session is refused this way while set.
@@ -142,6 +144,12 @@ impl SmtpServer {
     /// Waits this long before accepting each message.
     pub fn set_delay(&self, d: Duration) {
         self.state.lock().unwrap().delay = d;
+    }
+
+    /// Accepts the next message at once but sends its reply only after `d`: a sender whose
+    /// deadline is shorter sees a failure although the message was accepted.
+    pub fn answer_next_late(&self, d: Duration) {
+        self.state.lock().unwrap().answer_late = Some(d);
     }
 
     /// Holds every message (after its delay) until [`release`](Self::release): a send that
@@ -310,7 +318,18 @@ async fn session(socket: tokio::net::TcpStream, state: Arc<Mutex<State>>) -> std
                 raw: raw.replace("\r\n", "\n").replace('\n', "\r\n"),
             };
             let kept = mail.raw.clone();
-            state.lock().unwrap().accepted.push(mail);
+            let late = {
+                let mut st = state.lock().unwrap();
+                st.accepted.push(mail);
+                st.answer_late.take()
+            };
+            if let Some(late) = late {
+                // Accepted for good: the reply is late, and the sender may be gone by then.
+                tokio::time::sleep(late).await;
+                let _ = write.write_all(b"250 2.0.0 queued\r\n").await;
+                let _ = write.flush().await;
+                return Ok(());
+            }
             let sent = async {
                 write.write_all(b"250 2.0.0 queued\r\n").await?;
                 write.flush().await

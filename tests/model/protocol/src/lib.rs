@@ -47,6 +47,10 @@ pub enum Mutation {
     ReceiveCountAsAttempts,
     /// Deleting the message once the event is claimed, before its send is recorded.
     AckBeforeRecord,
+    /// A send whose outcome is unknown (`SendError::Unknown`) released as a plain failure
+    /// (`CLAIM_FAIL_LEASED`/`CLAIM_FAIL_UNLEASED` instead of `CLAIM_KEEP_LEASED`/
+    /// `CLAIM_KEEP_UNLEASED`): the retry's claim is not a counted reclaim.
+    UnknownOutcomeReleased,
 }
 
 /// What the mail service does with one message.
@@ -64,8 +68,8 @@ pub enum Mail {
     /// The session never started: a 5xx greeting or authentication (`classify` makes it a
     /// permanent failure).
     SessionRefused5xx,
-    /// Accepted, but after the client's deadline (`EMAIL_SEND_TIMEOUT_SECS`): the worker sees a
-    /// timeout.
+    /// Accepted, but after the client's deadline (`EMAIL_SEND_TIMEOUT_SECS`), or the connection
+    /// dropped after the data was taken: the worker sees `SendError::Unknown`.
     AcceptLate,
 }
 
@@ -139,6 +143,8 @@ pub enum Phase {
     Accepted,
     Failed {
         permanent: bool,
+        /// The outcome is unknown: the claim is kept (`CLAIM_KEEP_LEASED`), left to lapse.
+        kept: bool,
     },
     Missing,
     // Transaction mode (src/worker/transaction.rs, process_in_transaction).
@@ -149,6 +155,8 @@ pub enum Phase {
     TxCommit,
     TxFail {
         permanent: bool,
+        /// The outcome is unknown: the mark is kept (`CLAIM_KEEP_UNLEASED`).
+        kept: bool,
     },
     // The queue call that ends the message's handling (src/queue/db.rs, sqs.rs).
     Ack,
@@ -501,8 +509,10 @@ impl Protocol {
                 }
                 Phase::Ack
             }
-            // lease.rs failed_send → fail_claim (CLAIM_FAIL_LEASED), then after_failure.
-            Phase::Failed { permanent } => {
+            // lease.rs failed_send → fail_claim (CLAIM_FAIL_LEASED), or with the outcome unknown
+            // keep_failed_claim (CLAIM_KEEP_LEASED: the claim stays in_progress under its lease,
+            // which is no longer extended and lapses), then after_failure.
+            Phase::Failed { permanent, kept } => {
                 let lease_ok = |row: &Row| {
                     row.lease == Some(me) || self.mutated(Mutation::ReleaseWithoutLeaseId)
                 };
@@ -512,12 +522,19 @@ impl Protocol {
                             st.burned_other = true;
                         }
                         let dead = permanent || row.attempts + 1 >= max;
-                        st.rows[e] = Some(Row {
-                            status: if dead { Status::Dead } else { Status::Pending },
-                            lease: None,
-                            alive: false,
-                            attempts: row.attempts + 1,
-                            ..row
+                        st.rows[e] = Some(if kept && !dead {
+                            Row {
+                                attempts: row.attempts + 1,
+                                ..row
+                            }
+                        } else {
+                            Row {
+                                status: if dead { Status::Dead } else { Status::Pending },
+                                lease: None,
+                                alive: false,
+                                attempts: row.attempts + 1,
+                                ..row
+                            }
                         });
                         if dead {
                             Phase::DeadLetter
@@ -628,9 +645,10 @@ impl Protocol {
                 });
                 Phase::Ack
             }
-            // process_in_transaction after the rollback: CLAIM_FOR_FAILURE, CLAIM_FAIL_UNLEASED,
-            // else CLAIM_STATUS.
-            Phase::TxFail { permanent } => {
+            // process_in_transaction after the rollback: CLAIM_FOR_FAILURE, CLAIM_FAIL_UNLEASED
+            // (CLAIM_KEEP_UNLEASED with the outcome unknown: the mark stays in_progress), else
+            // CLAIM_STATUS.
+            Phase::TxFail { permanent, kept } => {
                 let row = match st.rows[e] {
                     Some(row) if row.status == Status::Pending => Row {
                         status: Status::InProgress,
@@ -651,8 +669,13 @@ impl Protocol {
                         st.burned_other = true;
                     }
                     let dead = permanent || max <= 1 || row.attempts + 1 >= max;
+                    let status = match (dead, kept) {
+                        (true, _) => Status::Dead,
+                        (false, true) => Status::InProgress,
+                        (false, false) => Status::Pending,
+                    };
                     st.rows[e] = Some(Row {
-                        status: if dead { Status::Dead } else { Status::Pending },
+                        status,
                         attempts: row.attempts + 1,
                         alive: false,
                         ..row
@@ -731,11 +754,12 @@ impl Protocol {
         if mail != Mail::Accept {
             st.left.refusals -= 1;
         }
-        // Each error is what the code makes of it: SendError::Transient or Permanent.
+        // Each error is what the code makes of it: SendError::Transient, Permanent or Unknown.
         let permanent = matches!(mail, Mail::Refuse5xx | Mail::SessionRefused5xx);
+        let kept = mail == Mail::AcceptLate && !self.mutated(Mutation::UnknownOutcomeReleased);
         t.phase = match (t.phase, mail) {
             (Phase::Send, Mail::Accept) => Phase::Accepted,
-            (Phase::Send, _) => Phase::Failed { permanent },
+            (Phase::Send, _) => Phase::Failed { permanent, kept },
             (Phase::TxSend, Mail::Accept) => Phase::TxCommit,
             (Phase::TxSend, _) => {
                 // tx.rollback(): the committed mark is what is left.
@@ -744,7 +768,7 @@ impl Protocol {
                     locked_by: None,
                     ..row
                 });
-                Phase::TxFail { permanent }
+                Phase::TxFail { permanent, kept }
             }
             _ => unreachable!("not sending"),
         };
