@@ -215,7 +215,7 @@ impl Modify for CommonResponses {
         applications::withdraw, applications::remove, applications::history,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::docs,
     ),
-    components(schemas(Problem, search::CacheResult)),
+    components(schemas(Problem, search::CacheResult, search::SearchOrder)),
     modifiers(&BearerAuth, &CommonResponses),
     tags(
         (name = "accounts", description = "Registration, tokens and the caller's account"),
