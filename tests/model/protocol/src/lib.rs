@@ -51,6 +51,9 @@ pub enum Mutation {
     /// (`CLAIM_FAIL_LEASED`/`CLAIM_FAIL_UNLEASED` instead of `CLAIM_KEEP_LEASED`/
     /// `CLAIM_KEEP_UNLEASED`): the retry's claim is not a counted reclaim.
     UnknownOutcomeReleased,
+    /// A refused session counted as a failed send (`classify` before `SendError::Unavailable`):
+    /// a 4xx greeting or login burns an attempt, a 5xx one dead-letters at once.
+    SessionRefusalCounted,
 }
 
 /// What the mail service does with one message.
@@ -145,6 +148,9 @@ pub enum Phase {
         permanent: bool,
         /// The outcome is unknown: the claim is kept (`CLAIM_KEEP_LEASED`), left to lapse.
         kept: bool,
+        /// A failed send (an attempt); not a refused session, which only releases the claim
+        /// (`release_claim`: `SendError::Unavailable`, nothing counted).
+        counted: bool,
     },
     Missing,
     // Transaction mode (src/worker/transaction.rs, process_in_transaction).
@@ -157,6 +163,8 @@ pub enum Phase {
         permanent: bool,
         /// The outcome is unknown: the mark is kept (`CLAIM_KEEP_UNLEASED`).
         kept: bool,
+        /// A failed send; a refused session (`TxOutcome::Released`) counts nothing.
+        counted: bool,
     },
     // The queue call that ends the message's handling (src/queue/db.rs, sqs.rs).
     Ack,
@@ -512,7 +520,11 @@ impl Protocol {
             // lease.rs failed_send → fail_claim (CLAIM_FAIL_LEASED), or with the outcome unknown
             // keep_failed_claim (CLAIM_KEEP_LEASED: the claim stays in_progress under its lease,
             // which is no longer extended and lapses), then after_failure.
-            Phase::Failed { permanent, kept } => {
+            Phase::Failed {
+                permanent,
+                kept,
+                counted,
+            } => {
                 let lease_ok = |row: &Row| {
                     row.lease == Some(me) || self.mutated(Mutation::ReleaseWithoutLeaseId)
                 };
@@ -521,18 +533,16 @@ impl Protocol {
                         if self.held_by_other(st, e, me) {
                             st.burned_other = true;
                         }
-                        let dead = permanent || row.attempts + 1 >= max;
+                        let attempts = row.attempts + u8::from(counted);
+                        let dead = counted && (permanent || attempts >= max);
                         st.rows[e] = Some(if kept && !dead {
-                            Row {
-                                attempts: row.attempts + 1,
-                                ..row
-                            }
+                            Row { attempts, ..row }
                         } else {
                             Row {
                                 status: if dead { Status::Dead } else { Status::Pending },
                                 lease: None,
                                 alive: false,
-                                attempts: row.attempts + 1,
+                                attempts,
                                 ..row
                             }
                         });
@@ -648,7 +658,11 @@ impl Protocol {
             // process_in_transaction after the rollback: CLAIM_FOR_FAILURE, CLAIM_FAIL_UNLEASED
             // (CLAIM_KEEP_UNLEASED with the outcome unknown: the mark stays in_progress), else
             // CLAIM_STATUS.
-            Phase::TxFail { permanent, kept } => {
+            Phase::TxFail {
+                permanent,
+                kept,
+                counted,
+            } => {
                 let row = match st.rows[e] {
                     Some(row) if row.status == Status::Pending => Row {
                         status: Status::InProgress,
@@ -668,7 +682,8 @@ impl Protocol {
                     if self.held_by_other(st, e, me) {
                         st.burned_other = true;
                     }
-                    let dead = permanent || max <= 1 || row.attempts + 1 >= max;
+                    let attempts = row.attempts + u8::from(counted);
+                    let dead = counted && (permanent || max <= 1 || attempts >= max);
                     let status = match (dead, kept) {
                         (true, _) => Status::Dead,
                         (false, true) => Status::InProgress,
@@ -676,7 +691,7 @@ impl Protocol {
                     };
                     st.rows[e] = Some(Row {
                         status,
-                        attempts: row.attempts + 1,
+                        attempts,
                         alive: false,
                         ..row
                     });
@@ -757,9 +772,17 @@ impl Protocol {
         // Each error is what the code makes of it: SendError::Transient, Permanent or Unknown.
         let permanent = matches!(mail, Mail::Refuse5xx | Mail::SessionRefused5xx);
         let kept = mail == Mail::AcceptLate && !self.mutated(Mutation::UnknownOutcomeReleased);
+        // SendError::Unavailable: the claim is released, nothing counted.
+        let counted = !matches!(mail, Mail::SessionRefused | Mail::SessionRefused5xx)
+            || self.mutated(Mutation::SessionRefusalCounted);
+        let permanent = permanent && counted;
         t.phase = match (t.phase, mail) {
             (Phase::Send, Mail::Accept) => Phase::Accepted,
-            (Phase::Send, _) => Phase::Failed { permanent, kept },
+            (Phase::Send, _) => Phase::Failed {
+                permanent,
+                kept,
+                counted,
+            },
             (Phase::TxSend, Mail::Accept) => Phase::TxCommit,
             (Phase::TxSend, _) => {
                 // tx.rollback(): the committed mark is what is left.
@@ -768,7 +791,11 @@ impl Protocol {
                     locked_by: None,
                     ..row
                 });
-                Phase::TxFail { permanent, kept }
+                Phase::TxFail {
+                    permanent,
+                    kept,
+                    counted,
+                }
             }
             _ => unreachable!("not sending"),
         };
