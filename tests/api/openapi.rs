@@ -286,6 +286,13 @@ fn enum_inputs() -> Vec<(
         ("patch", "/api/jobs/{id}", "body", "status", job_statuses),
         ("get", "/api/jobs", "query", "employment_type", kinds),
         (
+            "get",
+            "/api/jobs",
+            "query",
+            "sort",
+            vec!["newest", "relevance"],
+        ),
+        (
             "patch",
             "/api/applications/{id}",
             "body",
