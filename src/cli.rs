@@ -36,6 +36,23 @@ pub enum Command {
     /// Inspect and act on dead letters.
     #[command(subcommand)]
     Dlq(DlqCommand),
+    /// Give or take an account's operator rights (the console and /api/admin/*).
+    #[command(subcommand)]
+    Admin(AdminCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Give the account with this email operator rights; exits 1 if there is no such account.
+    Grant {
+        /// The account's email, as it signs in.
+        email: String,
+    },
+    /// Take the account's operator rights away; exits 1 if there is no such account.
+    Revoke {
+        /// The account's email, as it signs in.
+        email: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -107,6 +124,16 @@ mod tests {
         assert!(
             Cli::try_parse_from(["jobboard", "dlq", "purge", "--all", "3"]).is_err(),
             "not both"
+        );
+        assert!(matches!(
+            Cli::try_parse_from(["jobboard", "admin", "grant", "ops@example.com"])
+                .unwrap()
+                .command,
+            Some(Command::Admin(AdminCommand::Grant { email })) if email == "ops@example.com"
+        ));
+        assert!(
+            Cli::try_parse_from(["jobboard", "admin", "grant"]).is_err(),
+            "needs an email"
         );
         assert!(Cli::try_parse_from(["jobboard", "bogus"]).is_err());
     }

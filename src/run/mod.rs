@@ -4,7 +4,7 @@ pub mod build;
 
 pub use build::{app_state, build_queue, build_worker, check_worker_queues, open_store, sqs_queue};
 
-use crate::cli::{Command, DlqCommand, Which};
+use crate::cli::{AdminCommand, Command, DlqCommand, Which};
 use crate::config::Config;
 use crate::http::{self, bind};
 use crate::queue::Selection;
@@ -33,6 +33,40 @@ pub async fn run(command: Option<Command>, config: Config) -> anyhow::Result<u8>
             Ok(0)
         }
         Some(Command::Dlq(cmd)) => dlq(config, cmd).await,
+        Some(Command::Admin(cmd)) => admin(config, cmd).await,
+    }
+}
+
+/// `jobboard admin grant|revoke EMAIL`: operator rights are given here and nowhere else.
+async fn admin(config: Config, cmd: AdminCommand) -> anyhow::Result<u8> {
+    let (email, grant) = match cmd {
+        AdminCommand::Grant { email } => (email, true),
+        AdminCommand::Revoke { email } => (email, false),
+    };
+    let Ok(parsed) = crate::domain::values::Email::parse(&email) else {
+        eprintln!("no account has the email {email:?}: it is not an email address");
+        return Ok(1);
+    };
+    let store = open_store(&config, false).await?;
+    match store.set_operator(&parsed.key(), grant).await {
+        Ok(change) => {
+            let what = match (grant, change.changed) {
+                (true, true) => "now has operator rights",
+                (true, false) => "already had operator rights; nothing changed",
+                (false, true) => "no longer has operator rights",
+                (false, false) => "had no operator rights; nothing changed",
+            };
+            if change.changed {
+                tracing::info!(user_id = change.user_id, grant, "operator rights changed");
+            }
+            println!("{} (user {}) {what}", parsed.as_str(), change.user_id);
+            Ok(0)
+        }
+        Err(crate::store::StoreError::NotFound) => {
+            eprintln!("no account has the email {email}");
+            Ok(1)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 

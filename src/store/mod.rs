@@ -2,6 +2,7 @@
 //! implementation, with a PostgreSQL and a SQLite implementation that share everything but the
 //! SQL dialect (see `dialect.rs` and `sql/`).
 
+pub mod console;
 mod dialect;
 pub mod events;
 pub mod idempotency;
@@ -9,6 +10,7 @@ mod postgres;
 mod sqlite;
 pub mod upkeep;
 
+pub use console::*;
 pub use events::*;
 pub use idempotency::*;
 
@@ -352,7 +354,7 @@ pub struct AuthCounters {
 
 /// Every use case the application needs from its database.
 #[async_trait]
-pub trait Store: EventStore + IdempotencyStore + Send + Sync + 'static {
+pub trait Store: EventStore + IdempotencyStore + ConsoleStore + Send + Sync + 'static {
     /// `postgres` or `sqlite`.
     fn backend(&self) -> &'static str;
     /// Applies pending migrations.

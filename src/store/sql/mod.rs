@@ -9,6 +9,7 @@
 mod accounts;
 mod applications;
 mod companies;
+mod console;
 mod events;
 mod idempotency;
 mod jobs;

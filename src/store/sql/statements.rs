@@ -347,7 +347,7 @@ pub const EMAIL_DATA: &str = "SELECT u.id AS candidate_id, u.email, u.name, \
 
 // Dead letters
 
-const DEAD_LETTER_COLUMNS: &str =
+pub const DEAD_LETTER_COLUMNS: &str =
     "id, event_id, reason, attempts, body, first_failed_at, last_failed_at";
 pub const DEAD_LETTERS: &str = concatcp!(
     "SELECT ",

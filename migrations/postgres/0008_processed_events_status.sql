@@ -1,0 +1,11 @@
+-- no-transaction
+-- The console's queue figures count processed events by status over a recent span (sent and
+-- failed in the last hour, claims in flight): with the status first, each count reads one range
+-- of this index and never the table. Built without blocking the workers' writes; one statement
+-- alone, since PostgreSQL runs several sent together in one transaction, where CONCURRENTLY is
+-- refused. A build that failed leaves an invalid index, which `DROP INDEX CONCURRENTLY
+-- processed_events_status_updated` clears before the next `jobboard migrate`.
+-- Why: the file can hold no SET before it (see above), and the lock it takes (SHARE UPDATE
+-- EXCLUSIVE) blocks no read or write of the workers, only other schema changes of the table.
+-- squawk-ignore require-lock-timeout, require-statement-timeout
+CREATE INDEX CONCURRENTLY processed_events_status_updated ON processed_events (status, updated_at);

@@ -1,0 +1,155 @@
+//! The operator console's reads and operator rights ([`ConsoleStore`]).
+
+use super::{D, S, sql};
+use crate::store::dialect::Dialect;
+use crate::store::*;
+use chrono::{DateTime, Utc};
+use const_format::concatcp;
+use sqlx::{FromRow, Row};
+
+const NOW: &str = <D as Dialect>::NOW_MS;
+
+const IS_OPERATOR: &str = "SELECT 1 FROM operators WHERE user_id = $1";
+const OPERATOR_GRANT: &str = "INSERT INTO operators (user_id, granted_at) VALUES ($1, $2) \
+     ON CONFLICT (user_id) DO NOTHING";
+const OPERATOR_REVOKE: &str = "DELETE FROM operators WHERE user_id = $1";
+const USER_ID_BY_EMAIL_KEY: &str = "SELECT id FROM users WHERE email_key = $1";
+
+/// Every figure in one statement; each count reads one range of an index
+/// (`processed_events_status_updated` for the processed events).
+const FIGURES: &str = concatcp!(
+    "SELECT (SELECT COUNT(*) FROM outbox), (SELECT MIN(created_at) FROM outbox), \
+     (SELECT COUNT(*) FROM processed_events WHERE status = 'in_progress'), \
+     (SELECT COUNT(*) FROM processed_events WHERE status = 'done' AND updated_at >= ",
+    NOW,
+    " - 3600000), \
+     (SELECT COUNT(*) FROM processed_events WHERE status IN ('pending', 'dead') AND updated_at >= ",
+    NOW,
+    " - 3600000), (SELECT COUNT(*) FROM dead_letters)"
+);
+
+const STORY_CHANGE: &str = "SELECT h.application_id, a.job_id, j.title AS job_title, \
+     a.candidate_id, h.old_status, h.new_status, h.changed_by, h.at \
+     FROM application_history h LEFT JOIN applications a ON a.id = h.application_id \
+     LEFT JOIN jobs j ON j.id = a.job_id WHERE h.event_id = $1";
+const STORY_PROCESSED: &str = "SELECT status, attempts, last_error, locked_until, updated_at, \
+     first_failed_at FROM processed_events WHERE event_id = $1";
+/// The event's own dead letter (a message that could not be read keeps its own, whatever id it
+/// claims, and is found in the list instead).
+const STORY_DEAD_LETTER: &str = concatcp!(
+    "SELECT ",
+    sql::DEAD_LETTER_COLUMNS,
+    " FROM dead_letters WHERE event_id = $1 AND NOT invalid"
+);
+
+/// A page, newest first, with the total beside each row: one statement.
+const DEAD_LETTER_PAGE: &str = concatcp!(
+    "SELECT ",
+    sql::DEAD_LETTER_COLUMNS,
+    ", (SELECT COUNT(*) FROM dead_letters) AS total FROM dead_letters ORDER BY id DESC \
+     LIMIT $1 OFFSET $2"
+);
+
+#[async_trait::async_trait]
+impl ConsoleStore for S {
+    async fn is_operator(&self, user_id: i64) -> StoreResult<bool> {
+        Ok(sqlx::query(IS_OPERATOR)
+            .bind(user_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .is_some())
+    }
+
+    async fn set_operator(&self, email_key: &str, grant: bool) -> StoreResult<OperatorChange> {
+        let mut tx = self.begin_write().await?;
+        let user_id: i64 = sqlx::query_scalar(USER_ID_BY_EMAIL_KEY)
+            .bind(email_key)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        let done = if grant {
+            sqlx::query(OPERATOR_GRANT)
+                .bind(user_id)
+                .bind(crate::timefmt::now())
+                .execute(&mut *tx)
+                .await?
+        } else {
+            sqlx::query(OPERATOR_REVOKE)
+                .bind(user_id)
+                .execute(&mut *tx)
+                .await?
+        };
+        tx.commit().await?;
+        Ok(OperatorChange {
+            user_id,
+            changed: done.rows_affected() > 0,
+        })
+    }
+
+    async fn console_figures(&self) -> StoreResult<ConsoleFigures> {
+        let (outbox_pending, oldest, in_flight, sent_last_hour, failed_last_hour, dead_letters): (
+            i64,
+            Option<DateTime<Utc>>,
+            i64,
+            i64,
+            i64,
+            i64,
+        ) = sqlx::query_as(FIGURES).fetch_one(&self.pool).await?;
+        Ok(ConsoleFigures {
+            outbox_pending,
+            oldest_pending_age_ms: oldest.map(|t| (Utc::now() - t).num_milliseconds().max(0)),
+            in_flight,
+            sent_last_hour,
+            failed_last_hour,
+            dead_letters,
+        })
+    }
+
+    async fn event_story(&self, event_id: &str) -> StoreResult<EventStory> {
+        let mut tx = self.begin_read().await?;
+        let change = sqlx::query_as::<_, EventChange>(STORY_CHANGE)
+            .bind(event_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let processed = sqlx::query_as::<_, ProcessedRecord>(STORY_PROCESSED)
+            .bind(event_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let dead_letter = sqlx::query_as::<_, DeadLetterRow>(STORY_DEAD_LETTER)
+            .bind(event_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(EventStory {
+            change,
+            processed,
+            dead_letter,
+        })
+    }
+
+    async fn dead_letter_page(
+        &self,
+        offset: i64,
+        limit: i64,
+    ) -> StoreResult<(Vec<DeadLetterRow>, i64)> {
+        let rows = sqlx::query(DEAD_LETTER_PAGE)
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&self.pool)
+            .await?;
+        let total = match rows.first() {
+            Some(row) => row.try_get::<i64, _>("total")?,
+            // Past the end: the count alone.
+            None => {
+                sqlx::query_scalar(sql::DEAD_LETTER_COUNT)
+                    .fetch_one(&self.pool)
+                    .await?
+            }
+        };
+        let letters = rows
+            .iter()
+            .map(DeadLetterRow::from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((letters, total))
+    }
+}
