@@ -24,6 +24,19 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::
         .map_err(serde::de::Error::custom)
 }
 
+/// The same format for an optional time (`null` when absent), for `#[serde(with)]`.
+pub mod option {
+    use chrono::{DateTime, Utc};
+    use serde::Serializer;
+
+    pub fn serialize<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => super::serialize(t, s),
+            None => s.serialize_none(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -40,7 +40,7 @@ impl AuthUser {
     }
 }
 
-async fn authenticate(parts: &Parts, state: &AppState) -> ApiResult<Option<UserRow>> {
+pub(super) async fn authenticate(parts: &Parts, state: &AppState) -> ApiResult<Option<UserRow>> {
     let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
         return Ok(None);
     };

@@ -2,6 +2,7 @@
 //! fallbacks that turn anything the framework answers on its own into problem+json.
 
 pub mod accounts;
+pub mod admin;
 pub mod applications;
 pub mod companies;
 pub mod error;
@@ -34,6 +35,55 @@ pub const BODY_LIMIT: usize = 64 * 1024;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
+/// The policy of the pages the binary serves (`/docs`, `/console`): their own script, style and
+/// API only, nothing inline, nothing from elsewhere, never framed.
+pub const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+     img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; \
+     frame-ancestors 'none'";
+/// Every other answer (JSON, text): nothing to load, never framed.
+const API_CSP: &str = "default-src 'none'; frame-ancestors 'none'";
+
+/// A page or one of its assets, with the pages' policy.
+pub(crate) fn page(body: &'static str, content_type: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CONTENT_SECURITY_POLICY, PAGE_CSP),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// The headers the OWASP REST Security Cheat Sheet asks of every answer: no sniffing, never
+/// framed (`X-Frame-Options` and the CSP's `frame-ancestors`), a CSP where the handler set none,
+/// no referrer, and `Cache-Control: no-store` on whatever answered a token (a request with
+/// `Authorization`), issued one (`/api/auth/`) or is an operator's (`/api/admin/`).
+pub async fn security_headers(req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let private = req.headers().contains_key(header::AUTHORIZATION)
+        || path.starts_with("/api/auth/")
+        || path.starts_with("/api/admin/");
+    let mut res = next.run(req).await;
+    let headers = res.headers_mut();
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers
+        .entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(API_CSP));
+    if private {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    res
+}
+
 /// The whole API (with `/metrics` unless it has a listener of its own).
 pub fn router(state: AppState) -> Router {
     let mut app = Router::new()
@@ -41,7 +91,8 @@ pub fn router(state: AppState) -> Router {
         .merge(companies::router())
         .merge(jobs::router())
         .merge(applications::router())
-        .merge(ops::router());
+        .merge(ops::router())
+        .merge(admin::router());
     if state.config.metrics_addr.is_none() {
         app = app.merge(ops::metrics_router());
     }
@@ -73,12 +124,15 @@ pub fn router(state: AppState) -> Router {
     )
     .layer(PropagateRequestIdLayer::new(REQUEST_ID))
     .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+    .layer(middleware::from_fn(security_headers))
     .with_state(state)
 }
 
 /// The separate `/metrics` listener's router (`METRICS_ADDR`).
 pub fn metrics_router(state: AppState) -> Router {
-    ops::metrics_router().with_state(state)
+    ops::metrics_router()
+        .layer(middleware::from_fn(security_headers))
+        .with_state(state)
 }
 
 fn cors(origins: &[String]) -> Option<CorsLayer> {

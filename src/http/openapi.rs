@@ -1,6 +1,6 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
 
-use super::{accounts, applications, companies, jobs, ops, search};
+use super::{accounts, admin, applications, companies, jobs, ops, search};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
@@ -140,7 +140,11 @@ impl Modify for CommonResponses {
                     };
                 // CONTRACT.md §4: 401 for a missing, expired or invalid token, also on public
                 // endpoints when a bad one is sent (the document itself reads no token).
-                if takes_token || (path.starts_with("/api/") && path != "/api/openapi.json") {
+                // The operators' routes answer 404, never 401, to anyone but an operator.
+                let operators = path.starts_with("/api/admin/");
+                if !operators
+                    && (takes_token || (path.starts_with("/api/") && path != "/api/openapi.json"))
+                {
                     add("401", "the access token is missing, invalid or expired");
                 }
                 if has_body {
@@ -213,7 +217,8 @@ impl Modify for CommonResponses {
         jobs::create, search::search_jobs, jobs::show, jobs::update, jobs::remove,
         applications::apply, applications::list, applications::show, applications::change_status,
         applications::withdraw, applications::remove, applications::history,
-        ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::docs,
+        ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::docs, ops::docs_css, ops::docs_js,
+        admin::queue, admin::dead_letters, admin::redrive, admin::purge, admin::event,
     ),
     components(schemas(Problem, search::CacheResult, search::SearchOrder)),
     modifiers(&BearerAuth, &CommonResponses),
@@ -223,6 +228,7 @@ impl Modify for CommonResponses {
         (name = "jobs", description = "Publishing and searching jobs"),
         (name = "applications", description = "Applications and their status workflow"),
         (name = "operations", description = "Health and readiness"),
+        (name = "operators", description = "The queue, dead letters and events, for accounts with operator rights (`jobboard admin grant`); 404 to anyone else"),
     )
 )]
 pub struct ApiDoc;

@@ -4,6 +4,7 @@
 use crate::auth::Tokens;
 use crate::cache::SearchCache;
 use crate::config::Config;
+use crate::queue::Queue;
 use crate::relay::Relay;
 use crate::store::Store;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -27,6 +28,9 @@ pub struct AppState {
     pub dummy_hash: Arc<str>,
     /// With `QUEUE=sqs`, the relay that publishes the outbox.
     pub relay: Option<Arc<Relay>>,
+    /// The queue the operator endpoints read and act on (dead letters, figures), the same the
+    /// `dlq` commands use.
+    pub queue: Arc<dyn Queue>,
 }
 
 impl AppState {

@@ -4,7 +4,7 @@
 //! dead letters live in their own table.
 
 use super::{DeadLetter, DeadLetterReason, Message, Queue, Redriven, Selection};
-use crate::store::{NewDeadLetter, Store};
+use crate::store::{DeadLetterRow, NewDeadLetter, Store};
 use anyhow::Context;
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -153,16 +153,20 @@ impl Queue for DbQueue {
             .dead_letters()
             .await?
             .into_iter()
-            .map(|d| DeadLetter {
-                id: d.id.to_string(),
-                event_id: d.event_id,
-                reason: d.reason,
-                attempts: d.attempts,
-                first_failed_at: time_of(d.first_failed_at),
-                last_failed_at: time_of(d.last_failed_at),
-                body: d.body,
-            })
+            .map(DeadLetter::from)
             .collect())
+    }
+
+    async fn dead_letter_page(
+        &self,
+        offset: usize,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<DeadLetter>, i64)> {
+        let (rows, total) = self
+            .store
+            .dead_letter_page(offset as i64, limit as i64)
+            .await?;
+        Ok((rows.into_iter().map(DeadLetter::from).collect(), total))
     }
 
     async fn redrive(&self, which: Selection, include_invalid: bool) -> anyhow::Result<Redriven> {
@@ -182,5 +186,19 @@ impl Queue for DbQueue {
             .store
             .purge_dead_letters(ids(&which).as_deref())
             .await?)
+    }
+}
+
+impl From<DeadLetterRow> for DeadLetter {
+    fn from(d: DeadLetterRow) -> Self {
+        DeadLetter {
+            id: d.id.to_string(),
+            event_id: d.event_id,
+            reason: d.reason,
+            attempts: d.attempts,
+            first_failed_at: time_of(d.first_failed_at),
+            last_failed_at: time_of(d.last_failed_at),
+            body: d.body,
+        }
     }
 }

@@ -92,6 +92,18 @@ pub trait Queue: Send + Sync + 'static {
     async fn stats(&self) -> anyhow::Result<(i64, Option<Duration>, i64)>;
 
     async fn dead_letters(&self) -> anyhow::Result<Vec<DeadLetter>>;
+    /// `limit` dead letters from `offset`, newest first, and how many there are. A queue that
+    /// can read a page without reading them all overrides this.
+    async fn dead_letter_page(
+        &self,
+        offset: usize,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<DeadLetter>, i64)> {
+        let mut all = self.dead_letters().await?;
+        let total = all.len() as i64;
+        all.reverse();
+        Ok((all.into_iter().skip(offset).take(limit).collect(), total))
+    }
     async fn redrive(&self, which: Selection, include_invalid: bool) -> anyhow::Result<Redriven>;
     async fn purge(&self, which: Selection) -> anyhow::Result<u64>;
 }

@@ -147,15 +147,16 @@ pub async fn app_state(
             }
         });
     }
-    let relay = match config.queue {
+    let (relay, queue): (_, Arc<dyn Queue>) = match config.queue {
         QueueKind::Sqs => {
             let sqs = sqs_queue(&config, store.clone()).await?;
-            let relay = Arc::new(Relay::new(store.clone(), sqs));
+            let relay = Arc::new(Relay::new(store.clone(), sqs.clone()));
             // Requests served during the drain still write events: the relay publishes them.
             tokio::spawn(relay.clone().run(stopping.clone()));
-            Some(relay)
+            (Some(relay), sqs)
         }
-        QueueKind::Db => None,
+        // The operator endpoints' view of the queue; the API never receives from it.
+        QueueKind::Db => (None, build_queue(&config, store.clone()).await?),
     };
     let tokens = Arc::new(Tokens::from_config(&config));
     let dummy_hash: Arc<str> =
@@ -172,5 +173,6 @@ pub async fn app_state(
         stopping,
         dummy_hash,
         relay,
+        queue,
     })
 }

@@ -274,6 +274,35 @@ impl TestApp {
         }
     }
 
+    /// Runs the `jobboard` binary with this app's environment (at most 60 s); returns whether it
+    /// exited 0, its stdout and its stderr.
+    pub async fn cli(&self, args: &[&str]) -> (Option<i32>, String, String) {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_jobboard"));
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(&self.vars)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let out = tokio::time::timeout(std::time::Duration::from_secs(60), cmd.output())
+            .await
+            .unwrap_or_else(|_| panic!("jobboard {args:?} did not finish within 60 s"))
+            .expect("run jobboard");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// An account given operator rights the only way there is: `jobboard admin grant`.
+    pub async fn operator(&self) -> User {
+        let user = self.user("candidate").await;
+        let (code, out, err) = self.cli(&["admin", "grant", &user.email]).await;
+        assert_eq!(code, Some(0), "admin grant: {out}{err}");
+        user
+    }
+
     pub async fn login(&self, email: &str, password: &str) -> String {
         let r = self
             .post(
@@ -450,6 +479,9 @@ impl TestApp {
             "SELECT COUNT(*) FROM application_history",
             "SELECT COUNT(*) FROM outbox",
             "SELECT COUNT(*) FROM idempotency_keys",
+            "SELECT COUNT(*) FROM dead_letters",
+            "SELECT COUNT(*) FROM operators",
+            "SELECT COUNT(*) FROM processed_events",
             "SELECT CAST(COALESCE(SUM(LENGTH(name) + LENGTH(password_hash)), 0) AS BIGINT) FROM users",
             "SELECT CAST(COALESCE(SUM(LENGTH(name)), 0) AS BIGINT) FROM companies",
             "SELECT CAST(COALESCE(SUM(LENGTH(title) + LENGTH(status)), 0) AS BIGINT) FROM jobs",

@@ -5,6 +5,7 @@
 mod helpers;
 
 mod accounts;
+mod admin;
 mod applications;
 mod architecture;
 mod authz;
@@ -13,6 +14,7 @@ mod companies;
 mod crash;
 mod docs;
 mod errors;
+mod headers;
 mod idempotency;
 mod jobs;
 mod openapi;

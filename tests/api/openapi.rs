@@ -37,13 +37,16 @@ enum Who {
     OtherCandidate,
     /// An employer of `{c3}`, and a second member of `{c2}`; not of `{c}`.
     OtherMember,
+    /// A candidate with operator rights (`jobboard admin grant`), on the operators' rows.
+    Operator,
 }
 
 /// One request of a row: who sends it, the concrete path (placeholders below), the body, and
 /// the status it must get. Placeholders: `{c}` `{c2}` `{c3}` companies, `{j}` job, `{a}`
 /// application, `{m}` / `{m2}` the member's / other member's user id, `{member_email}`,
-/// `{candidate_email}`, `{other_candidate_email}`, `{other_member_email}`, and `{new_email}`
-/// (a fresh address each time).
+/// `{candidate_email}`, `{other_candidate_email}`, `{other_member_email}`, `{new_email}`
+/// (a fresh address each time), and on the operators' rows `{e}` (the application's
+/// status-change event) and `{d}` (a dead letter of a message no worker could read).
 #[derive(Clone)]
 struct Case {
     who: Who,
@@ -228,6 +231,30 @@ fn table() -> Vec<Row> {
         (M::GET, "/metrics", vec![base(Anonymous, "/metrics", None, 200)]),
         (M::GET, "/api/openapi.json", vec![base(Anonymous, "/api/openapi.json", None, 200)]),
         (M::GET, "/docs", vec![base(Anonymous, "/docs", None, 200)]),
+        (M::GET, "/docs/docs.css", vec![base(Anonymous, "/docs/docs.css", None, 200)]),
+        (M::GET, "/docs/docs.js", vec![base(Anonymous, "/docs/docs.js", None, 200)]),
+        (M::GET, "/api/admin/queue", vec![
+            case(Candidate, "/api/admin/queue", None, 404),
+            base(Operator, "/api/admin/queue", None, 200),
+        ]),
+        (M::GET, "/api/admin/dead-letters", vec![
+            case(Member, "/api/admin/dead-letters", None, 404),
+            case(Operator, "/api/admin/dead-letters?page=0", None, 422),
+            base(Operator, "/api/admin/dead-letters", None, 200),
+        ]),
+        (M::GET, "/api/admin/events/{event_id}", vec![
+            case(Candidate, "/api/admin/events/{e}", None, 404),
+            base(Operator, "/api/admin/events/{e}", None, 200),
+        ]),
+        (M::POST, "/api/admin/dead-letters/redrive", vec![
+            case(Member, "/api/admin/dead-letters/redrive", Some(json!({"ids": ["{d}"]})), 404),
+            case(Operator, "/api/admin/dead-letters/redrive", Some(json!({"ids": []})), 422),
+            base(Operator, "/api/admin/dead-letters/redrive", Some(json!({"ids": ["{d}"]})), 200),
+        ]),
+        (M::DELETE, "/api/admin/dead-letters/{id}", vec![
+            case(Candidate, "/api/admin/dead-letters/{d}", None, 404),
+            base(Operator, "/api/admin/dead-letters/{d}", None, 204),
+        ]),
     ]
 }
 
@@ -599,10 +626,14 @@ struct World {
     c3: i64,
     j: i64,
     a: i64,
+    /// On the operators' rows: the operator, an event id and a dead letter's id.
+    operator: Option<User>,
+    e: String,
+    d: String,
 }
 
 impl World {
-    async fn new(app: &TestApp) -> World {
+    async fn new(app: &TestApp, operators: bool) -> World {
         let s = app.scenario().await;
         let other_candidate = app.user("candidate").await;
         let other_member = app.user("employer").await;
@@ -615,7 +646,58 @@ impl World {
         .await
         .expect(204);
         let c3 = app.company(&other_member, "Elsewhere").await;
+        let (mut operator, mut e, mut d) = (None, String::new(), String::new());
+        if operators {
+            operator = Some(app.operator().await);
+            app.patch(
+                &format!("/api/applications/{}", s.application_id),
+                Some(&s.employer.token),
+                json!({"status": "reviewing"}),
+            )
+            .await
+            .expect(200);
+            e = app
+                .scalar_text(&format!(
+                    "SELECT event_id FROM application_history WHERE application_id = {} \
+                     AND new_status = 'reviewing'",
+                    s.application_id
+                ))
+                .await
+                .expect("the change's event");
+            let store = &app.state.store;
+            store
+                .queue_enqueue(None, None, "not an event")
+                .await
+                .unwrap();
+            // The status change's message is on the queue too; the poison is the newer one.
+            let m = store
+                .queue_receive(10, 60_000)
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|m| m.body == "not an event")
+                .expect("the poison message");
+            store
+                .queue_dead_letter(
+                    m.id,
+                    &m.receipt,
+                    jobboard::store::NewDeadLetter {
+                        event_id: None,
+                        reason: "invalid message: not JSON".into(),
+                        attempts: 0,
+                        body: m.body,
+                        first_failed_at: None,
+                        invalid: true,
+                    },
+                )
+                .await
+                .unwrap();
+            d = store.dead_letters().await.unwrap()[0].id.to_string();
+        }
         World {
+            operator,
+            e,
+            d,
             c: s.company_id,
             j: s.job_id,
             a: s.application_id,
@@ -630,6 +712,8 @@ impl World {
 
     fn fill(&self, template: &str) -> String {
         let mut out = template
+            .replace("{e}", &self.e)
+            .replace("{d}", &self.d)
             .replace("{c}", &self.c.to_string())
             .replace("{c2}", &self.c2.to_string())
             .replace("{c3}", &self.c3.to_string())
@@ -665,6 +749,13 @@ impl World {
             Who::Candidate => Some(self.candidate.token.clone()),
             Who::OtherCandidate => Some(self.other_candidate.token.clone()),
             Who::OtherMember => Some(self.other_member.token.clone()),
+            Who::Operator => Some(
+                self.operator
+                    .as_ref()
+                    .expect("an operators' row")
+                    .token
+                    .clone(),
+            ),
         }
     }
 }
@@ -776,11 +867,14 @@ fn variants(
             && s.iter()
                 .all(|r| r.as_object().is_some_and(|r| !r.is_empty()))
     });
+    // CONTRACT.md §4, Operators: to anyone but an operator, signed in or not, 404.
+    let operators = doc_path.starts_with("/api/admin/");
+    let refused = if operators { 404 } else { 401 };
     if secured {
         out.push(Request {
             what: "no token".into(),
             who: Who::Anonymous,
-            want: Some(401),
+            want: Some(refused),
             ..template()
         });
     }
@@ -789,7 +883,7 @@ fn variants(
     out.push(Request {
         what: "a bad token".into(),
         who: Who::BadToken,
-        want: api.then_some(401),
+        want: api.then_some(refused),
         ..template()
     });
     // Each id of the path, unknown, then not an integer.
@@ -966,7 +1060,7 @@ async fn every_route_and_every_status_it_answers_is_documented() {
         let Some(op) = doc["paths"][doc_path].get(method.as_str().to_lowercase()) else {
             continue;
         };
-        let world = World::new(&app).await;
+        let world = World::new(&app, doc_path.starts_with("/api/admin/")).await;
         for c in cases {
             if c.base {
                 for v in variants(&doc, &method, doc_path, op, &c, &world) {

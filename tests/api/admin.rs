@@ -1,0 +1,326 @@
+//! The operators' endpoints (CONTRACT.md §4, Operators) and `jobboard admin grant|revoke`: a
+//! dead-lettered event read as an operator sees it (figures, story, list), redriven and sent, a
+//! dead letter purged, rights taken away; on both databases with the database queue, and with SQS.
+
+use crate::helpers::*;
+use crate::worker::Harness;
+use jobboard::worker::Outcome;
+use serde_json::{Value, json};
+
+mod db {
+    use super::*;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        an_operator_follows_a_dead_letter_to_its_email(Harness::new(Backend::Sqlite, "lease").await)
+            .await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        an_operator_follows_a_dead_letter_to_its_email(
+            Harness::new(Backend::Postgres, "lease").await,
+        )
+        .await
+    }
+}
+
+mod sqs {
+    use super::*;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        an_operator_follows_a_dead_letter_to_its_email(
+            Harness::new_sqs(Backend::Postgres, "lease").await,
+        )
+        .await
+    }
+}
+
+crate::each_store!(
+    grant_and_revoke_say_what_changed,
+    admin_routes_are_404_to_everyone_else,
+    bad_admin_requests_are_problems_that_change_nothing,
+    figures_count_sent_and_failed_in_the_last_hour,
+);
+
+/// Dead letters as the operator's list shows them.
+async fn listed(app: &TestApp, token: &str) -> Value {
+    app.get("/api/admin/dead-letters", Some(token))
+        .await
+        .expect(200)
+        .clone()
+}
+
+async fn an_operator_follows_a_dead_letter_to_its_email(h: Harness) {
+    let app = &h.app;
+    let (s, event_id) = h.status_change().await;
+    h.smtp.reject_next();
+    let worker = h.worker().await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::DeadLettered]
+    );
+    let op = app.operator().await;
+    let token = op.token.as_str();
+
+    let figures = app.get("/api/admin/queue", Some(token)).await;
+    let figures = figures.expect(200);
+    let queue = if h.sqs.is_some() { "sqs" } else { "db" };
+    assert_eq!(figures["queue"], queue, "{figures}");
+    assert_eq!(figures["failed_last_hour"], 1, "{figures}");
+    assert_eq!(figures["sent_last_hour"], 0, "{figures}");
+    assert_eq!(figures["in_flight"], 0, "{figures}");
+    if h.sqs.is_none() {
+        // SQS counts approximately and late; the database queue exactly.
+        assert_eq!(figures["dead_letters"], 1, "{figures}");
+        assert_eq!(figures["outbox_pending"], 0, "{figures}");
+    }
+
+    let story = app
+        .get(&format!("/api/admin/events/{event_id}"), Some(token))
+        .await;
+    let story = story.expect(200);
+    assert_eq!(story["event_id"], event_id.as_str());
+    assert_eq!(story["change"]["application_id"], s.application_id);
+    assert_eq!(story["change"]["job_id"], s.job_id);
+    assert_eq!(story["change"]["candidate_id"], s.candidate.id);
+    assert_eq!(story["change"]["old_status"], "submitted");
+    assert_eq!(story["change"]["new_status"], "reviewing");
+    assert_eq!(story["change"]["changed_by"], s.employer.id);
+    assert_eq!(story["processed"]["status"], "dead");
+    assert_eq!(story["processed"]["attempts"], 1);
+    assert!(
+        story["processed"]["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("554")),
+        "{story}"
+    );
+    assert_eq!(story["processed"]["lease_expires_at"], Value::Null);
+    if h.sqs.is_none() {
+        // With SQS the dead letter lives in the dead-letter queue, found by the list.
+        assert!(
+            story["dead_letter"]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("554")),
+            "{story}"
+        );
+    }
+
+    let list = listed(app, token).await;
+    assert_eq!(list["total"], 1, "{list}");
+    assert_eq!(list["page"], 1);
+    let letter = &list["items"][0];
+    assert_eq!(letter["event_id"], event_id.as_str(), "{list}");
+    assert_eq!(letter["attempts"], 1);
+    assert!(letter["body"].as_str().unwrap().contains(&event_id));
+    let id = letter["id"].as_str().expect("ids are strings").to_string();
+
+    let r = app
+        .post(
+            "/api/admin/dead-letters/redrive",
+            Some(token),
+            json!({"ids": [id, "no-such-letter"]}),
+        )
+        .await;
+    let r = r.expect(200);
+    assert_eq!(
+        r,
+        &json!({"redriven": 1, "not_found": 1, "skipped_invalid": 0})
+    );
+    h.later().await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    assert_eq!(h.smtp.count_for(&event_id), 1, "the redriven email is sent");
+    assert_eq!(listed(app, token).await["total"], 0);
+    let story = app
+        .get(&format!("/api/admin/events/{event_id}"), Some(token))
+        .await;
+    let story = story.expect(200);
+    assert_eq!(story["processed"]["status"], "done", "{story}");
+    assert_eq!(story["dead_letter"], Value::Null, "{story}");
+    let figures = app.get("/api/admin/queue", Some(token)).await;
+    let figures = figures.expect(200);
+    assert_eq!(figures["sent_last_hour"], 1, "{figures}");
+    assert_eq!(figures["failed_last_hour"], 0, "{figures}");
+
+    // Purge: a poison message's dead letter, deleted once; a second delete finds nothing.
+    h.enqueue("poison <b>not an event</b>").await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::Invalid]
+    );
+    let list = listed(app, token).await;
+    assert_eq!(list["total"], 1, "{list}");
+    assert_eq!(list["items"][0]["event_id"], Value::Null);
+    assert_eq!(list["items"][0]["body"], "poison <b>not an event</b>");
+    let id = list["items"][0]["id"].as_str().unwrap().to_string();
+    let path = format!("/api/admin/dead-letters/{id}");
+    app.delete(&path, Some(token)).await.expect(204);
+    app.delete(&path, Some(token))
+        .await
+        .expect_problem(404, "not-found");
+    assert_eq!(listed(app, token).await["total"], 0);
+}
+
+async fn grant_and_revoke_say_what_changed(app: TestApp) {
+    let user = app.user("employer").await;
+    let upper = user.email.to_uppercase();
+    let (code, out, err) = app.cli(&["admin", "grant", &upper]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("now has operator rights"), "{out}");
+    assert!(out.contains(&format!("user {}", user.id)), "{out}");
+    app.get("/api/admin/queue", Some(&user.token))
+        .await
+        .expect(200);
+    let (code, out, _) = app.cli(&["admin", "grant", &user.email]).await;
+    assert_eq!(code, Some(0));
+    assert!(out.contains("already had operator rights"), "{out}");
+
+    let (code, out, _) = app.cli(&["admin", "revoke", &user.email]).await;
+    assert_eq!(code, Some(0));
+    assert!(out.contains("no longer has operator rights"), "{out}");
+    // Taken at once: the same token, still valid elsewhere, finds nothing here.
+    app.get("/api/admin/queue", Some(&user.token))
+        .await
+        .expect_problem(404, "not-found");
+    app.get("/api/me", Some(&user.token)).await.expect(200);
+    let (code, out, _) = app.cli(&["admin", "revoke", &user.email]).await;
+    assert_eq!(code, Some(0));
+    assert!(out.contains("had no operator rights"), "{out}");
+
+    for email in ["nobody@example.com", "not an email"] {
+        let (code, out, err) = app.cli(&["admin", "grant", email]).await;
+        assert_eq!(code, Some(1), "{out}{err}");
+        assert!(err.contains("no account has the email"), "{err}");
+    }
+    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM operators").await, 0);
+
+    // A deleted account takes its rights with it.
+    let op = app.operator().await;
+    app.delete("/api/me", Some(&op.token)).await.expect(204);
+    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM operators").await, 0);
+}
+
+/// Every admin route, as (method, path, body).
+fn admin_routes() -> Vec<(reqwest::Method, &'static str, Option<Value>)> {
+    use reqwest::Method as M;
+    vec![
+        (M::GET, "/api/admin/queue", None),
+        (M::GET, "/api/admin/dead-letters", None),
+        (M::GET, "/api/admin/events/some-event", None),
+        (
+            M::POST,
+            "/api/admin/dead-letters/redrive",
+            Some(json!({"all": true})),
+        ),
+        (M::DELETE, "/api/admin/dead-letters/1", None),
+        (M::GET, "/api/admin/nothing-here", None),
+    ]
+}
+
+async fn admin_routes_are_404_to_everyone_else(app: TestApp) {
+    let candidate = app.user("candidate").await;
+    let employer = app.user("employer").await;
+    let tokens = [
+        None,
+        Some(candidate.token.as_str()),
+        Some(employer.token.as_str()),
+        Some("not-a-token"),
+    ];
+    for (method, path, body) in admin_routes() {
+        for token in tokens {
+            let r = app.send(method.clone(), path, token, body.clone()).await;
+            assert_eq!(
+                r.status.as_u16(),
+                404,
+                "{method} {path} with {token:?}: {}",
+                r.text
+            );
+            assert_eq!(r.header("content-type"), Some("application/problem+json"));
+            // The same answer as a route that does not exist.
+            assert_eq!(r.body["type"], "/problems/not-found", "{}", r.text);
+        }
+    }
+}
+
+async fn bad_admin_requests_are_problems_that_change_nothing(app: TestApp) {
+    let op = app.operator().await;
+    let token = Some(op.token.as_str());
+    let before = app.fingerprint().await;
+    for (body, field) in [
+        (json!({}), "ids"),
+        (json!({"ids": []}), "ids"),
+        (json!({"ids": ["1"], "all": true}), "ids"),
+        (json!({"ids": [1]}), "ids[0]"),
+        (json!({"all": "yes"}), "all"),
+        (json!({"all": true, "purge": true}), "purge"),
+    ] {
+        let r = app
+            .post("/api/admin/dead-letters/redrive", token, body.clone())
+            .await;
+        let problem = r.expect_problem(422, "validation");
+        assert!(
+            problem["errors"].get(field).is_some(),
+            "{body} should name {field}: {problem}"
+        );
+    }
+    for query in ["page=0", "page_size=101", "page=x"] {
+        app.get(&format!("/api/admin/dead-letters?{query}"), token)
+            .await
+            .expect_problem(422, "validation");
+    }
+    app.get("/api/admin/events/no-such-event", token)
+        .await
+        .expect_problem(404, "not-found");
+    app.get(&format!("/api/admin/events/{}", "x".repeat(300)), token)
+        .await
+        .expect_problem(404, "not-found");
+    app.delete("/api/admin/dead-letters/999999", token)
+        .await
+        .expect_problem(404, "not-found");
+    app.delete("/api/admin/dead-letters/not-a-number", token)
+        .await
+        .expect_problem(404, "not-found");
+    assert_eq!(app.fingerprint().await, before);
+}
+
+/// The hour's figures come from the processed records: a send long ago counts in neither.
+async fn figures_count_sent_and_failed_in_the_last_hour(app: TestApp) {
+    let op = app.operator().await;
+    let store = app.state.store.clone();
+    let now = store.now_ms().await.unwrap();
+    let hour_ago = now - 3_600_000 - 60_000;
+    for (event, status, updated, attempts) in [
+        ("e-sent", "done", now - 1_000, 0),
+        ("e-sent-old", "done", hour_ago, 0),
+        ("e-retry", "pending", now - 2_000, 1),
+        ("e-dead", "dead", now - 3_000, 5),
+        ("e-dead-old", "dead", hour_ago, 5),
+        ("e-claimed", "in_progress", now, 0),
+    ] {
+        let locked = if status == "in_progress" {
+            (now + 60_000).to_string()
+        } else {
+            "NULL".to_string()
+        };
+        app.exec(&format!(
+            "INSERT INTO processed_events (event_id, status, lease_id, locked_until, attempts, \
+             updated_at) VALUES ('{event}', '{status}', 'l', {locked}, {attempts}, {updated})"
+        ))
+        .await;
+    }
+    let figures = app.get("/api/admin/queue", Some(&op.token)).await;
+    let figures = figures.expect(200);
+    assert_eq!(
+        figures,
+        &json!({"queue": "db", "outbox_pending": 0, "oldest_pending_age_seconds": null,
+            "in_flight": 1, "sent_last_hour": 1, "failed_last_hour": 2, "dead_letters": 0})
+    );
+    let story = app
+        .get("/api/admin/events/e-claimed", Some(&op.token))
+        .await;
+    let story = story.expect(200);
+    assert_eq!(story["change"], Value::Null);
+    assert_eq!(story["processed"]["status"], "in_progress");
+    assert!(
+        story["processed"]["lease_expires_at"].is_string(),
+        "{story}"
+    );
+}
