@@ -22,6 +22,12 @@
 //!   (a sparse word, a rare pair, a selective filter) the branch reads its matches through the
 //!   GIN index instead, which then are few, and sorts them. Each statement is planned for its
 //!   own values (never a generic plan).
+//!
+//! On both, a search with words and a `company_id` or a `location` (three characters or more)
+//! first counts, up to [`NARROW_LIMIT`], the open jobs that filter leaves (through
+//! `jobs_company`, or a trigram index of location keys); when they are fewer, each branch reads
+//! those jobs and tests the words on each ([`Access::Narrow`]), so a common word in a small
+//! company or town costs the town's jobs, not the word's matches.
 
 use super::{D, Db, sql};
 use crate::store::dialect::Dialect;
@@ -44,14 +50,55 @@ pub(in crate::store) enum Branch {
     TitleScore(usize),
 }
 
-/// How a PostgreSQL branch reads its matches (SQLite has one way).
+/// How a branch reads its matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(in crate::store) enum Access {
-    /// The newest-first index, testing each row, until this many matches are found or the
-    /// walk's budget of rows is spent.
+    /// PostgreSQL: the newest-first index, testing each row, until this many matches are found
+    /// or the walk's budget of rows is spent.
     Walk(i64),
     /// The full-text index (or whatever the planner finds best), then sorted.
     Matches,
+    /// The few open jobs a filter narrows the search to, each tested for the words.
+    Narrow(Narrow),
+}
+
+/// A filter that can narrow a search to few open jobs through an index of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::store) enum Narrow {
+    /// `company_id`: the company's jobs (`jobs_company`).
+    Company,
+    /// A `location` substring of three characters or more: the trigram index of location keys
+    /// (`jobs_location_fts` on SQLite, `jobs_open_location_trgm` on PostgreSQL).
+    Place,
+}
+
+/// A search whose words are common but whose company or location holds fewer open jobs than
+/// this reads those jobs and tests the words on each ([`Access::Narrow`]): its cost is bounded
+/// by this, where reading the words' matches (or walking the newest jobs) and testing the filter
+/// on each would grow with the number of matches. Larger sets are left to the other accesses.
+pub(in crate::store) const NARROW_LIMIT: i64 = 1000;
+
+/// The location substring, if the trigram indexes can find it (three characters or more).
+fn place_needle(s: &JobSearch) -> Option<&str> {
+    s.location.as_deref().filter(|l| l.chars().count() >= 3)
+}
+
+/// The FTS5 phrase that matches `needle` as a substring in a trigram index.
+fn trigram_phrase(needle: &str) -> String {
+    format!("\"{}\"", needle.replace('"', "\"\""))
+}
+
+/// The `LIKE` pattern that matches `needle` as a substring (`\` escapes).
+fn like_pattern(needle: &str) -> String {
+    let mut out = String::from("%");
+    for c in needle.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
 }
 
 /// The branches of a search, in result order.
@@ -137,6 +184,10 @@ fn ts_query(terms: &[String]) -> String {
 /// `SELECT id[, created_at] FROM … ORDER BY <the branch's order>` (no LIMIT): the branch's
 /// matches, with what [`Dialect::SEARCH_ORDER`] orders them by.
 fn push_branch_ids(qb: &mut QueryBuilder<'_, Db>, s: &JobSearch, branch: Branch, access: Access) {
+    if let Access::Narrow(narrow) = access {
+        push_narrow_branch_ids(qb, s, branch, narrow);
+        return;
+    }
     if s.terms.is_empty() {
         // No words: the newest-first index of open jobs, or whichever index the planner finds
         // best for the filters; no full-text index is involved.
@@ -195,6 +246,113 @@ fn push_fts5_branch_ids(qb: &mut QueryBuilder<'_, Db>, s: &JobSearch, branch: Br
     qb.push(" ORDER BY f.rowid DESC");
 }
 
+/// The branch read from the open jobs `narrow` selects, newest first, each tested for the words
+/// and every filter (the location substring again: the trigram index only narrows).
+fn push_narrow_branch_ids(
+    qb: &mut QueryBuilder<'_, Db>,
+    s: &JobSearch,
+    branch: Branch,
+    narrow: Narrow,
+) {
+    let location = s.location.clone().unwrap_or_default();
+    if D::NAME == "sqlite" {
+        let order = match narrow {
+            Narrow::Company => {
+                qb.push("SELECT j.id FROM jobs j WHERE j.company_id = ")
+                    .push_bind(s.company_id.unwrap_or_default());
+                " ORDER BY j.id DESC"
+            }
+            Narrow::Place => {
+                qb.push(
+                    "SELECT j.id FROM jobs_location_fts l JOIN jobs j ON j.id = l.rowid \
+                     WHERE jobs_location_fts MATCH ",
+                )
+                .push_bind(trigram_phrase(&location));
+                " ORDER BY l.rowid DESC"
+            }
+        };
+        push_row_filters(qb, s);
+        for t in &s.terms {
+            qb.push(" AND ");
+            D::push_contains_expr(qb, "' ' || j.search_terms || ' '", format!(" {t} "));
+        }
+        push_branch_filter(qb, s, branch);
+        qb.push(order);
+        return;
+    }
+    // OFFSET 0 keeps the order's LIMIT out of the inner plan, so that it reads the narrow set
+    // instead of walking the newest-first index.
+    qb.push("SELECT r.id, r.created_at FROM (SELECT j.id, j.created_at FROM jobs j WHERE ");
+    match narrow {
+        Narrow::Company => {
+            qb.push("j.company_id = ")
+                .push_bind(s.company_id.unwrap_or_default());
+        }
+        Narrow::Place => {
+            qb.push(
+                "j.id = ANY(ARRAY(SELECT id FROM jobs WHERE status = 'open' \
+                 AND location_key LIKE ",
+            )
+            .push_bind(like_pattern(&location))
+            .push("))");
+        }
+    }
+    if !s.terms.is_empty() {
+        qb.push(" AND j.search_vector @@ CAST(")
+            .push_bind(ts_query(&s.terms))
+            .push(" AS tsquery)");
+    }
+    push_row_filters(qb, s);
+    push_branch_filter(qb, s, branch);
+    qb.push(" OFFSET 0) r ORDER BY r.created_at DESC, r.id DESC");
+}
+
+/// Whether a filter narrows the search to fewer than [`NARROW_LIMIT`] open jobs, and which
+/// narrows it most: one bounded count per filter that has an index.
+async fn narrowing(conn: &mut Conn, s: &JobSearch) -> StoreResult<Option<Narrow>> {
+    if s.terms.is_empty() {
+        // No words to test: the planner's choice among the filters' indexes already reads no
+        // more than the page needs.
+        return Ok(None);
+    }
+    let mut best: Option<(i64, Narrow)> = None;
+    if let Some(company) = s.company_id {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHERE company_id = $1 AND status = 'open' \
+             LIMIT $2) c",
+        )
+        .bind(company)
+        .bind(NARROW_LIMIT)
+        .fetch_one(&mut *conn)
+        .await?;
+        if n < NARROW_LIMIT {
+            best = Some((n, Narrow::Company));
+        }
+    }
+    if let Some(needle) = place_needle(s) {
+        let n: i64 = if D::NAME == "sqlite" {
+            sqlx::query_scalar(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM jobs_location_fts \
+                 WHERE jobs_location_fts MATCH $1 LIMIT $2) c",
+            )
+            .bind(trigram_phrase(needle))
+        } else {
+            sqlx::query_scalar(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHERE status = 'open' \
+                 AND location_key LIKE $1 LIMIT $2) c",
+            )
+            .bind(like_pattern(needle))
+        }
+        .bind(NARROW_LIMIT)
+        .fetch_one(&mut *conn)
+        .await?;
+        if n < NARROW_LIMIT && best.is_none_or(|(m, _)| n < m) {
+            best = Some((n, Narrow::Place));
+        }
+    }
+    Ok(best.map(|(_, narrow)| narrow))
+}
+
 fn push_pg_branch_ids(
     qb: &mut QueryBuilder<'_, Db>,
     s: &JobSearch,
@@ -223,6 +381,7 @@ fn push_pg_branch_ids(
             push_branch_filter(qb, s, branch);
             qb.push(" ORDER BY j.created_at DESC, j.id DESC");
         }
+        Access::Narrow(narrow) => push_narrow_branch_ids(qb, s, branch, narrow),
         Access::Matches => {
             // OFFSET 0 keeps the outer LIMIT out of the inner plan: the matches are found
             // through the index that finds them, not by walking the newest-first index.
@@ -303,15 +462,20 @@ struct BranchPage {
 
 type Conn = <Db as sqlx::Database>::Connection;
 
+#[allow(clippy::too_many_arguments)]
 async fn read_branch(
     conn: &mut Conn,
     s: &JobSearch,
     branch: Branch,
+    narrow: Option<Narrow>,
     limit: i64,
     offset: i64,
     size: i64,
 ) -> StoreResult<BranchPage> {
-    let mut access = first_access(s, limit);
+    let mut access = match narrow {
+        Some(narrow) => Access::Narrow(narrow),
+        None => first_access(s, limit),
+    };
     loop {
         let page = if size > 0 {
             let found = branch_page("", s, branch, access, limit, offset, size)
@@ -361,10 +525,11 @@ pub(in crate::store) async fn search(conn: &mut Conn, s: &JobSearch) -> StoreRes
     let need = limit + 1;
     let mut counted = 0;
     let mut rows = Vec::new();
+    let narrow = narrowing(conn, s).await?;
     for branch in branches(s) {
         let offset = (s.page.offset() - counted).max(0);
         let size = s.page.size - rows.len() as i64;
-        let page = read_branch(conn, s, branch, need - counted, offset, size).await?;
+        let page = read_branch(conn, s, branch, narrow, need - counted, offset, size).await?;
         counted += page.counted;
         rows.extend(page.rows);
         if counted >= need {
