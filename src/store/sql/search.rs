@@ -307,6 +307,49 @@ fn push_narrow_branch_ids(
     qb.push(" OFFSET 0) r ORDER BY r.created_at DESC, r.id DESC");
 }
 
+/// PostgreSQL: whether the statistics say the walk of the newest jobs cannot fill `need`
+/// matches within its budget, so that the branch should read its matches through the GIN index
+/// at once. The rarest term's share of the jobs bounds the matches' share: its frequency when
+/// it is among the column's most common elements, else at most the least frequent of those. No
+/// statistics (a table never analysed): walk, as without them.
+async fn walk_is_hopeless(conn: &mut Conn, s: &JobSearch, need: i64) -> StoreResult<bool> {
+    if D::NAME != "postgres" || s.terms.is_empty() {
+        return Ok(false);
+    }
+    // As text, so that the statement (never run on SQLite) compiles for both backends; terms
+    // hold no space.
+    let stats: Option<(Option<String>, Option<String>, f64)> = sqlx::query_as(
+        "SELECT array_to_string(CAST(CAST(s.most_common_elems AS TEXT) AS TEXT[]), ' '), \
+         array_to_string(s.most_common_elem_freqs, ' '), CAST(c.reltuples AS FLOAT8) \
+         FROM pg_stats s JOIN pg_class c ON c.oid = CAST('jobs' AS regclass) \
+         WHERE s.schemaname = current_schema() AND s.tablename = 'jobs' \
+         AND s.attname = 'search_vector'",
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((Some(elems), Some(freqs), jobs)) = stats else {
+        return Ok(false);
+    };
+    let elems: Vec<&str> = elems.split(' ').collect();
+    let freqs: Vec<f32> = freqs.split(' ').filter_map(|f| f.parse().ok()).collect();
+    // The element frequencies, then the least and the greatest of them, then the null share.
+    let Some(&least) = freqs.get(elems.len()) else {
+        return Ok(false);
+    };
+    let share = s
+        .terms
+        .iter()
+        .map(|t| match elems.iter().position(|e| *e == t.as_str()) {
+            Some(i) => freqs.get(i).copied().unwrap_or(least),
+            None => least,
+        })
+        .fold(f32::INFINITY, f32::min) as f64;
+    let jobs = (jobs as f64).max(0.0);
+    let budget = (10 * need).max((WALK_COST_RATIO as f64 * need as f64 * jobs).sqrt() as i64);
+    // The rows a walk tests to find `need` matches at that share, at best.
+    Ok(share <= 0.0 || need as f64 / share > budget as f64)
+}
+
 /// Whether a filter narrows the search to fewer than [`NARROW_LIMIT`] open jobs, and which
 /// narrows it most: one bounded count per filter that has an index.
 async fn narrowing(conn: &mut Conn, s: &JobSearch) -> StoreResult<Option<Narrow>> {
@@ -467,15 +510,12 @@ async fn read_branch(
     conn: &mut Conn,
     s: &JobSearch,
     branch: Branch,
-    narrow: Option<Narrow>,
+    start: Option<Access>,
     limit: i64,
     offset: i64,
     size: i64,
 ) -> StoreResult<BranchPage> {
-    let mut access = match narrow {
-        Some(narrow) => Access::Narrow(narrow),
-        None => first_access(s, limit),
-    };
+    let mut access = start.unwrap_or_else(|| first_access(s, limit));
     loop {
         let page = if size > 0 {
             let found = branch_page("", s, branch, access, limit, offset, size)
@@ -525,11 +565,17 @@ pub(in crate::store) async fn search(conn: &mut Conn, s: &JobSearch) -> StoreRes
     let need = limit + 1;
     let mut counted = 0;
     let mut rows = Vec::new();
-    let narrow = narrowing(conn, s).await?;
+    // How every branch starts: the narrow set of a filter, or the GIN index when the statistics
+    // say a walk would fail; else the branch's own first access.
+    let start = match narrowing(conn, s).await? {
+        Some(narrow) => Some(Access::Narrow(narrow)),
+        None if walk_is_hopeless(conn, s, need).await? => Some(Access::Matches),
+        None => None,
+    };
     for branch in branches(s) {
         let offset = (s.page.offset() - counted).max(0);
         let size = s.page.size - rows.len() as i64;
-        let page = read_branch(conn, s, branch, narrow, need - counted, offset, size).await?;
+        let page = read_branch(conn, s, branch, start, need - counted, offset, size).await?;
         counted += page.counted;
         rows.extend(page.rows);
         if counted >= need {
