@@ -589,7 +589,7 @@ pub(in crate::store) async fn search(conn: &mut Conn, s: &JobSearch) -> StoreRes
     })
 }
 
-/// The statements of a search's first branch, both ways PostgreSQL can read it, for
+/// The statements of a search's first branch, every way PostgreSQL can read it, for
 /// `EXPLAIN`.
 #[allow(dead_code)] // PgStore::explain_search; the SQLite build of this module has no use for it
 pub(in crate::store) fn explained<'a>(prefix: &str, s: &'a JobSearch) -> Vec<QueryBuilder<'a, Db>> {
@@ -614,6 +614,25 @@ pub(in crate::store) fn explained<'a>(prefix: &str, s: &'a JobSearch) -> Vec<Que
             s.page.offset(),
             s.page.size,
         ));
+    }
+    // And the narrow read of a company or a town, where the search may start when they hold
+    // few open jobs.
+    let narrows = [
+        (s.company_id.is_some(), Narrow::Company),
+        (place_needle(s).is_some(), Narrow::Place),
+    ];
+    for (applies, narrow) in narrows {
+        if applies && !s.terms.is_empty() {
+            out.push(branch_page(
+                prefix,
+                s,
+                branch,
+                Access::Narrow(narrow),
+                limit,
+                s.page.offset(),
+                s.page.size,
+            ));
+        }
     }
     out
 }
