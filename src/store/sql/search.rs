@@ -344,7 +344,7 @@ async fn walk_is_hopeless(conn: &mut Conn, s: &JobSearch, need: i64) -> StoreRes
             None => least,
         })
         .fold(f32::INFINITY, f32::min) as f64;
-    let jobs = (jobs as f64).max(0.0);
+    let jobs = jobs.max(0.0);
     let budget = (10 * need).max((WALK_COST_RATIO as f64 * need as f64 * jobs).sqrt() as i64);
     // The rows a walk tests to find `need` matches at that share, at best.
     Ok(share <= 0.0 || need as f64 / share > budget as f64)
