@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod admin;
 pub mod applications;
 pub mod companies;
+pub mod console;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
@@ -92,7 +93,8 @@ pub fn router(state: AppState) -> Router {
         .merge(jobs::router())
         .merge(applications::router())
         .merge(ops::router())
-        .merge(admin::router());
+        .merge(admin::router())
+        .merge(console::router());
     if state.config.metrics_addr.is_none() {
         app = app.merge(ops::metrics_router());
     }

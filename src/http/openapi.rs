@@ -1,6 +1,6 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
 
-use super::{accounts, admin, applications, companies, jobs, ops, search};
+use super::{accounts, admin, applications, companies, console, jobs, ops, search};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
@@ -218,6 +218,7 @@ impl Modify for CommonResponses {
         applications::apply, applications::list, applications::show, applications::change_status,
         applications::withdraw, applications::remove, applications::history,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::docs, ops::docs_css, ops::docs_js,
+        console::console, console::console_css, console::console_js,
         admin::queue, admin::dead_letters, admin::redrive, admin::purge, admin::event,
     ),
     components(schemas(Problem, search::CacheResult, search::SearchOrder)),
@@ -227,7 +228,7 @@ impl Modify for CommonResponses {
         (name = "companies", description = "Companies and their members"),
         (name = "jobs", description = "Publishing and searching jobs"),
         (name = "applications", description = "Applications and their status workflow"),
-        (name = "operations", description = "Health and readiness"),
+        (name = "operations", description = "Health, readiness, metrics, and the pages the binary serves: the API reference and the operator console"),
         (name = "operators", description = "The queue, dead letters and events, for accounts with operator rights (`jobboard admin grant`); 404 to anyone else"),
     )
 )]

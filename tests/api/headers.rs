@@ -84,6 +84,9 @@ async fn every_class_of_answer_carries_its_headers(app: TestApp) {
         ("/docs", "text/html"),
         ("/docs/docs.css", "text/css"),
         ("/docs/docs.js", "text/javascript"),
+        ("/console", "text/html"),
+        ("/console/console.css", "text/css"),
+        ("/console/console.js", "text/javascript"),
     ] {
         let r = app.get(path, None).await;
         r.expect(200);

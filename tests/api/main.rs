@@ -11,6 +11,7 @@ mod architecture;
 mod authz;
 mod cli;
 mod companies;
+mod console;
 mod crash;
 mod docs;
 mod errors;

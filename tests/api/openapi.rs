@@ -233,6 +233,9 @@ fn table() -> Vec<Row> {
         (M::GET, "/docs", vec![base(Anonymous, "/docs", None, 200)]),
         (M::GET, "/docs/docs.css", vec![base(Anonymous, "/docs/docs.css", None, 200)]),
         (M::GET, "/docs/docs.js", vec![base(Anonymous, "/docs/docs.js", None, 200)]),
+        (M::GET, "/console", vec![base(Anonymous, "/console", None, 200)]),
+        (M::GET, "/console/console.css", vec![base(Anonymous, "/console/console.css", None, 200)]),
+        (M::GET, "/console/console.js", vec![base(Anonymous, "/console/console.js", None, 200)]),
         (M::GET, "/api/admin/queue", vec![
             case(Candidate, "/api/admin/queue", None, 404),
             base(Operator, "/api/admin/queue", None, 200),

@@ -1,0 +1,427 @@
+// The operator console. Everything received is put into the page as text (textContent), never
+// as HTML: a dead letter's body and reason are whatever a queue held. The access token lives in
+// this closure only, never in localStorage, sessionStorage or a cookie; a reload signs in again.
+(function () {
+  "use strict";
+
+  const REFRESH_MS = 5000;
+  const PAGE_SIZE = 20;
+  let token = null;
+  let timer = null;
+  let page = 1;
+  let lastDeadLetters = null;
+
+  const $ = (id) => document.getElementById(id);
+
+  // An element with its text (never parsed as HTML) and children.
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === "text") node.textContent = value;
+      else if (key === "class") node.className = value;
+      else node.setAttribute(key, value);
+    }
+    for (const child of children) {
+      if (child !== null && child !== undefined) {
+        node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+      }
+    }
+    return node;
+  }
+
+  function show(id, text) {
+    const node = $(id);
+    node.textContent = text;
+    node.hidden = false;
+  }
+
+  function hide(id) {
+    $(id).hidden = true;
+  }
+
+  function when(value) {
+    if (!value) return "";
+    const d = new Date(value);
+    return isNaN(d) ? String(value) : d.toLocaleString();
+  }
+
+  function age(seconds) {
+    if (seconds === null || seconds === undefined) return "–";
+    const s = Math.round(seconds);
+    if (s < 120) return s + " s";
+    if (s < 7200) return Math.round(s / 60) + " min";
+    return Math.round(s / 3600) + " h";
+  }
+
+  // The problem's own words, or the status.
+  async function problemText(res) {
+    try {
+      const p = await res.json();
+      return p.detail || p.title || "HTTP " + res.status;
+    } catch (_) {
+      return "HTTP " + res.status;
+    }
+  }
+
+  class Gone extends Error {}
+
+  // A call of the API as the signed-in operator. A 404 from /api/admin/queue means the rights
+  // are gone (or the token expired): back to the sign-in form.
+  async function api(method, path, body) {
+    const headers = { Authorization: "Bearer " + token };
+    const init = { method, headers, cache: "no-store" };
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    if (method !== "GET" && self.crypto && crypto.randomUUID) {
+      headers["Idempotency-Key"] = crypto.randomUUID();
+    }
+    const res = await fetch(path, init);
+    if (res.status === 401) {
+      signOut("The session has ended; sign in again.");
+      throw new Gone();
+    }
+    return res;
+  }
+
+  // ------------------------------------------------------------------ sign-in
+
+  async function signIn(event) {
+    event.preventDefault();
+    hide("signin-error");
+    const email = $("email").value.trim();
+    const password = $("password").value;
+    if (!email || !password) {
+      show("signin-error", "Give the email and the password.");
+      return;
+    }
+    $("signin-submit").disabled = true;
+    try {
+      const res = await fetch("/api/auth/token", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ email, password }),
+        cache: "no-store",
+      });
+      if (!res.ok) {
+        $("password").value = "";
+        show("signin-error", await problemText(res));
+        return;
+      }
+      const candidate = (await res.json()).access_token;
+      const probe = await fetch("/api/admin/queue", {
+        headers: { Authorization: "Bearer " + candidate },
+        cache: "no-store",
+      });
+      if (probe.status === 404) {
+        $("password").value = "";
+        show("signin-error", "This account has no operator rights (jobboard admin grant " + email + ").");
+        return;
+      }
+      if (!probe.ok) {
+        show("signin-error", await problemText(probe));
+        return;
+      }
+      token = candidate;
+      $("password").value = "";
+      show("whoami", email);
+      $("signout").hidden = false;
+      hide("signin");
+      $("console").hidden = false;
+      renderFigures(await probe.json());
+      page = 1;
+      await loadDeadLetters();
+      timer = setInterval(refresh, REFRESH_MS);
+      $("queue-title").focus();
+    } catch (e) {
+      if (!(e instanceof Gone)) show("signin-error", "The server could not be reached: " + e.message);
+    } finally {
+      $("signin-submit").disabled = false;
+    }
+  }
+
+  function signOut(message) {
+    token = null;
+    lastDeadLetters = null;
+    if (timer) clearInterval(timer);
+    timer = null;
+    $("console").hidden = true;
+    hide("whoami");
+    $("signout").hidden = true;
+    $("dl-list").replaceChildren();
+    $("timeline").replaceChildren();
+    hide("story");
+    $("signin").hidden = false;
+    if (message) show("signin-error", message);
+    $("email").focus();
+  }
+
+  // ------------------------------------------------------------------ figures
+
+  function renderFigures(f) {
+    $("queue-kind").textContent = f.queue || "";
+    for (const key of ["outbox_pending", "in_flight", "sent_last_hour", "failed_last_hour", "dead_letters"]) {
+      const value = f[key];
+      $("fig-" + key).textContent = value === null || value === undefined ? "–" : String(value);
+    }
+    $("fig-oldest_pending_age_seconds").textContent = age(f.oldest_pending_age_seconds);
+    $("figures-updated").textContent = "read at " + new Date().toLocaleTimeString();
+    return f;
+  }
+
+  async function loadFigures() {
+    const res = await api("GET", "/api/admin/queue");
+    if (res.status === 404) {
+      signOut("This account no longer has operator rights.");
+      throw new Gone();
+    }
+    if (!res.ok) throw new Error(await problemText(res));
+    return renderFigures(await res.json());
+  }
+
+  // The figures on their own; the dead letters too when their number changed.
+  async function refresh() {
+    try {
+      const f = await loadFigures();
+      if (f.dead_letters !== lastDeadLetters) await loadDeadLetters();
+    } catch (e) {
+      if (!(e instanceof Gone)) $("figures-updated").textContent = "not read: " + e.message;
+    }
+  }
+
+  // ------------------------------------------------------------------ dead letters
+
+  async function loadDeadLetters() {
+    const res = await api("GET", "/api/admin/dead-letters?page=" + page + "&page_size=" + PAGE_SIZE);
+    if (!res.ok) {
+      notice(await problemText(res), true);
+      return;
+    }
+    const list = await res.json();
+    if (list.items.length === 0 && page > 1) {
+      page -= 1;
+      return loadDeadLetters();
+    }
+    lastDeadLetters = list.total;
+    $("dl-total").textContent = String(list.total);
+    $("dl-empty").hidden = list.total !== 0;
+    $("redrive-all").disabled = list.total === 0;
+    $("dl-list").replaceChildren(...list.items.map(letterItem));
+    const pages = Math.max(1, Math.ceil(list.total / PAGE_SIZE));
+    $("dl-page").textContent = "page " + page + " of " + pages;
+    $("dl-prev").disabled = page <= 1;
+    $("dl-next").disabled = page >= pages;
+  }
+
+  function letterItem(d) {
+    const event = d.event_id
+      ? el("button", { type: "button", class: "link event-link", text: d.event_id, "aria-label": "Show the story of event " + d.event_id })
+      : el("span", { class: "muted", text: "not an event" });
+    if (d.event_id) event.addEventListener("click", () => openStory(d.event_id));
+    const redrive = el("button", { type: "button", class: "redrive", text: "Redrive" });
+    redrive.addEventListener("click", () => redriveIds([d.id], d.event_id || d.id));
+    const purge = el("button", { type: "button", class: "purge danger", text: "Purge" });
+    purge.addEventListener("click", () => purgeOne(d));
+    return el(
+      "li",
+      { class: "letter", "data-id": d.id },
+      el(
+        "header",
+        {},
+        event,
+        el("span", { class: "muted small", text: d.attempts + (d.attempts === 1 ? " attempt" : " attempts") }),
+        el("span", { class: "muted small", text: "last failed " + when(d.last_failed_at) })
+      ),
+      el("p", { class: "reason", text: d.reason }),
+      el("pre", { class: "body", text: d.body }),
+      el("div", { class: "actions" }, redrive, purge)
+    );
+  }
+
+  // Asks first; resolves to whether the operator confirmed.
+  function confirmed(text) {
+    const dialog = $("confirm");
+    $("confirm-text").textContent = text;
+    dialog.returnValue = "";
+    return new Promise((resolve) => {
+      dialog.addEventListener("close", () => resolve(dialog.returnValue === "yes"), { once: true });
+      dialog.showModal();
+    });
+  }
+
+  function notice(text, bad) {
+    const node = $("notice");
+    node.textContent = text;
+    node.className = bad ? "error" : "notice";
+    node.hidden = false;
+  }
+
+  async function redriveIds(ids, label) {
+    const all = ids === null;
+    const question = all
+      ? "Redrive every dead letter? Their emails are sent again."
+      : "Redrive " + label + "? Its email is sent again.";
+    if (!(await confirmed(question))) return;
+    try {
+      const res = await api("POST", "/api/admin/dead-letters/redrive", all ? { all: true } : { ids });
+      if (!res.ok) {
+        notice(await problemText(res), true);
+        return;
+      }
+      const r = await res.json();
+      let text = "Redriven: " + r.redriven + ".";
+      if (r.not_found) text += " Not found (already gone): " + r.not_found + ".";
+      if (r.skipped_invalid) text += " Left alone, not events: " + r.skipped_invalid + ".";
+      notice(text, false);
+      await afterWrite();
+    } catch (e) {
+      if (!(e instanceof Gone)) notice("Not redriven: " + e.message, true);
+    }
+  }
+
+  async function purgeOne(d) {
+    const label = d.event_id ? "the dead letter of event " + d.event_id : "this dead letter (not an event)";
+    if (!(await confirmed("Purge " + label + "? It is deleted for good and never sent."))) return;
+    try {
+      const res = await api("DELETE", "/api/admin/dead-letters/" + encodeURIComponent(d.id));
+      if (res.status === 204) notice("Purged.", false);
+      else if (res.status === 404) notice("Already gone.", false);
+      else notice(await problemText(res), true);
+      await afterWrite();
+    } catch (e) {
+      if (!(e instanceof Gone)) notice("Not purged: " + e.message, true);
+    }
+  }
+
+  async function afterWrite() {
+    await loadFigures();
+    await loadDeadLetters();
+    const shown = $("story").hidden ? null : $("story").dataset.eventId;
+    if (shown) await openStory(shown);
+  }
+
+  // ------------------------------------------------------------------ an event's story
+
+  async function findStory(event) {
+    event.preventDefault();
+    const id = $("event-id").value.trim();
+    if (!id) {
+      show("story-error", "Give an event id.");
+      return;
+    }
+    await openStory(id);
+  }
+
+  async function openStory(id) {
+    hide("story-error");
+    $("event-id").value = id;
+    try {
+      const res = await api("GET", "/api/admin/events/" + encodeURIComponent(id));
+      if (res.status === 404) {
+        hide("story");
+        show("story-error", "Nothing is known of event " + id + ".");
+        return;
+      }
+      if (!res.ok) {
+        hide("story");
+        show("story-error", await problemText(res));
+        return;
+      }
+      renderStory(await res.json());
+    } catch (e) {
+      if (!(e instanceof Gone)) show("story-error", "Not read: " + e.message);
+    }
+  }
+
+  function step(at, what, kind, ...details) {
+    return {
+      at,
+      node: el(
+        "li",
+        { class: kind || "" },
+        el("time", { text: at ? when(at) : "time unknown" }),
+        el("span", { class: "what", text: what }),
+        ...details.filter((d) => d).map((d) => (d instanceof Node ? d : el("p", { class: "detail", text: d })))
+      ),
+    };
+  }
+
+  function renderStory(s) {
+    const steps = [];
+    const c = s.change;
+    if (c) {
+      const job = c.job_id ? "job " + c.job_id + (c.job_title ? " (" + c.job_title + ")" : "") : "an application since deleted";
+      steps.push(
+        step(
+          c.at,
+          "Status changed: " + (c.old_status || "none") + " → " + c.new_status,
+          "",
+          "Application " + c.application_id + ", " + job + ".",
+          "By user " + c.changed_by + (c.candidate_id ? "; the candidate is user " + c.candidate_id + "." : ".")
+        )
+      );
+    }
+    const p = s.processed;
+    if (p) {
+      if (p.first_failed_at) {
+        steps.push(step(p.first_failed_at, "First failed send", "bad"));
+      }
+      const kind = p.status === "done" ? "good" : p.status === "dead" || p.status === "failed" ? "bad" : "";
+      const what = {
+        done: "Email sent",
+        in_progress: "A worker holds it",
+        failed: "Failed; waiting for a retry",
+        dead: "Given up: dead-lettered",
+      }[p.status] || "Worker: " + p.status;
+      steps.push(
+        step(
+          p.updated_at,
+          what,
+          kind,
+          p.attempts + (p.attempts === 1 ? " attempt" : " attempts") + ", status " + p.status + ".",
+          p.last_error ? el("pre", { class: "last-error", text: p.last_error }) : null,
+          p.lease_expires_at ? "Lease until " + when(p.lease_expires_at) + "." : null
+        )
+      );
+    } else if (c) {
+      steps.push(step(null, "No worker has recorded it yet", ""));
+    }
+    const d = s.dead_letter;
+    if (d) {
+      const redrive = el("button", { type: "button", class: "redrive", text: "Redrive" });
+      redrive.addEventListener("click", () => redriveIds([d.id], "event " + s.event_id));
+      steps.push(
+        step(
+          d.last_failed_at,
+          "In the dead letters",
+          "bad",
+          el("p", { class: "detail reason", text: d.reason }),
+          el("div", { class: "actions" }, redrive)
+        )
+      );
+    }
+    steps.sort((a, b) => (a.at && b.at ? new Date(a.at) - new Date(b.at) : 0));
+    $("story").dataset.eventId = s.event_id;
+    $("story-heading").textContent = "Event " + s.event_id;
+    $("timeline").replaceChildren(...steps.map((x) => x.node));
+    $("story").hidden = false;
+  }
+
+  // ------------------------------------------------------------------ wiring
+
+  $("signin-form").addEventListener("submit", signIn);
+  $("signout").addEventListener("click", () => signOut(null));
+  $("story-form").addEventListener("submit", findStory);
+  $("dl-refresh").addEventListener("click", () => refresh().then(loadDeadLetters).catch(() => {}));
+  $("redrive-all").addEventListener("click", () => redriveIds(null, null));
+  $("dl-prev").addEventListener("click", () => {
+    page = Math.max(1, page - 1);
+    loadDeadLetters().catch(() => {});
+  });
+  $("dl-next").addEventListener("click", () => {
+    page += 1;
+    loadDeadLetters().catch(() => {});
+  });
+  $("email").focus();
+})();
