@@ -17,15 +17,18 @@ const USER_ID_BY_EMAIL_KEY: &str = "SELECT id FROM users WHERE email_key = $1";
 
 /// Every figure in one statement; each count reads one range of an index
 /// (`processed_events_status_updated` for the processed events).
+/// The hour's start is computed once, in a scalar subquery: PostgreSQL's clock
+/// (`clock_timestamp()`) is volatile, so compared row by row it is no index condition and each
+/// count read the whole table (40 ms at 100 000 events against 9 ms).
 const FIGURES: &str = concatcp!(
     "SELECT (SELECT COUNT(*) FROM outbox), (SELECT MIN(created_at) FROM outbox), \
      (SELECT COUNT(*) FROM processed_events WHERE status = 'in_progress'), \
-     (SELECT COUNT(*) FROM processed_events WHERE status = 'done' AND updated_at >= ",
+     (SELECT COUNT(*) FROM processed_events WHERE status = 'done' AND updated_at >= (SELECT ",
     NOW,
-    " - 3600000), \
-     (SELECT COUNT(*) FROM processed_events WHERE status IN ('pending', 'dead') AND updated_at >= ",
+    " - 3600000)), \
+     (SELECT COUNT(*) FROM processed_events WHERE status IN ('pending', 'dead') AND updated_at >= (SELECT ",
     NOW,
-    " - 3600000), (SELECT COUNT(*) FROM dead_letters)"
+    " - 3600000)), (SELECT COUNT(*) FROM dead_letters)"
 );
 
 const STORY_CHANGE: &str = "SELECT h.application_id, a.job_id, j.title AS job_title, \
