@@ -48,7 +48,13 @@ fn order() -> Vec<&'static str> {
         order.push(mix_detail_row(kind));
         order.extend(MIXES.iter().map(|m| m.row(kind)));
     }
-    order.extend(["job_detail", "apply", "status_change"]);
+    order.extend([
+        "job_detail",
+        "apply",
+        "status_change",
+        "console_queue",
+        "console_dead_letters",
+    ]);
     order
 }
 
@@ -90,6 +96,8 @@ impl Kind {
                 "job_detail",
                 "apply",
                 "status_change",
+                "console_queue",
+                "console_dead_letters",
             ],
             _ => {
                 let (a, b) = self.search_names();
@@ -349,6 +357,14 @@ fn notes(opts: &Opts, words: &[String]) -> Vec<String> {
          status; each run takes applications no earlier run touched. No Idempotency-Key is sent \
          (it is optional)."
             .into(),
+        format!(
+            "console_queue / console_dead_letters: an operator (given the rights by `jobboard \
+             admin grant`) reads GET /api/admin/queue, or GET /api/admin/dead-letters?page_size=20 \
+             at a random page of {CONSOLE_DEAD_LETTERS} dead letters, after {CONSOLE_EVENTS} \
+             processed events (sent, retried, dead, updated over the last two hours; about 48 000 \
+             sent in the last hour) were added beside what the other rows wrote, then VACUUM \
+             ANALYZE, as autovacuum leaves them. Each answer is one statement on the database."
+        ),
     ]
 }
 
@@ -933,6 +949,67 @@ impl<'a> Bench<'a> {
         Ok(())
     }
 
+    /// The console rows' data: processed events and dead letters, and an operator given the
+    /// rights by the binary, as an operator would; returns the operator's token.
+    async fn seed_console(&mut self) -> Result<String> {
+        let t = Instant::now();
+        let pool = self.pg()?.clone();
+        sqlx::query(&format!(
+            "INSERT INTO processed_events (event_id, status, attempts, last_error, \
+             first_failed_at, updated_at) \
+             SELECT 'bench-' || g, \
+               CASE WHEN g % 50 = 0 THEN 'dead' WHEN g % 40 = 0 THEN 'pending' ELSE 'done' END, \
+               CASE WHEN g % 50 = 0 THEN 5 WHEN g % 40 = 0 THEN 1 ELSE 0 END, \
+               CASE WHEN g % 40 = 0 OR g % 50 = 0 THEN '451 try again later' END, \
+               NULL, \
+               (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT - g * (7200000 / {CONSOLE_EVENTS}) \
+             FROM generate_series(1, {CONSOLE_EVENTS}) g"
+        ))
+        .execute(&pool)
+        .await
+        .context("seeding processed events")?;
+        sqlx::query(&format!(
+            "INSERT INTO dead_letters (event_id, reason, attempts, body, first_failed_at, \
+             last_failed_at, invalid) \
+             SELECT 'bench-dead-' || g, 'permanent failure: 550 mailbox unavailable', 5, \
+               '{{\"type\":\"application.status_changed\",\"event_id\":\"bench-dead-' || g || '\"}}', \
+               (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT - g * 1000, \
+               (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT - g * 100, FALSE \
+             FROM generate_series(1, {CONSOLE_DEAD_LETTERS}) g"
+        ))
+        .execute(&pool)
+        .await
+        .context("seeding dead letters")?;
+        sqlx::query("VACUUM ANALYZE processed_events, dead_letters")
+            .execute(&pool)
+            .await?;
+        let client = common::http_client();
+        let email = "operator@bench.example";
+        let token = self
+            .account(&client, email, "Operator", "candidate")
+            .await?;
+        let db_url = self.db.as_ref().context("no database")?.url.clone();
+        let out = std::process::Command::new(&self.opts.bin)
+            .args(["admin", "grant", email])
+            .env("DATABASE_URL", db_url)
+            .env("RUST_LOG", "warn")
+            .output()
+            .context("running jobboard admin grant")?;
+        ensure!(
+            out.status.success(),
+            "jobboard admin grant failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.seed_steps
+            .push(("console events and dead letters", t.elapsed().as_secs_f64()));
+        self.checks.push(format!(
+            "console: {CONSOLE_EVENTS} processed events and {CONSOLE_DEAD_LETTERS} dead letters \
+             added in {:.1} s",
+            t.elapsed().as_secs_f64()
+        ));
+        Ok(token)
+    }
+
     /// Registers and logs in; returns the access token.
     async fn account(
         &self,
@@ -1058,6 +1135,34 @@ impl<'a> Bench<'a> {
                 }
             }
             (Err(e), _) | (_, Err(e)) => common::record_failure(section, "status_change", &e),
+        }
+
+        // console_queue, console_dead_letters
+        if self.opts.wants("console_") {
+            match self.seed_console().await {
+                Ok(token) => {
+                    for (name, mode) in [
+                        ("console_queue", "queue"),
+                        ("console_dead_letters", "dead_letters"),
+                    ] {
+                        match script(&dir, name, include_str!("wrk_console.lua")) {
+                            Ok(s) => {
+                                let mut sc = Console {
+                                    name,
+                                    mode,
+                                    params: dir.join(format!("{name}.params.lua")),
+                                    script: s,
+                                    token: token.clone(),
+                                    runs: 0,
+                                };
+                                self.levels(&mut sc, section, out).await;
+                            }
+                            Err(e) => common::record_failure(section, name, &e),
+                        }
+                    }
+                }
+                Err(e) => common::record_failure(section, "console seeding", &e),
+            }
         }
 
         self.run_searches(section, out, &common::CONN_LEVELS).await;
@@ -1254,11 +1359,12 @@ impl<'a> Bench<'a> {
                             Ok(statements) => {
                                 // The statement of the search's first branch as it runs first
                                 // (the walk of the newest-first index, when there are words),
-                                // then the same through the full-text index.
-                                let labels = if statements.len() == 2 {
-                                    ["walk", "full-text index"]
+                                // then the same through the full-text index, then the narrow
+                                // read of its company or town, if it has one.
+                                let labels = if statements.len() >= 2 {
+                                    ["walk", "full-text index", "narrow read", "narrow read"]
                                 } else {
-                                    ["statement", "statement"]
+                                    ["statement"; 4]
                                 };
                                 let text = statements
                                     .iter()
@@ -1531,6 +1637,42 @@ trait Scenario {
     /// Takes note of a finished run; returns remarks for the row.
     fn finish(&mut self, _r: &WrkResult, _warmup: bool) -> Result<Vec<String>> {
         Ok(Vec::new())
+    }
+}
+
+/// Processed events and dead letters added for the console rows.
+const CONSOLE_EVENTS: i64 = 100_000;
+const CONSOLE_DEAD_LETTERS: i64 = 10_000;
+
+/// An operator's reads (`wrk_console.lua`).
+struct Console {
+    name: &'static str,
+    mode: &'static str,
+    script: PathBuf,
+    params: PathBuf,
+    token: String,
+    runs: i64,
+}
+
+impl Scenario for Console {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn script(&self) -> &Path {
+        &self.script
+    }
+    fn prepare(&mut self, _conns: u32, _secs: u64, _warmup: bool) -> Result<Vec<String>> {
+        self.runs += 1;
+        common::lua_params(
+            &self.params,
+            &[
+                ("token", LuaValue::Str(self.token.clone())),
+                ("mode", LuaValue::Str(self.mode.to_string())),
+                ("pages", LuaValue::Int(CONSOLE_DEAD_LETTERS / 20)),
+                ("seed", LuaValue::Int(3000 + self.runs)),
+            ],
+        )?;
+        Ok(vec![self.params.display().to_string()])
     }
 }
 
