@@ -8,8 +8,13 @@
   const PAGE_SIZE = 20;
   let token = null;
   let timer = null;
+  let expiry = null;
   let page = 1;
-  let lastDeadLetters = null;
+  // The dead-letter figure last seen: the list is read again when it changes. (With SQS the
+  // figure is the queue's approximate count, which may never equal the list's total.)
+  let lastFigure = null;
+  // Only the newest read of the list is drawn, whatever order the answers arrive in.
+  let listRequest = 0;
 
   const $ = (id) => document.getElementById(id);
 
@@ -65,9 +70,13 @@
 
   class Gone extends Error {}
 
-  // A call of the API as the signed-in operator. A 404 from /api/admin/queue means the rights
-  // are gone (or the token expired): back to the sign-in form.
+  const ENDED = "Signed out: the session has ended or the operator rights were taken away. Sign in again.";
+
+  // A call of the API as the signed-in operator. /api/admin/* answers 404, never 401, to a
+  // token that expired or lost its rights: a 404 is checked against /api/admin/queue, and if
+  // that is 404 too, the page goes back to the sign-in form instead of saying "not found".
   async function api(method, path, body) {
+    if (!token) throw new Gone();
     const headers = { Authorization: "Bearer " + token };
     const init = { method, headers, cache: "no-store" };
     if (body !== undefined) {
@@ -79,8 +88,18 @@
     }
     const res = await fetch(path, init);
     if (res.status === 401) {
-      signOut("The session has ended; sign in again.");
+      signOut(ENDED);
       throw new Gone();
+    }
+    if (res.status === 404 && path.startsWith("/api/admin/")) {
+      const probe =
+        path === "/api/admin/queue"
+          ? res
+          : await fetch("/api/admin/queue", { headers: { Authorization: "Bearer " + token }, cache: "no-store" });
+      if (probe.status === 404) {
+        signOut(ENDED);
+        throw new Gone();
+      }
     }
     return res;
   }
@@ -109,7 +128,8 @@
         show("signin-error", await problemText(res));
         return;
       }
-      const candidate = (await res.json()).access_token;
+      const issued = await res.json();
+      const candidate = issued.access_token;
       const probe = await fetch("/api/admin/queue", {
         headers: { Authorization: "Bearer " + candidate },
         cache: "no-store",
@@ -129,10 +149,13 @@
       $("signout").hidden = false;
       hide("signin");
       $("console").hidden = false;
-      renderFigures(await probe.json());
-      page = 1;
-      await loadDeadLetters();
-      timer = setInterval(refresh, REFRESH_MS);
+      if (issued.expires_in > 0) {
+        expiry = setTimeout(() => signOut("Signed out: the session has expired. Sign in again."), issued.expires_in * 1000);
+      }
+      const f = renderFigures(await probe.json());
+      lastFigure = f.dead_letters;
+      await loadDeadLetters(1);
+      schedule();
       $("queue-title").focus();
     } catch (e) {
       if (!(e instanceof Gone)) show("signin-error", "The server could not be reached: " + e.message);
@@ -143,9 +166,14 @@
 
   function signOut(message) {
     token = null;
-    lastDeadLetters = null;
-    if (timer) clearInterval(timer);
+    lastFigure = null;
+    listRequest += 1;
+    if (timer) clearTimeout(timer);
+    if (expiry) clearTimeout(expiry);
     timer = null;
+    expiry = null;
+    if ($("confirm").open) $("confirm").close("no");
+    $("notice").textContent = "";
     $("console").hidden = true;
     hide("whoami");
     $("signout").hidden = true;
@@ -172,19 +200,27 @@
 
   async function loadFigures() {
     const res = await api("GET", "/api/admin/queue");
-    if (res.status === 404) {
-      signOut("This account no longer has operator rights.");
-      throw new Gone();
-    }
     if (!res.ok) throw new Error(await problemText(res));
     return renderFigures(await res.json());
+  }
+
+  // The next refresh, once this one has finished (a slow server never gets them stacked).
+  function schedule() {
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(async () => {
+      await refresh();
+      if (token) schedule();
+    }, REFRESH_MS);
   }
 
   // The figures on their own; the dead letters too when their number changed.
   async function refresh() {
     try {
       const f = await loadFigures();
-      if (f.dead_letters !== lastDeadLetters) await loadDeadLetters();
+      if (f.dead_letters !== lastFigure) {
+        lastFigure = f.dead_letters;
+        await loadDeadLetters(page);
+      }
     } catch (e) {
       if (!(e instanceof Gone)) $("figures-updated").textContent = "not read: " + e.message;
     }
@@ -192,18 +228,21 @@
 
   // ------------------------------------------------------------------ dead letters
 
-  async function loadDeadLetters() {
-    const res = await api("GET", "/api/admin/dead-letters?page=" + page + "&page_size=" + PAGE_SIZE);
+  // Reads page `want` of the dead letters and draws it, unless a newer read began meanwhile.
+  async function loadDeadLetters(want) {
+    const mine = ++listRequest;
+    const res = await api("GET", "/api/admin/dead-letters?page=" + want + "&page_size=" + PAGE_SIZE);
     if (!res.ok) {
-      notice(await problemText(res), true);
+      if (mine === listRequest) notice(await problemText(res), true);
       return;
     }
     const list = await res.json();
-    if (list.items.length === 0 && page > 1) {
-      page -= 1;
-      return loadDeadLetters();
+    if (mine !== listRequest) return;
+    if (list.items.length === 0 && want > 1) {
+      // Past the end (letters went away): the last page there is.
+      return loadDeadLetters(Math.max(1, Math.ceil(list.total / PAGE_SIZE)));
     }
-    lastDeadLetters = list.total;
+    page = want;
     $("dl-total").textContent = String(list.total);
     $("dl-empty").hidden = list.total !== 0;
     $("redrive-all").disabled = list.total === 0;
@@ -219,9 +258,10 @@
       ? el("button", { type: "button", class: "link event-link", text: d.event_id, "aria-label": "Show the story of event " + d.event_id })
       : el("span", { class: "muted", text: "not an event" });
     if (d.event_id) event.addEventListener("click", () => openStory(d.event_id));
-    const redrive = el("button", { type: "button", class: "redrive", text: "Redrive" });
+    const label = d.event_id ? "the dead letter of event " + d.event_id : "dead letter " + d.id;
+    const redrive = el("button", { type: "button", class: "redrive", text: "Redrive", "aria-label": "Redrive " + label });
     redrive.addEventListener("click", () => redriveIds([d.id], d.event_id || d.id));
-    const purge = el("button", { type: "button", class: "purge danger", text: "Purge" });
+    const purge = el("button", { type: "button", class: "purge danger", text: "Purge", "aria-label": "Purge " + label });
     purge.addEventListener("click", () => purgeOne(d));
     return el(
       "li",
@@ -253,8 +293,7 @@
   function notice(text, bad) {
     const node = $("notice");
     node.textContent = text;
-    node.className = bad ? "error" : "notice";
-    node.hidden = false;
+    node.className = bad ? "notice error" : "notice";
   }
 
   async function redriveIds(ids, label) {
@@ -294,9 +333,13 @@
     }
   }
 
+  // The figures, the list and the story read again; the focus goes to the list's heading, since
+  // the button that was pressed may be gone.
   async function afterWrite() {
-    await loadFigures();
-    await loadDeadLetters();
+    const f = await loadFigures();
+    lastFigure = f.dead_letters;
+    await loadDeadLetters(page);
+    $("dl-title").focus();
     const shown = $("story").hidden ? null : $("story").dataset.eventId;
     if (shown) await openStory(shown);
   }
@@ -367,11 +410,12 @@
       if (p.first_failed_at) {
         steps.push(step(p.first_failed_at, "First failed send", "bad"));
       }
-      const kind = p.status === "done" ? "good" : p.status === "dead" || p.status === "failed" ? "bad" : "";
+      const kind = p.status === "done" ? "good" : p.status === "dead" || p.status === "pending" ? "bad" : "";
       const what = {
         done: "Email sent",
         in_progress: "A worker holds it",
-        failed: "Failed; waiting for a retry",
+        pending: "Failed; waiting for a retry",
+        missing: "Nothing sent: the application is gone",
         dead: "Given up: dead-lettered",
       }[p.status] || "Worker: " + p.status;
       steps.push(
@@ -413,15 +457,21 @@
   $("signin-form").addEventListener("submit", signIn);
   $("signout").addEventListener("click", () => signOut(null));
   $("story-form").addEventListener("submit", findStory);
-  $("dl-refresh").addEventListener("click", () => refresh().then(loadDeadLetters).catch(() => {}));
+  // A failed read says so in the notice; a signed-out page says nothing more.
+  const reading = (p) =>
+    p.catch((e) => {
+      if (!(e instanceof Gone)) notice("Not read: " + e.message, true);
+    });
+  $("dl-refresh").addEventListener("click", () =>
+    reading(
+      loadFigures().then((f) => {
+        lastFigure = f.dead_letters;
+        return loadDeadLetters(page);
+      })
+    )
+  );
   $("redrive-all").addEventListener("click", () => redriveIds(null, null));
-  $("dl-prev").addEventListener("click", () => {
-    page = Math.max(1, page - 1);
-    loadDeadLetters().catch(() => {});
-  });
-  $("dl-next").addEventListener("click", () => {
-    page += 1;
-    loadDeadLetters().catch(() => {});
-  });
+  $("dl-prev").addEventListener("click", () => reading(loadDeadLetters(Math.max(1, page - 1))));
+  $("dl-next").addEventListener("click", () => reading(loadDeadLetters(page + 1)));
   $("email").focus();
 })();

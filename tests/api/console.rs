@@ -176,7 +176,25 @@ impl Browser {
     }
 
     async fn close(self) {
-        self.client.close().await.expect("close the browser");
+        self.client
+            .clone()
+            .close()
+            .await
+            .expect("close the browser");
+    }
+}
+
+impl Drop for Browser {
+    /// A test that panicked never closed its session: stop the Chromium of this profile, which
+    /// ChromeDriver (killed on drop) would leave running.
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("pkill")
+            .args(["-f", "--"])
+            .arg(format!(
+                "--user-data-dir={}",
+                self._profile.path().display()
+            ))
+            .status();
     }
 }
 
@@ -213,6 +231,7 @@ async fn an_operator_finds_a_dead_letter_by_its_event_and_redrives_it() {
     assert_eq!(b.text("#queue-kind").await, "db");
     assert_eq!(b.text("#fig-failed_last_hour").await, "1");
     assert_eq!(b.text("#fig-sent_last_hour").await, "0");
+    b.wait_text("#dl-total", "1 dead letter", is("1")).await;
     assert_eq!(b.count("#dl-list .letter").await, 1);
     assert!(b.text("#dl-list .letter .reason").await.contains("554"));
     assert_eq!(b.text("#dl-list .letter .event-link").await, event_id);
@@ -262,6 +281,11 @@ async fn an_operator_finds_a_dead_letter_by_its_event_and_redrives_it() {
 
     // A phone's width: everything still fits, nothing scrolls sideways.
     b.client.set_window_size(390, 844).await.unwrap();
+    let width = b.js("return window.innerWidth").await;
+    assert!(
+        width.as_i64().is_some_and(|w| w <= 400),
+        "the window is a phone's width: {width}"
+    );
     let fits = b
         .js("return document.documentElement.scrollWidth <= window.innerWidth")
         .await;
@@ -398,6 +422,21 @@ async fn hostile_text_shows_as_text_and_nothing_runs() {
         0
     );
     assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM dead_letters").await, 1);
+
+    // Rights taken away while signed in: the next read signs the page out and says why.
+    let (code, _, err) = app.cli(&["admin", "revoke", &op.email]).await;
+    assert_eq!(code, Some(0), "{err}");
+    b.find("#dl-refresh").await.click().await.unwrap();
+    b.wait_text("#signin-error", "the sign-out", |t| {
+        t.starts_with("Signed out")
+    })
+    .await;
+    assert!(!b.visible("#console").await);
+    assert_eq!(
+        b.text("#dl-list").await,
+        "",
+        "nothing of the console is left"
+    );
 
     // Nothing survives a reload: the token was in the page's memory only.
     b.client.refresh().await.unwrap();
