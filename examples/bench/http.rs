@@ -792,6 +792,23 @@ impl<'a> Bench<'a> {
             &company_names,
         )
         .await?;
+        // The employer of the first company (made through the API) is made a member of every
+        // seeded company, so that the applications `apply` makes to any seeded job are theirs
+        // to move in `status_change` (to anyone else an application is 404).
+        let members = format!(
+            "INSERT INTO company_members (company_id, user_id) SELECT c.id, m.user_id \
+             FROM companies c JOIN company_members m ON m.company_id = {company_id} \
+             WHERE c.id <> {company_id}"
+        );
+        match (&self.pg, &self.sqlite) {
+            (Some(pool), _) => {
+                sqlx::query(&members).execute(pool).await?;
+            }
+            (None, Some((_, pool))) => {
+                sqlx::query(&members).execute(pool).await?;
+            }
+            (None, None) => bail!("no database"),
+        }
         if self.kind != Kind::Main {
             self.mixes = mix_queries(&df, jobs.len(), &company_ids, MIX_QUERIES);
         }
