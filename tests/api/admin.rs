@@ -51,13 +51,7 @@ async fn listed(app: &TestApp, token: &str) -> Value {
 
 async fn an_operator_follows_a_dead_letter_to_its_email(h: Harness) {
     let app = &h.app;
-    let (s, event_id) = h.status_change().await;
-    h.smtp.reject_next();
-    let worker = h.worker().await;
-    assert_eq!(
-        worker.run_until_empty().await.unwrap(),
-        vec![Outcome::DeadLettered]
-    );
+    let (s, event_id, worker) = h.dead_lettered_change().await;
     let op = app.operator().await;
     let token = op.token.as_str();
 

@@ -111,6 +111,20 @@ impl Browser {
         self.client.execute(script, vec![]).await.expect("script")
     }
 
+    /// The text of every element `css` finds, in page order.
+    async fn texts(&self, css: &str) -> Vec<String> {
+        let mut texts = Vec::new();
+        for e in self
+            .client
+            .find_all(Locator::Css(css))
+            .await
+            .expect("find_all")
+        {
+            texts.push(e.text().await.expect("text"));
+        }
+        texts
+    }
+
     async fn count(&self, css: &str) -> usize {
         self.client
             .find_all(Locator::Css(css))
@@ -206,13 +220,7 @@ fn is(expected: &'static str) -> impl Fn(&str) -> bool {
 async fn an_operator_finds_a_dead_letter_by_its_event_and_redrives_it() {
     let h = Harness::new(Backend::Sqlite, "lease").await;
     let app = &h.app;
-    let (s, event_id) = h.status_change().await;
-    h.smtp.reject_next();
-    let worker = h.worker().await;
-    assert_eq!(
-        worker.run_until_empty().await.unwrap(),
-        vec![Outcome::DeadLettered]
-    );
+    let (s, event_id, worker) = h.dead_lettered_change().await;
     let op = app.operator().await;
 
     let b = Browser::start("redrive").await;
@@ -336,31 +344,9 @@ async fn hostile_text_shows_as_text_and_nothing_runs() {
         .await;
     b.wait_text("#dl-total", "2 dead letters", is("2")).await;
 
-    let bodies: Vec<String> = {
-        let mut v = Vec::new();
-        for e in b
-            .client
-            .find_all(Locator::Css("#dl-list .body"))
-            .await
-            .unwrap()
-        {
-            v.push(e.text().await.unwrap());
-        }
-        v
-    };
+    let bodies = b.texts("#dl-list .body").await;
     assert!(bodies.contains(&poison), "{bodies:?}");
-    let reasons: Vec<String> = {
-        let mut v = Vec::new();
-        for e in b
-            .client
-            .find_all(Locator::Css("#dl-list .reason"))
-            .await
-            .unwrap()
-        {
-            v.push(e.text().await.unwrap());
-        }
-        v
-    };
+    let reasons = b.texts("#dl-list .reason").await;
     assert!(reasons.iter().any(|r| r == HOSTILE), "{reasons:?}");
 
     // The story shows the same reason and last error as text.

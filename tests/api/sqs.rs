@@ -177,13 +177,7 @@ async fn failed_send_retried_through_visibility(h: Harness) {
 }
 
 async fn permanent_failure_goes_to_the_dlq_and_redrives(h: Harness) {
-    let (_, event_id) = h.status_change().await;
-    h.smtp.reject_next();
-    let worker = h.worker().await;
-    assert_eq!(
-        worker.run_until_empty().await.unwrap(),
-        vec![Outcome::DeadLettered]
-    );
+    let (_, event_id, worker) = h.dead_lettered_change().await;
     let q = h.sqs.as_ref().unwrap();
     wait_until("the message moved to the DLQ", || async {
         q.count(&q.url).await == 0 && q.count(&q.dlq).await == 1

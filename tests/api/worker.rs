@@ -127,6 +127,19 @@ impl Harness {
         (s, event_id)
     }
 
+    /// A status change whose email the mail server refused for good (554): the worker that
+    /// handled it dead-lettered it at once. Returns the change, its event id and that worker.
+    pub async fn dead_lettered_change(&self) -> (Scenario, String, Worker) {
+        let (s, event_id) = self.status_change().await;
+        self.smtp.reject_next();
+        let worker = self.worker().await;
+        assert_eq!(
+            worker.run_until_empty().await.unwrap(),
+            vec![Outcome::DeadLettered]
+        );
+        (s, event_id, worker)
+    }
+
     pub async fn last_event_id(&self, application_id: i64) -> String {
         self.app
             .scalar_text(&format!(
@@ -555,13 +568,7 @@ async fn max_attempts_dead_letter_then_redrive(h: Harness) {
 }
 
 async fn permanent_failure_dead_letters_at_once(h: Harness) {
-    let (_, event_id) = h.status_change().await;
-    h.smtp.reject_next();
-    let worker = h.worker().await;
-    assert_eq!(
-        worker.run_until_empty().await.unwrap(),
-        vec![Outcome::DeadLettered]
-    );
+    let (_, event_id, worker) = h.dead_lettered_change().await;
     let dead = worker.queue().dead_letters().await.unwrap();
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].attempts, 1);
