@@ -8,13 +8,27 @@
 //! throttling's classification is a unit test on the SDK's error type (`src/email/ses.rs`).
 
 use crate::helpers::*;
-use crate::worker::{Harness, wait_until};
+use crate::worker::{Harness, now_ms_sql, reclaimed_total, wait_until};
 use jobboard::worker::Outcome;
+use proxy::SesProxy;
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::Duration;
+
+mod proxy;
 
 /// The sender's domain, verified on the test server by [`verify_sender`].
 const FROM: &str = "jobs@ses.jobboard.example";
+
+/// The test server's `host:port`, for a proxy in front of it.
+fn moto_address() -> String {
+    let moto = url::Url::parse(&endpoint()).unwrap();
+    format!(
+        "{}:{}",
+        moto.host_str().unwrap(),
+        moto.port_or_known_default().unwrap()
+    )
+}
 
 fn endpoint() -> String {
     std::env::var("AWS_ENDPOINT_URL").expect(
@@ -124,21 +138,15 @@ async fn ses_unverified_sender_is_a_dead_letter_with_the_reason() {
     assert!(sent(&event_id).await.is_empty());
 }
 
-/// The SES endpoint (behind a proxy, through `AWS_ENDPOINT_URL_SESV2`) stops answering: the
+/// The SES endpoint (behind a proxy, through `AWS_ENDPOINT_URL_SESV2`) refuses connections: the
 /// worker counts no attempt, dead-letters nothing and is not ready; when it is back, the email
 /// goes out once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ses_stopped_endpoint_is_an_outage_then_recovers() {
     verify_sender().await;
     let h = Harness::new(Backend::Postgres, "lease").await;
-    let moto = url::Url::parse(&endpoint()).unwrap();
-    let proxy = crate::proxy::TcpProxy::start(&format!(
-        "{}:{}",
-        moto.host_str().unwrap(),
-        moto.port_or_known_default().unwrap()
-    ))
-    .await;
-    let through = format!("http://127.0.0.1:{}", proxy.port);
+    let proxy = SesProxy::start(&moto_address()).await;
+    let through = proxy.url();
     let worker = Arc::new(
         ses_worker(
             &h,
@@ -164,7 +172,7 @@ async fn ses_stopped_endpoint_is_an_outage_then_recovers() {
     tokio::spawn(async move { axum::serve(listener, router).await });
     let running = tokio::spawn(worker.clone().run(shutdown.clone()));
 
-    proxy.cut();
+    proxy.refuse();
     let (_, event_id) = h.status_change().await;
     wait_until("the worker sees the outage", || async {
         !worker.mail_is_up()
@@ -197,4 +205,79 @@ async fn ses_stopped_endpoint_is_an_outage_then_recovers() {
     assert!(running.await.unwrap(), "clean stop");
     assert_eq!(sent(&event_id).await.len(), 1);
     assert_eq!(h.attempts(&event_id).await, 0);
+}
+
+/// What the SES server does with the first send: it takes the message, and its answer comes
+/// after the send's deadline, or never.
+#[derive(Clone, Copy)]
+enum LostAnswer {
+    Late,
+    Cut,
+}
+
+/// The SES server has the message but the worker never learns it (CONTRACT.md §6.2, window W):
+/// the send is one request, its outcome unknown, and its repeat comes only through a counted
+/// reclaim. The proxy counts the `SendEmail` requests: one per attempt.
+async fn a_lost_answer_repeats_only_through_a_counted_reclaim(h: Harness, lost: LostAnswer) {
+    verify_sender().await;
+    let proxy = SesProxy::start(&moto_address()).await;
+    let through = proxy.url();
+    let (_, event_id) = h.status_change().await;
+    match lost {
+        LostAnswer::Late => proxy.answer_next_late(Duration::from_secs(4)),
+        LostAnswer::Cut => proxy.cut_next_answer(),
+    }
+    let worker = ses_worker(
+        &h,
+        &[
+            ("AWS_ENDPOINT_URL_SESV2", through.as_str()),
+            ("EMAIL_SEND_TIMEOUT_SECS", "2"),
+        ],
+    )
+    .await;
+    let before = reclaimed_total(&h.app).await;
+    let first = worker.run_until_empty().await.unwrap();
+    // Whatever lease the failed send left lapses, and the retry's backoff passes.
+    h.app
+        .exec(&format!(
+            "UPDATE processed_events SET locked_until = {} - 1 WHERE locked_until IS NOT NULL",
+            now_ms_sql(h.app.backend)
+        ))
+        .await;
+    h.app.time_passes().await;
+    let second = worker.run_until_empty().await.unwrap();
+    let copies = sent(&event_id).await.len();
+    let reclaims = reclaimed_total(&h.app).await - before;
+    assert!(copies >= 1, "the server kept the first message");
+    assert!(
+        (copies - 1) as f64 <= reclaims,
+        "{} repeated email(s) at the SES server but {reclaims} counted reclaim(s)",
+        copies - 1
+    );
+    let attempts = h.attempts(&event_id).await;
+    assert_eq!(
+        proxy.sends() as i64,
+        attempts + 1,
+        "one SendEmail request per attempt: {attempts} failed attempt(s) and one success"
+    );
+    assert_eq!(first, vec![Outcome::Failed], "the outcome is unknown");
+    assert_eq!(attempts, 1, "the unknown outcome is a counted attempt");
+    assert_eq!(second, vec![Outcome::Sent]);
+    assert_eq!(h.processed_status(&event_id).await.as_deref(), Some("done"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ses_late_answer_repeats_only_through_a_counted_reclaim() {
+    for mode in ["lease", "transaction"] {
+        let h = Harness::new(Backend::Postgres, mode).await;
+        a_lost_answer_repeats_only_through_a_counted_reclaim(h, LostAnswer::Late).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ses_cut_answer_repeats_only_through_a_counted_reclaim() {
+    for mode in ["lease", "transaction"] {
+        let h = Harness::new(Backend::Postgres, mode).await;
+        a_lost_answer_repeats_only_through_a_counted_reclaim(h, LostAnswer::Cut).await;
+    }
 }
