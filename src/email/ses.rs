@@ -7,23 +7,23 @@
 //! a bad address) is its dead letter; SES refusing the sender (throttling, sending paused, an
 //! account suspended, wrong or expired credentials, permissions) or not being reachable is an
 //! outage of the mail service.
+//!
+//! One attempt is one send: the SDK never retries `SendEmail` by itself, since SES may have
+//! accepted a request whose answer was lost. A call that failed once its request could have been
+//! written (a timeout, a connection dropped before the answer, an answer that cannot be read)
+//! has an unknown outcome; only a failure to connect (refused, DNS, TLS, a connection that did
+//! not open in time) is certainly unsent.
 
 use super::{Mailer, mask_addresses};
 use crate::domain::mail::SendError;
 use async_trait::async_trait;
 use aws_sdk_sesv2::Client;
-use aws_sdk_sesv2::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_sesv2::error::{ConnectorError, DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_sesv2::operation::send_email::SendEmailError;
 use aws_sdk_sesv2::primitives::Blob;
 use aws_sdk_sesv2::types::{Destination, EmailContent, RawMessage};
 use lettre::Message;
 use std::time::Duration;
-
-/// Tries per call, the first included (the SDK's standard retries), as for SQS.
-const TRIES: u32 = 3;
-/// The first wait before a retry (it doubles, with jitter): short, so that all the tries of a
-/// call that cannot connect fit in the send's deadline and say "unreachable".
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Error codes that refuse the sender, whatever the message: throttling, the account, the
 /// credentials, the permissions.
@@ -52,23 +52,29 @@ pub struct SesMailer {
 
 impl SesMailer {
     /// A client from the usual AWS environment (`AWS_REGION`, `AWS_ENDPOINT_URL`, credentials),
-    /// with `endpoint_url` for SES alone. A call's deadline is `timeout` (the send's), each try
-    /// a third of it, a connection a quarter.
+    /// with `endpoint_url` for SES alone.
     pub async fn connect(endpoint_url: Option<&str>, timeout: Duration) -> SesMailer {
         let shared = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        let mut config = aws_sdk_sesv2::config::Builder::from(&shared)
+        SesMailer::with_config(&shared, endpoint_url, timeout)
+    }
+
+    /// A client from `shared`, with `endpoint_url` for SES alone. A call is one try with the
+    /// send's deadline, `timeout`; its connection must open within half of it (CONTRACT.md §6: a
+    /// session that does not open in time is an outage).
+    pub fn with_config(
+        shared: &aws_config::SdkConfig,
+        endpoint_url: Option<&str>,
+        timeout: Duration,
+    ) -> SesMailer {
+        let mut config = aws_sdk_sesv2::config::Builder::from(shared)
             .timeout_config(
                 aws_sdk_sesv2::config::timeout::TimeoutConfig::builder()
-                    .connect_timeout(timeout / 4)
-                    .operation_attempt_timeout(timeout / TRIES)
+                    .connect_timeout(timeout / 2)
+                    .operation_attempt_timeout(timeout)
                     .operation_timeout(timeout)
                     .build(),
             )
-            .retry_config(
-                aws_sdk_sesv2::config::retry::RetryConfig::standard()
-                    .with_max_attempts(TRIES)
-                    .with_initial_backoff(FIRST_BACKOFF),
-            );
+            .retry_config(aws_sdk_sesv2::config::retry::RetryConfig::disabled());
         if let Some(endpoint) = endpoint_url {
             config = config.endpoint_url(endpoint);
         }
@@ -103,16 +109,19 @@ impl Mailer for SesMailer {
     }
 }
 
-/// What an SES error means for the message (see the module's documentation). An error SES
-/// did not name (a timeout, an unreadable answer, a server error) fails the message for now:
-/// it may have been sent.
+/// What an SES error means for the message (see the module's documentation).
 fn classify<R: std::fmt::Debug>(e: SdkError<SendEmailError, R>) -> SendError {
     let text = mask_addresses(&DisplayErrorContext(&e).to_string());
     match &e {
-        // No answer: the request could not be made or sent (no connection, DNS, TLS, no
-        // credentials to sign it with).
-        SdkError::DispatchFailure(_) | SdkError::ConstructionFailure(_) => {
+        // The request could not be built or signed (no credentials): nothing went out.
+        SdkError::ConstructionFailure(_) => SendError::Unavailable(text),
+        SdkError::DispatchFailure(failure) if never_sent(failure.as_connector_error()) => {
             SendError::Unavailable(text)
+        }
+        // The connection failed once the request could have been written, the deadline
+        // passed, or SES's answer cannot be read: SES may have the message.
+        SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) | SdkError::ResponseError(_) => {
+            SendError::Unknown(text)
         }
         SdkError::ServiceError(service) => match service.err() {
             SendEmailError::MessageRejected(_) | SendEmailError::BadRequestException(_) => {
@@ -128,6 +137,7 @@ fn classify<R: std::fmt::Debug>(e: SdkError<SendEmailError, R>) -> SendError {
             | SendEmailError::NotFoundException(_) => SendError::Unavailable(text),
             other => match other.code() {
                 Some(code) if SENDER_REFUSALS.contains(&code) => SendError::Unavailable(text),
+                // SES answered that it failed (a 5xx): this message failed for now.
                 Some("InternalFailure" | "InternalServerError") | None => {
                     SendError::Transient(text)
                 }
@@ -136,14 +146,31 @@ fn classify<R: std::fmt::Debug>(e: SdkError<SendEmailError, R>) -> SendError {
                 Some(_) => SendError::Permanent(text),
             },
         },
-        _ => SendError::Transient(text),
+        _ => SendError::Unknown(text),
     }
+}
+
+/// Whether a failed dispatch certainly never wrote the request: the connection itself could
+/// not be made (refused, DNS, TLS, or not open within the connect timeout). The SDK's HTTP
+/// client is hyper's, whose error says so.
+fn never_sent(failure: Option<&ConnectorError>) -> bool {
+    let Some(connector) = failure else {
+        return false;
+    };
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(connector);
+    while let Some(error) = next {
+        if let Some(hyper) = error.downcast_ref::<hyper_util::client::legacy::Error>() {
+            return hyper.is_connect();
+        }
+        next = error.source();
+    }
+    false
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aws_sdk_sesv2::error::{ConnectorError, ErrorMetadata};
+    use aws_sdk_sesv2::error::ErrorMetadata;
     use aws_sdk_sesv2::types::error::{
         AccountSuspendedException, BadRequestException, LimitExceededException, MessageRejected,
         SendingPausedException, TooManyRequestsException,
@@ -203,12 +230,17 @@ mod tests {
         }
     }
 
+    /// Only the HTTP client's own word that the connection never opened makes a failed call
+    /// unsent (that case runs against a closed port in tests/api/ses.rs): an I/O error after the
+    /// connection opened may have lost an answer to a request SES took.
     #[test]
-    fn an_unreachable_endpoint_is_an_outage() {
+    fn a_dropped_connection_or_a_timeout_is_an_unknown_outcome() {
         let e = classify::<()>(SdkError::dispatch_failure(ConnectorError::io(
-            "connection refused".into(),
+            "connection reset by peer".into(),
         )));
-        assert!(matches!(e, SendError::Unavailable(_)), "{e:?}");
+        assert!(matches!(e, SendError::Unknown(_)), "{e:?}");
+        let e = classify::<()>(SdkError::timeout_error("operation timed out"));
+        assert!(matches!(e, SendError::Unknown(_)), "{e:?}");
     }
 
     #[test]
@@ -238,9 +270,7 @@ mod tests {
     }
 
     #[test]
-    fn a_timeout_or_a_server_error_fails_the_message_for_now() {
-        let e = classify::<()>(SdkError::timeout_error("operation timed out"));
-        assert!(matches!(e, SendError::Transient(_)), "{e:?}");
+    fn a_server_error_fails_the_message_for_now() {
         assert!(matches!(named("InternalFailure"), SendError::Transient(_)));
     }
 }
