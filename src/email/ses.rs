@@ -3,10 +3,11 @@
 //! are ours. Credentials, region and endpoint come from the same AWS configuration as SQS, with
 //! `AWS_ENDPOINT_URL_SESV2` for SES alone.
 //!
-//! Errors are classified as CONTRACT.md §6 asks: SES refusing this message (`MessageRejected`,
-//! a bad address) is its dead letter; SES refusing the sender (throttling, sending paused, an
-//! account suspended, wrong or expired credentials, permissions) or not being reachable is an
-//! outage of the mail service.
+//! Errors are classified as CONTRACT.md §6 asks: SES refusing this message (`MessageRejected`
+//! for its recipient or its content, a bad address) is its dead letter; SES refusing the sender
+//! (throttling, sending paused, an account suspended, wrong or expired credentials, permissions,
+//! a sender identity that is not verified) or not being reachable is an outage of the mail
+//! service.
 //!
 //! One attempt is one send: the SDK never retries `SendEmail` by itself, since SES may have
 //! accepted a request whose answer was lost. A call that failed once its request could have been
@@ -102,15 +103,22 @@ impl Mailer for SesMailer {
             .send_email()
             .destination(Destination::builder().set_to_addresses(Some(to)).build())
             .content(EmailContent::builder().raw(raw).build());
-        if let Some(from) = envelope.from() {
-            call = call.from_email_address(from.to_string());
+        let from = envelope.from().map(|a| a.to_string());
+        if let Some(from) = &from {
+            call = call.from_email_address(from);
         }
-        call.send().await.map(|_| ()).map_err(classify)
+        call.send()
+            .await
+            .map(|_| ())
+            .map_err(|e| classify(e, from.as_deref()))
     }
 }
 
-/// What an SES error means for the message (see the module's documentation).
-fn classify<R: std::fmt::Debug>(e: SdkError<SendEmailError, R>) -> SendError {
+/// What an SES error means for the message sent from `from` (see the module's documentation).
+pub fn classify<R: std::fmt::Debug>(
+    e: SdkError<SendEmailError, R>,
+    from: Option<&str>,
+) -> SendError {
     let text = mask_addresses(&DisplayErrorContext(&e).to_string());
     match &e {
         // The request could not be built or signed (no credentials): nothing went out.
@@ -124,9 +132,14 @@ fn classify<R: std::fmt::Debug>(e: SdkError<SendEmailError, R>) -> SendError {
             SendError::Unknown(text)
         }
         SdkError::ServiceError(service) => match service.err() {
-            SendEmailError::MessageRejected(_) | SendEmailError::BadRequestException(_) => {
-                SendError::Permanent(text)
+            SendEmailError::MessageRejected(rejected) => {
+                if refuses_sender(rejected.message().unwrap_or_default(), from) {
+                    SendError::Unavailable(text)
+                } else {
+                    SendError::Permanent(text)
+                }
             }
+            SendEmailError::BadRequestException(_) => SendError::Permanent(text),
             // Throttling, the account, the sender's configuration: no message can go until
             // SES lets the sender send again or the configuration is fixed.
             SendEmailError::TooManyRequestsException(_)
@@ -167,6 +180,26 @@ fn never_sent(failure: Option<&ConnectorError>) -> bool {
     false
 }
 
+/// Whether SES's `MessageRejected` refuses the sender rather than this message: the sender's
+/// identity is not verified (SES names the identities that failed: "Email address is not
+/// verified. The following identities failed the check in region …: jobs@example.com"), or it
+/// may not send from it ("Did not have authority to send from email …"). A recipient named
+/// alone (an unverified recipient while the account is in the sandbox) is this message's.
+fn refuses_sender(reason: &str, from: Option<&str>) -> bool {
+    let reason = reason.to_ascii_lowercase();
+    if reason.contains("send from") || reason.contains("sending from") {
+        return true;
+    }
+    let Some(from) = from.map(str::to_ascii_lowercase) else {
+        return false;
+    };
+    let domain = from.rsplit_once('@').map(|(_, d)| d.to_string());
+    reason
+        .split(|c: char| c.is_whitespace() || ",;:<>()[]\"'".contains(c))
+        .map(|word| word.trim_end_matches('.'))
+        .any(|word| word == from || domain.as_deref() == Some(word))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,8 +209,16 @@ mod tests {
         SendingPausedException, TooManyRequestsException,
     };
 
+    const FROM: &str = "jobs@acme.example";
+
     fn service(e: SendEmailError) -> SendError {
-        classify(SdkError::service_error(e, ()))
+        classify(SdkError::service_error(e, ()), Some(FROM))
+    }
+
+    fn rejected(reason: &str) -> SendError {
+        service(SendEmailError::MessageRejected(
+            MessageRejected::builder().message(reason).build(),
+        ))
     }
 
     fn named(code: &str) -> SendError {
@@ -216,6 +257,24 @@ mod tests {
         }
     }
 
+    /// No message can go from an identity SES has not verified: an outage, whatever the
+    /// recipient.
+    #[test]
+    fn an_unverified_sender_is_an_outage() {
+        for reason in [
+            "Email address is not verified. The following identities failed the check in \
+             region US-EAST-1: jobs@acme.example",
+            "Email address is not verified. The following identities failed the check in \
+             region EU-WEST-1: cody@mail.example, Jobs@Acme.example.",
+            "Email address is not verified. The following identities failed the check in \
+             region US-EAST-1: acme.example",
+            "Did not have authority to send from email jobs@acme.example",
+        ] {
+            let e = rejected(reason);
+            assert!(matches!(e, SendError::Unavailable(_)), "{reason}: {e:?}");
+        }
+    }
+
     #[test]
     fn wrong_or_expired_credentials_are_outages() {
         for code in [
@@ -235,28 +294,32 @@ mod tests {
     /// connection opened may have lost an answer to a request SES took.
     #[test]
     fn a_dropped_connection_or_a_timeout_is_an_unknown_outcome() {
-        let e = classify::<()>(SdkError::dispatch_failure(ConnectorError::io(
-            "connection reset by peer".into(),
-        )));
+        let e = classify::<()>(
+            SdkError::dispatch_failure(ConnectorError::io("connection reset by peer".into())),
+            Some(FROM),
+        );
         assert!(matches!(e, SendError::Unknown(_)), "{e:?}");
-        let e = classify::<()>(SdkError::timeout_error("operation timed out"));
+        let e = classify::<()>(SdkError::timeout_error("operation timed out"), Some(FROM));
         assert!(matches!(e, SendError::Unknown(_)), "{e:?}");
     }
 
     #[test]
     fn a_refused_message_is_its_dead_letter_with_the_reason() {
-        let e = service(SendEmailError::MessageRejected(
-            MessageRejected::builder()
-                .message("Email address is not verified: jobs@acme.example")
-                .build(),
-        ));
+        // The account is in the sandbox and the recipient is not verified: this message's.
+        let e = rejected(
+            "Email address is not verified. The following identities failed the check in \
+             region US-EAST-1: cody@mail.example",
+        );
         match e {
             SendError::Permanent(reason) => {
                 assert!(reason.contains("not verified"), "{reason}");
-                assert!(!reason.contains("jobs@acme.example"), "masked: {reason}");
+                assert!(!reason.contains("cody@mail.example"), "masked: {reason}");
             }
             other => panic!("{other:?}"),
         }
+        // An address at the sender's domain is not the sender.
+        let e = rejected("Email address is not verified: ann@acme.example.");
+        assert!(matches!(e, SendError::Permanent(_)), "{e:?}");
         let e = service(SendEmailError::BadRequestException(
             BadRequestException::builder()
                 .message("bad address")
