@@ -115,10 +115,7 @@ impl Mailer for SesMailer {
 }
 
 /// What an SES error means for the message sent from `from` (see the module's documentation).
-pub fn classify<R: std::fmt::Debug>(
-    e: SdkError<SendEmailError, R>,
-    from: Option<&str>,
-) -> SendError {
+fn classify<R: std::fmt::Debug>(e: SdkError<SendEmailError, R>, from: Option<&str>) -> SendError {
     let text = mask_addresses(&DisplayErrorContext(&e).to_string());
     match &e {
         // The request could not be built or signed (no credentials): nothing went out.
