@@ -55,6 +55,8 @@ enum Ses {
     Drop,
     /// Nothing listens: the connection is refused before a byte of the request is written.
     Closed,
+    /// Accepts, but the worker has no credentials to sign the request with: it never leaves.
+    Unsigned,
 }
 
 /// The table: each case, what SES does, and the model's outcome for it.
@@ -170,6 +172,11 @@ fn table() -> Vec<(&'static str, Ses, Mail)> {
             Ses::Closed,
             Mail::SessionRefused,
         ),
+        (
+            "no credentials to sign with",
+            Ses::Unsigned,
+            Mail::SessionRefused,
+        ),
     ]
 }
 
@@ -209,6 +216,7 @@ async fn answer(mut socket: TcpStream, ses: Ses) {
             return;
         }
         Ses::Drop | Ses::Closed => return,
+        Ses::Unsigned => unreachable!("an unsigned request is never sent"),
     };
     let reply = format!(
         "HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\n\
@@ -262,18 +270,25 @@ fn message() -> lettre::Message {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_ses_outcome_is_the_one_the_model_assumes() {
-    let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-east-1"))
+    let config = || {
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+    };
+    let signed = config()
         .credentials_provider(aws_sdk_sesv2::config::Credentials::new(
             "test", "test", None, None, "table",
         ))
         .load()
         .await;
+    let unsigned = config().no_credentials().load().await;
     let message = message();
     let mut wrong = Vec::new();
     for (case, ses, mail) in table() {
-        let url = endpoint(ses).await;
-        let mailer = SesMailer::with_config(&shared, Some(&url), DEADLINE);
+        let (url, shared) = match ses {
+            Ses::Unsigned => (endpoint(Ses::Accept).await, &unsigned),
+            _ => (endpoint(ses).await, &signed),
+        };
+        let mailer = SesMailer::with_config(shared, Some(&url), DEADLINE);
         // The worker's own deadline, as it wraps every send.
         let result = tokio::time::timeout(DEADLINE + Duration::from_secs(1), mailer.send(&message))
             .await
