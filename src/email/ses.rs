@@ -13,7 +13,8 @@
 //! accepted a request whose answer was lost. A call that failed once its request could have been
 //! written (a timeout, a connection dropped before the answer, an answer that cannot be read)
 //! has an unknown outcome; only a failure to connect (refused, DNS, TLS, a connection that did
-//! not open in time) is certainly unsent.
+//! not open in time), or one before the request reached the HTTP client (no credentials to sign
+//! it with), is certainly unsent.
 
 use super::{Mailer, mask_addresses};
 use crate::domain::mail::SendError;
@@ -160,9 +161,11 @@ fn classify<R: std::fmt::Debug>(e: SdkError<SendEmailError, R>, from: Option<&st
     }
 }
 
-/// Whether a failed dispatch certainly never wrote the request: the connection itself could
-/// not be made (refused, DNS, TLS, or not open within the connect timeout). The SDK's HTTP
-/// client is hyper's, whose error says so.
+/// Whether a failed dispatch certainly never wrote the request. The SDK's HTTP client (hyper's)
+/// puts its own error in every failure of its own, and says whether the connection could not be
+/// made (refused, DNS, TLS, or not open within the connect timeout). A failure without it came
+/// before the request reached the client (no credentials to sign with, a signing error); one
+/// that timed out without it may be a read's, after the request went out.
 fn never_sent(failure: Option<&ConnectorError>) -> bool {
     let Some(connector) = failure else {
         return false;
@@ -174,7 +177,7 @@ fn never_sent(failure: Option<&ConnectorError>) -> bool {
         }
         next = error.source();
     }
-    false
+    !connector.is_timeout()
 }
 
 /// Whether SES's `MessageRejected` refuses the sender rather than this message: the sender's
@@ -286,13 +289,19 @@ mod tests {
         }
     }
 
-    /// Only the HTTP client's own word that the connection never opened makes a failed call
-    /// unsent (that case runs against a closed port in tests/api/ses.rs): an I/O error after the
-    /// connection opened may have lost an answer to a request SES took.
+    /// A dispatch failure that never reached the HTTP client (its error is not in the chain)
+    /// was never sent: an outage; one that timed out may have been. The HTTP client's own
+    /// failures, before and after the request went out, are the SES table's
+    /// (tests/model/ses_outcomes.rs), made for real.
     #[test]
-    fn a_dropped_connection_or_a_timeout_is_an_unknown_outcome() {
+    fn a_failure_before_the_http_client_is_an_outage_a_timeout_is_unknown() {
         let e = classify::<()>(
-            SdkError::dispatch_failure(ConnectorError::io("connection reset by peer".into())),
+            SdkError::dispatch_failure(ConnectorError::other("no identity".into(), None)),
+            Some(FROM),
+        );
+        assert!(matches!(e, SendError::Unavailable(_)), "{e:?}");
+        let e = classify::<()>(
+            SdkError::dispatch_failure(ConnectorError::timeout("read timed out".into())),
             Some(FROM),
         );
         assert!(matches!(e, SendError::Unknown(_)), "{e:?}");
