@@ -81,6 +81,8 @@ fn bad_values_name_the_variable() {
             "CORS_ALLOWED_ORIGINS",
         ),
         (vec![("EMAIL_BACKEND", "smtp")], "SMTP_URL"),
+        // No mail service without SMTPUTF8, nor SES, takes a non-ASCII local part.
+        (vec![("EMAIL_FROM", "josé@example.com")], "EMAIL_FROM"),
         (
             vec![
                 ("QUEUE", "sqs"),

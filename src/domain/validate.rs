@@ -51,9 +51,8 @@ pub fn job_title(value: &str) -> Result<String, FieldError> {
     text(value, 1, JOB_TITLE_MAX)
 }
 
-/// An email address the mailer can send to (it must parse as a `lettre::Address`, the type the
-/// worker puts in the `To:` header): stored as given (trimmed), compared case-insensitively via
-/// [`email_key`].
+/// An email address every mail service can send to (CONTRACT.md §4): stored as given (trimmed),
+/// compared case-insensitively via [`email_key`], sent as [`sendable_address`] makes it.
 pub fn email(value: &str) -> Result<String, FieldError> {
     let v = text(value, 1, EMAIL_MAX)?;
     let invalid = || "must be an email address such as name@example.com".to_string();
@@ -66,12 +65,38 @@ pub fn email(value: &str) -> Result<String, FieldError> {
         || domain.split('.').any(|label| label.is_empty())
         || local.starts_with('.')
         || local.ends_with('.')
-        // The mailer's own parser: an address it refuses could never be sent an email.
-        || v.parse::<lettre::Address>().is_err()
     {
         return Err(invalid());
     }
+    sendable_address(&v)?;
     Ok(v)
+}
+
+/// The address as it goes out: an ASCII local part, kept as given, and the domain in its ASCII
+/// (A-label) form, which a mail service takes without SMTPUTF8 (SES never does). Refused: a
+/// local part that is not ASCII (SMTP without SMTPUTF8 cannot carry it), a domain with no
+/// A-label form, and anything the mailer's own parser refuses (it builds the `To:` header).
+pub fn sendable_address(email: &str) -> Result<String, FieldError> {
+    let invalid = || "must be an email address such as name@example.com".to_string();
+    let (local, domain) = email.rsplit_once('@').ok_or_else(invalid)?;
+    if !local.is_ascii() {
+        return Err("must have an ASCII local part (the part before the @): \
+                    not every mail service can send to another"
+            .to_string());
+    }
+    let domain = if domain.is_ascii() {
+        domain.to_string()
+    } else {
+        idna::domain_to_ascii(domain).map_err(|_| invalid())?
+    };
+    let address = format!("{local}@{domain}");
+    if address.len() > EMAIL_MAX {
+        return Err(format!(
+            "must be at most {EMAIL_MAX} characters with its domain in ASCII (A-label) form"
+        ));
+    }
+    address.parse::<lettre::Address>().map_err(|_| invalid())?;
+    Ok(address)
 }
 
 /// The case-insensitive form of an email, used for uniqueness and look-ups.
@@ -156,6 +181,38 @@ mod tests {
         let too_long = format!("{}@{b63}.{b63}.{b57}x.com", "a".repeat(64));
         assert!(email(&too_long).is_err());
         assert!(email(&format!("ann@{}.com", "b".repeat(64))).is_err());
+    }
+
+    /// An ASCII local part, and a domain that goes out in its A-label form.
+    #[test]
+    fn emails_every_mail_service_can_send_to() {
+        for bad in [
+            "josé@example.com",
+            "Ünal@example.com",
+            "日本@example.jp",
+            "ann\u{00a0}x@example.com",
+        ] {
+            assert!(email(bad).is_err(), "{bad:?}");
+        }
+        assert!(email("josé@example.com").unwrap_err().contains("ASCII"));
+        assert_eq!(email("Ann@Bücher.example").unwrap(), "Ann@Bücher.example");
+        assert_eq!(
+            sendable_address("Ann@Bücher.example").unwrap(),
+            "Ann@xn--bcher-kva.example"
+        );
+        assert_eq!(
+            sendable_address("ann@例え.jp").unwrap(),
+            "ann@xn--r8jz45g.jp"
+        );
+        // An ASCII domain goes out as given.
+        assert_eq!(
+            sendable_address("Ann@Example.COM").unwrap(),
+            "Ann@Example.COM"
+        );
+        // 254 code points, but longer in A-label form.
+        let long = format!("{}@{}.example", "a".repeat(64), "ü".repeat(60));
+        assert!(long.chars().count() <= 254);
+        assert!(email(&long).is_err(), "{long}");
     }
 
     /// Every address accepted here is one the mailer can put in a `To:` header.

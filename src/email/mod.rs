@@ -4,8 +4,8 @@
 //! `X-Jobboard-Event-Id`, so a receiving system can recognise a repeat of the same event.
 
 use crate::config::{Config, EmailBackend};
-use crate::domain::ApplicationStatus;
 use crate::domain::mail::{EmailData, SendError};
+use crate::domain::{ApplicationStatus, validate};
 use anyhow::Context;
 use async_trait::async_trait;
 use lettre::Message;
@@ -58,17 +58,25 @@ pub struct Sender {
 }
 
 impl Sender {
+    /// `EMAIL_FROM` as it goes out: its domain in A-label form (see [`validate::sendable_address`]).
     pub fn from_config(config: &Config) -> Sender {
-        let domain = config
-            .email_from
+        let from = validate::sendable_address(&config.email_from)
+            .unwrap_or_else(|_| config.email_from.clone());
+        let domain = from
             .rsplit_once('@')
             .map(|(_, d)| d.to_string())
             .unwrap_or_else(|| "localhost".to_string());
-        Sender {
-            from: config.email_from.clone(),
-            domain,
-        }
+        Sender { from, domain }
     }
+}
+
+/// How a permanent failure's text starts when the email could not be built, so that no mail
+/// service saw it (an address stored before the rule of CONTRACT.md §4).
+pub const NOT_SENT: &str = "not sent: ";
+
+/// The permanent failure of an email that could not be built.
+pub fn not_sent(error: &anyhow::Error) -> SendError {
+    SendError::Permanent(format!("{NOT_SENT}{error:#}"))
 }
 
 /// The email telling the candidate about a status change, rendered from current data.
@@ -95,12 +103,18 @@ pub fn status_email(
             data.name, data.job_title, data.company
         )
     };
-    let to = lettre::message::Mailbox::new(
-        Some(data.name.clone()),
-        data.email
-            .parse()
-            .with_context(|| format!("user {}'s address is not deliverable", data.candidate_id))?,
-    );
+    // Addresses stored before the rule of CONTRACT.md §4 may break it: such an email is never
+    // handed to a mail service that may or may not take it.
+    let address = validate::sendable_address(&data.email)
+        .map_err(|reason| {
+            anyhow::anyhow!(
+                "user {}'s address is not one every mail service can send to: it {reason}",
+                data.candidate_id
+            )
+        })?
+        .parse()
+        .with_context(|| format!("user {}'s address is not deliverable", data.candidate_id))?;
+    let to = lettre::message::Mailbox::new(Some(data.name.clone()), address);
     Message::builder()
         .from(
             sender

@@ -3,27 +3,29 @@
 //! are ours. Credentials, region and endpoint come from the same AWS configuration as SQS, with
 //! `AWS_ENDPOINT_URL_SESV2` for SES alone.
 //!
-//! Errors are classified as CONTRACT.md §6 asks: SES refusing this message (`MessageRejected`,
-//! a bad address) is its dead letter; SES refusing the sender (throttling, sending paused, an
-//! account suspended, wrong or expired credentials, permissions) or not being reachable is an
-//! outage of the mail service.
+//! Errors are classified as CONTRACT.md §6 asks: SES refusing this message (`MessageRejected`
+//! for its recipient or its content, a bad address) is its dead letter; SES refusing the sender
+//! (throttling, sending paused, an account suspended, wrong or expired credentials, permissions,
+//! a sender identity that is not verified) or not being reachable is an outage of the mail
+//! service.
+//!
+//! One attempt is one send: the SDK never retries `SendEmail` by itself, since SES may have
+//! accepted a request whose answer was lost. A call that failed once its request could have been
+//! written (a timeout, a connection dropped before the answer, an answer that cannot be read)
+//! has an unknown outcome; only a failure to connect (refused, DNS, TLS, a connection that did
+//! not open in time), or one before the request reached the HTTP client (no credentials to sign
+//! it with), is certainly unsent.
 
 use super::{Mailer, mask_addresses};
 use crate::domain::mail::SendError;
 use async_trait::async_trait;
 use aws_sdk_sesv2::Client;
-use aws_sdk_sesv2::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_sesv2::error::{ConnectorError, DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_sesv2::operation::send_email::SendEmailError;
 use aws_sdk_sesv2::primitives::Blob;
 use aws_sdk_sesv2::types::{Destination, EmailContent, RawMessage};
 use lettre::Message;
 use std::time::Duration;
-
-/// Tries per call, the first included (the SDK's standard retries), as for SQS.
-const TRIES: u32 = 3;
-/// The first wait before a retry (it doubles, with jitter): short, so that all the tries of a
-/// call that cannot connect fit in the send's deadline and say "unreachable".
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Error codes that refuse the sender, whatever the message: throttling, the account, the
 /// credentials, the permissions.
@@ -52,23 +54,29 @@ pub struct SesMailer {
 
 impl SesMailer {
     /// A client from the usual AWS environment (`AWS_REGION`, `AWS_ENDPOINT_URL`, credentials),
-    /// with `endpoint_url` for SES alone. A call's deadline is `timeout` (the send's), each try
-    /// a third of it, a connection a quarter.
+    /// with `endpoint_url` for SES alone.
     pub async fn connect(endpoint_url: Option<&str>, timeout: Duration) -> SesMailer {
         let shared = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        let mut config = aws_sdk_sesv2::config::Builder::from(&shared)
+        SesMailer::with_config(&shared, endpoint_url, timeout)
+    }
+
+    /// A client from `shared`, with `endpoint_url` for SES alone. A call is one try with the
+    /// send's deadline, `timeout`; its connection must open within half of it (CONTRACT.md §6: a
+    /// session that does not open in time is an outage).
+    pub fn with_config(
+        shared: &aws_config::SdkConfig,
+        endpoint_url: Option<&str>,
+        timeout: Duration,
+    ) -> SesMailer {
+        let mut config = aws_sdk_sesv2::config::Builder::from(shared)
             .timeout_config(
                 aws_sdk_sesv2::config::timeout::TimeoutConfig::builder()
-                    .connect_timeout(timeout / 4)
-                    .operation_attempt_timeout(timeout / TRIES)
+                    .connect_timeout(timeout / 2)
+                    .operation_attempt_timeout(timeout)
                     .operation_timeout(timeout)
                     .build(),
             )
-            .retry_config(
-                aws_sdk_sesv2::config::retry::RetryConfig::standard()
-                    .with_max_attempts(TRIES)
-                    .with_initial_backoff(FIRST_BACKOFF),
-            );
+            .retry_config(aws_sdk_sesv2::config::retry::RetryConfig::disabled());
         if let Some(endpoint) = endpoint_url {
             config = config.endpoint_url(endpoint);
         }
@@ -96,28 +104,40 @@ impl Mailer for SesMailer {
             .send_email()
             .destination(Destination::builder().set_to_addresses(Some(to)).build())
             .content(EmailContent::builder().raw(raw).build());
-        if let Some(from) = envelope.from() {
-            call = call.from_email_address(from.to_string());
+        let from = envelope.from().map(|a| a.to_string());
+        if let Some(from) = &from {
+            call = call.from_email_address(from);
         }
-        call.send().await.map(|_| ()).map_err(classify)
+        call.send()
+            .await
+            .map(|_| ())
+            .map_err(|e| classify(e, from.as_deref()))
     }
 }
 
-/// What an SES error means for the message (see the module's documentation). An error SES
-/// did not name (a timeout, an unreadable answer, a server error) fails the message for now:
-/// it may have been sent.
-fn classify<R: std::fmt::Debug>(e: SdkError<SendEmailError, R>) -> SendError {
+/// What an SES error means for the message sent from `from` (see the module's documentation).
+fn classify<R: std::fmt::Debug>(e: SdkError<SendEmailError, R>, from: Option<&str>) -> SendError {
     let text = mask_addresses(&DisplayErrorContext(&e).to_string());
     match &e {
-        // No answer: the request could not be made or sent (no connection, DNS, TLS, no
-        // credentials to sign it with).
-        SdkError::DispatchFailure(_) | SdkError::ConstructionFailure(_) => {
+        // The request could not be built or signed (no credentials): nothing went out.
+        SdkError::ConstructionFailure(_) => SendError::Unavailable(text),
+        SdkError::DispatchFailure(failure) if never_sent(failure.as_connector_error()) => {
             SendError::Unavailable(text)
         }
+        // The connection failed once the request could have been written, the deadline
+        // passed, or SES's answer cannot be read: SES may have the message.
+        SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) | SdkError::ResponseError(_) => {
+            SendError::Unknown(text)
+        }
         SdkError::ServiceError(service) => match service.err() {
-            SendEmailError::MessageRejected(_) | SendEmailError::BadRequestException(_) => {
-                SendError::Permanent(text)
+            SendEmailError::MessageRejected(rejected) => {
+                if refuses_sender(rejected.message().unwrap_or_default(), from) {
+                    SendError::Unavailable(text)
+                } else {
+                    SendError::Permanent(text)
+                }
             }
+            SendEmailError::BadRequestException(_) => SendError::Permanent(text),
             // Throttling, the account, the sender's configuration: no message can go until
             // SES lets the sender send again or the configuration is fixed.
             SendEmailError::TooManyRequestsException(_)
@@ -128,6 +148,7 @@ fn classify<R: std::fmt::Debug>(e: SdkError<SendEmailError, R>) -> SendError {
             | SendEmailError::NotFoundException(_) => SendError::Unavailable(text),
             other => match other.code() {
                 Some(code) if SENDER_REFUSALS.contains(&code) => SendError::Unavailable(text),
+                // SES answered that it failed (a 5xx): this message failed for now.
                 Some("InternalFailure" | "InternalServerError") | None => {
                     SendError::Transient(text)
                 }
@@ -136,21 +157,68 @@ fn classify<R: std::fmt::Debug>(e: SdkError<SendEmailError, R>) -> SendError {
                 Some(_) => SendError::Permanent(text),
             },
         },
-        _ => SendError::Transient(text),
+        _ => SendError::Unknown(text),
     }
+}
+
+/// Whether a failed dispatch certainly never wrote the request. The SDK's HTTP client (hyper's)
+/// puts its own error in every failure of its own, and says whether the connection could not be
+/// made (refused, DNS, TLS, or not open within the connect timeout). A failure without it came
+/// before the request reached the client (no credentials to sign with, a signing error); one
+/// that timed out without it may be a read's, after the request went out.
+fn never_sent(failure: Option<&ConnectorError>) -> bool {
+    let Some(connector) = failure else {
+        return false;
+    };
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(connector);
+    while let Some(error) = next {
+        if let Some(hyper) = error.downcast_ref::<hyper_util::client::legacy::Error>() {
+            return hyper.is_connect();
+        }
+        next = error.source();
+    }
+    !connector.is_timeout()
+}
+
+/// Whether SES's `MessageRejected` refuses the sender rather than this message: the sender's
+/// identity is not verified (SES names the identities that failed: "Email address is not
+/// verified. The following identities failed the check in region …: jobs@example.com"), or it
+/// may not send from it ("Did not have authority to send from email …"). A recipient named
+/// alone (an unverified recipient while the account is in the sandbox) is this message's.
+fn refuses_sender(reason: &str, from: Option<&str>) -> bool {
+    let reason = reason.to_ascii_lowercase();
+    if reason.contains("send from") || reason.contains("sending from") {
+        return true;
+    }
+    let Some(from) = from.map(str::to_ascii_lowercase) else {
+        return false;
+    };
+    let domain = from.rsplit_once('@').map(|(_, d)| d.to_string());
+    reason
+        .split(|c: char| c.is_whitespace() || ",;:<>()[]\"'".contains(c))
+        .map(|word| word.trim_end_matches('.'))
+        .any(|word| word == from || domain.as_deref() == Some(word))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aws_sdk_sesv2::error::{ConnectorError, ErrorMetadata};
+    use aws_sdk_sesv2::error::ErrorMetadata;
     use aws_sdk_sesv2::types::error::{
         AccountSuspendedException, BadRequestException, LimitExceededException, MessageRejected,
         SendingPausedException, TooManyRequestsException,
     };
 
+    const FROM: &str = "jobs@acme.example";
+
     fn service(e: SendEmailError) -> SendError {
-        classify(SdkError::service_error(e, ()))
+        classify(SdkError::service_error(e, ()), Some(FROM))
+    }
+
+    fn rejected(reason: &str) -> SendError {
+        service(SendEmailError::MessageRejected(
+            MessageRejected::builder().message(reason).build(),
+        ))
     }
 
     fn named(code: &str) -> SendError {
@@ -189,6 +257,24 @@ mod tests {
         }
     }
 
+    /// No message can go from an identity SES has not verified: an outage, whatever the
+    /// recipient.
+    #[test]
+    fn an_unverified_sender_is_an_outage() {
+        for reason in [
+            "Email address is not verified. The following identities failed the check in \
+             region US-EAST-1: jobs@acme.example",
+            "Email address is not verified. The following identities failed the check in \
+             region EU-WEST-1: cody@mail.example, Jobs@Acme.example.",
+            "Email address is not verified. The following identities failed the check in \
+             region US-EAST-1: acme.example",
+            "Did not have authority to send from email jobs@acme.example",
+        ] {
+            let e = rejected(reason);
+            assert!(matches!(e, SendError::Unavailable(_)), "{reason}: {e:?}");
+        }
+    }
+
     #[test]
     fn wrong_or_expired_credentials_are_outages() {
         for code in [
@@ -203,28 +289,43 @@ mod tests {
         }
     }
 
+    /// A dispatch failure that never reached the HTTP client (its error is not in the chain)
+    /// was never sent: an outage; one that timed out may have been. The HTTP client's own
+    /// failures, before and after the request went out, are the SES table's
+    /// (tests/model/ses_outcomes.rs), made for real.
     #[test]
-    fn an_unreachable_endpoint_is_an_outage() {
-        let e = classify::<()>(SdkError::dispatch_failure(ConnectorError::io(
-            "connection refused".into(),
-        )));
+    fn a_failure_before_the_http_client_is_an_outage_a_timeout_is_unknown() {
+        let e = classify::<()>(
+            SdkError::dispatch_failure(ConnectorError::other("no identity".into(), None)),
+            Some(FROM),
+        );
         assert!(matches!(e, SendError::Unavailable(_)), "{e:?}");
+        let e = classify::<()>(
+            SdkError::dispatch_failure(ConnectorError::timeout("read timed out".into())),
+            Some(FROM),
+        );
+        assert!(matches!(e, SendError::Unknown(_)), "{e:?}");
+        let e = classify::<()>(SdkError::timeout_error("operation timed out"), Some(FROM));
+        assert!(matches!(e, SendError::Unknown(_)), "{e:?}");
     }
 
     #[test]
     fn a_refused_message_is_its_dead_letter_with_the_reason() {
-        let e = service(SendEmailError::MessageRejected(
-            MessageRejected::builder()
-                .message("Email address is not verified: jobs@acme.example")
-                .build(),
-        ));
+        // The account is in the sandbox and the recipient is not verified: this message's.
+        let e = rejected(
+            "Email address is not verified. The following identities failed the check in \
+             region US-EAST-1: cody@mail.example",
+        );
         match e {
             SendError::Permanent(reason) => {
                 assert!(reason.contains("not verified"), "{reason}");
-                assert!(!reason.contains("jobs@acme.example"), "masked: {reason}");
+                assert!(!reason.contains("cody@mail.example"), "masked: {reason}");
             }
             other => panic!("{other:?}"),
         }
+        // An address at the sender's domain is not the sender.
+        let e = rejected("Email address is not verified: ann@acme.example.");
+        assert!(matches!(e, SendError::Permanent(_)), "{e:?}");
         let e = service(SendEmailError::BadRequestException(
             BadRequestException::builder()
                 .message("bad address")
@@ -238,9 +339,7 @@ mod tests {
     }
 
     #[test]
-    fn a_timeout_or_a_server_error_fails_the_message_for_now() {
-        let e = classify::<()>(SdkError::timeout_error("operation timed out"));
-        assert!(matches!(e, SendError::Transient(_)), "{e:?}");
+    fn a_server_error_fails_the_message_for_now() {
         assert!(matches!(named("InternalFailure"), SendError::Transient(_)));
     }
 }

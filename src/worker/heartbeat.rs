@@ -18,7 +18,7 @@ impl Worker {
     ) -> Result<(), SendError> {
         let message =
             email::status_email(&self.sender, data, &e.event_id, e.old_status, e.new_status)
-                .map_err(|err| SendError::Permanent(format!("{err:#}")))?;
+                .map_err(|err| email::not_sent(&err))?;
         let lease_ms = self.visibility.as_millis() as i64;
         let beat = async {
             let mut every = tokio::time::interval(self.visibility / 3);

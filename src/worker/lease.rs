@@ -3,6 +3,7 @@
 use super::{Outcome, Worker};
 use crate::domain::event::StatusChanged;
 use crate::domain::mail::SendError;
+use crate::email;
 use crate::queue::{DeadLetterReason, Message};
 use crate::store::{Claim, Finished};
 use crate::telemetry as t;
@@ -117,6 +118,9 @@ impl Worker {
     ) -> anyhow::Result<Outcome> {
         if dead {
             let reason = match error {
+                SendError::Permanent(reason) if reason.starts_with(email::NOT_SENT) => {
+                    reason.clone()
+                }
                 SendError::Permanent(_) => format!("rejected by the mail server: {error}"),
                 SendError::Transient(_) | SendError::Unavailable(_) | SendError::Unknown(_) => {
                     format!("gave up after {attempts} failed sends; last: {error}")

@@ -36,7 +36,7 @@ impl Worker {
                     event.old_status,
                     event.new_status,
                 )
-                .map_err(|err| SendError::Permanent(format!("{err:#}")))?;
+                .map_err(|err| email::not_sent(&err))?;
                 let result = tokio::time::timeout(timeout, mailer.send(&message))
                     .await
                     .unwrap_or_else(|_| {

@@ -5,6 +5,7 @@
 mod helpers;
 
 mod accounts;
+mod addresses;
 mod admin;
 mod applications;
 mod architecture;

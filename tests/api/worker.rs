@@ -817,7 +817,7 @@ async fn metric(app: &TestApp, name: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-async fn reclaimed_total(app: &TestApp) -> f64 {
+pub async fn reclaimed_total(app: &TestApp) -> f64 {
     let text = app.get("/metrics", None).await.text;
     text.lines()
         .find(|l| l.starts_with("events_reclaimed_total"))

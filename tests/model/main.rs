@@ -8,6 +8,7 @@
 //! (for trying bounds), and `JOBBOARD_MODEL_TRACE_STATES=1` prints each state of a
 //! counterexample.
 
+mod ses_outcomes;
 mod statements;
 
 use jobboard_protocol_model::{Bounds, Mail, Mode, Mutation, Protocol, QueueKind};
