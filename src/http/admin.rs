@@ -12,8 +12,9 @@ use crate::http::AppState;
 use crate::queue::{DeadLetter, Selection};
 use crate::store::{EventChange, ProcessedRecord};
 use axum::extract::{FromRequestParts, Path, State};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
@@ -22,11 +23,39 @@ use utoipa::ToSchema;
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/api/admin/queue", get(queue))
-        .route("/api/admin/events/{event_id}", get(event))
-        .route("/api/admin/dead-letters", get(dead_letters))
-        .route("/api/admin/dead-letters/redrive", post(redrive))
-        .route("/api/admin/dead-letters/{id}", delete(purge))
+        .route(
+            "/api/admin/queue",
+            get(queue).fallback(wrong_method("GET,HEAD")),
+        )
+        .route(
+            "/api/admin/events/{event_id}",
+            get(event).fallback(wrong_method("GET,HEAD")),
+        )
+        .route(
+            "/api/admin/dead-letters",
+            get(dead_letters).fallback(wrong_method("GET,HEAD")),
+        )
+        .route(
+            "/api/admin/dead-letters/redrive",
+            post(redrive).fallback(wrong_method("POST")),
+        )
+        .route(
+            "/api/admin/dead-letters/{id}",
+            delete(purge).fallback(wrong_method("DELETE")),
+        )
+}
+
+/// A method the route does not take (`allow` lists those it does): 405 to an operator, and to
+/// anyone else the 404 of every admin route, which [`Operator`] answers before this runs.
+fn wrong_method(
+    allow: &'static str,
+) -> impl Fn(Operator) -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
+    move |_op: Operator| {
+        let mut res = ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED).into_response();
+        res.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static(allow));
+        std::future::ready(res)
+    }
 }
 
 /// An operator: a valid token of an account with operator rights. Anything else (no token, a bad
