@@ -294,3 +294,75 @@ impl Hold {
         Response::from_parts(parts, axum::body::Body::from(bytes))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DatabaseUrl;
+    use crate::domain::Role;
+    use crate::domain::values::Email;
+    use crate::store::NewUser;
+
+    /// A key held by a request, on a fresh SQLite database.
+    async fn held() -> (tempfile::TempDir, Arc<dyn Store>, Hold) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/idem.db", dir.path().display());
+        let store = crate::store::connect(&DatabaseUrl::Sqlite(url))
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        let user = store
+            .create_user(NewUser {
+                email: Email::parse("a@example.com").unwrap(),
+                name: "A".into(),
+                role: Role::Candidate,
+                password_hash: "x".into(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(user.id, 1);
+        let begun = store
+            .idem_begin(1, "POST", "/r", "k", "h", LOCK_MS, KEY_TTL_MS)
+            .await
+            .unwrap();
+        let IdemBegin::Started { record_id, token } = begun else {
+            panic!("a new key starts");
+        };
+        let hold = Hold {
+            store: store.clone(),
+            record_id,
+            token,
+            stored: AtomicBool::new(false),
+        };
+        (dir, store, hold)
+    }
+
+    /// A response whose body fails while it is read: nothing of it may be kept as the key's
+    /// answer (its replay would be an empty 4xx for 24 h), and the key is free for a retry.
+    #[tokio::test]
+    async fn a_body_that_cannot_be_read_is_never_stored_as_the_replay() {
+        let (_dir, store, hold) = held().await;
+        let failing = futures::stream::iter([
+            Ok(bytes::Bytes::from_static(b"{\"partial\":")),
+            Err(std::io::Error::other("the body broke")),
+        ]);
+        let res = Response::builder()
+            .status(StatusCode::CONFLICT)
+            .body(axum::body::Body::from_stream(failing))
+            .unwrap();
+        let answered = hold.settle(res).await;
+        assert!(
+            answered.status().is_server_error(),
+            "the client is told the answer was lost: {}",
+            answered.status()
+        );
+        let again = store
+            .idem_begin(1, "POST", "/r", "k", "h", LOCK_MS, KEY_TTL_MS)
+            .await
+            .unwrap();
+        assert!(
+            matches!(again, IdemBegin::Started { .. }),
+            "a retry runs again, with no replay stored"
+        );
+    }
+}
