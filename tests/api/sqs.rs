@@ -596,3 +596,42 @@ async fn worker_warns_when_the_redrive_comes_before_max_attempts() {
     .await;
     worker.kill().await.unwrap();
 }
+
+/// A redrive that fails part way (here the main queue is gone, so the first copy cannot be sent)
+/// makes every dead letter it listed visible again: a listing right after it shows them all,
+/// instead of missing them for the 30 s the listing hid them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redrive_that_fails_part_way_leaves_every_dead_letter_listed() {
+    let h = Harness::new_sqs(Backend::Sqlite, "lease").await;
+    let q = h.sqs.as_ref().unwrap();
+    for body in ["first dead letter", "second dead letter"] {
+        q.client
+            .send_message()
+            .queue_url(&q.dlq)
+            .message_body(body)
+            .send()
+            .await
+            .unwrap();
+    }
+    let broken = jobboard::queue::sqs::SqsQueue::connect(
+        &format!("{}-gone", q.url),
+        q.dlq.clone(),
+        Duration::from_secs(30),
+        h.app.state.store.clone(),
+        jobboard::queue::sqs::ClientOptions {
+            endpoint_url: None,
+            timeout: Duration::from_secs(5),
+        },
+    )
+    .await
+    .unwrap();
+    use jobboard::queue::Queue;
+    let failed = broken.redrive(Selection::All, true).await;
+    assert!(failed.is_err(), "the copy had nowhere to go: {failed:?}");
+    let listed = broken.dead_letters().await.unwrap();
+    assert_eq!(
+        listed.len(),
+        2,
+        "both dead letters are listed right after the failed redrive: {listed:?}"
+    );
+}
