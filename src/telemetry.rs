@@ -23,6 +23,7 @@ pub const PROCESSED_EVENTS_DELETED_TOTAL: &str = "processed_events_deleted_total
 pub const UPKEEP_FAILURES_TOTAL: &str = "upkeep_failures_total";
 pub const MAIL_SERVICE_UP: &str = "mail_service_up";
 pub const MAIL_SESSION_REFUSALS_TOTAL: &str = "mail_session_refusals_total";
+pub const IDEMPOTENCY_FAILURES_TOTAL: &str = "idempotency_failures_total";
 
 /// Installs the global log subscriber. `RUST_LOG` filters (default `info`).
 pub fn init_logging(format: LogFormat) {
@@ -97,6 +98,15 @@ fn describe() {
         "Worker upkeep runs that failed, by task (queue_stats: the queue gauges are stale; retention)"
     );
     metrics::counter!(MAIL_SESSION_REFUSALS_TOTAL).increment(0);
+    for step in ["release", "read_response", "store_response"] {
+        metrics::counter!(IDEMPOTENCY_FAILURES_TOTAL, "step" => step).increment(0);
+    }
+    metrics::describe_counter!(
+        IDEMPOTENCY_FAILURES_TOTAL,
+        "Idempotency-Key steps that failed, by step (release: the key stays held until its 60 s \
+         lock lapses, retries get 409 meanwhile; read_response: the answer was lost, the client \
+         got a 500; store_response: a 4xx was not kept, a retry runs again)"
+    );
     metrics::describe_gauge!(
         MAIL_SERVICE_UP,
         "1 while the mail service takes this worker's sessions; 0 from a refused session \

@@ -8,6 +8,7 @@ use super::error::{ApiError, ApiResult, PROBLEM_JSON};
 use super::extract::{Body, Caller};
 use crate::http::AppState;
 use crate::store::{Completion, IdemBegin, KEY_TTL_MS, Store};
+use crate::telemetry::IDEMPOTENCY_FAILURES_TOTAL;
 use axum::extract::{FromRequest, MatchedPath, Request};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
@@ -270,15 +271,27 @@ impl Hold {
             || status == StatusCode::UNAUTHORIZED
             || status == StatusCode::TOO_MANY_REQUESTS
         {
-            let _ = self.store.idem_release(self.record_id, &self.token).await;
+            self.release().await;
             return res;
         }
         // A 4xx, or a success with no store call to carry it (none of the handlers does this
-        // today): stored on its own.
+        // today): stored on its own, exactly as it is sent.
         let (parts, body) = res.into_parts();
-        let bytes = axum::body::to_bytes(body, usize::MAX)
-            .await
-            .unwrap_or_default();
+        let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                // The answer is lost: keep nothing (a replay must be the response), free the
+                // key so that a retry runs again, and say so.
+                metrics::counter!(IDEMPOTENCY_FAILURES_TOTAL, "step" => "read_response")
+                    .increment(1);
+                self.release().await;
+                return ApiError::internal(anyhow::anyhow!(e).context(format!(
+                    "reading a {} response to keep for its Idempotency-Key",
+                    status.as_u16()
+                )))
+                .into_response();
+            }
+        };
         if let Err(e) = self
             .store
             .idem_complete(
@@ -289,9 +302,23 @@ impl Hold {
             )
             .await
         {
-            tracing::warn!(error = %e, "could not store an idempotent response");
+            metrics::counter!(IDEMPOTENCY_FAILURES_TOTAL, "step" => "store_response").increment(1);
+            tracing::warn!(error = %e, "could not store an idempotent response; a retry with its key runs again");
         }
         Response::from_parts(parts, axum::body::Body::from(bytes))
+    }
+
+    /// Frees the key after a request that wrote nothing. If that fails the key stays held until
+    /// its lock lapses (`LOCK_MS`), and a retry meanwhile gets 409 `idempotency-in-flight`.
+    async fn release(&self) {
+        if let Err(e) = self.store.idem_release(self.record_id, &self.token).await {
+            metrics::counter!(IDEMPOTENCY_FAILURES_TOTAL, "step" => "release").increment(1);
+            tracing::error!(
+                error = %e,
+                "could not free an Idempotency-Key after a request that wrote nothing; retries \
+                 with it get 409 until its lock lapses (60 s)"
+            );
+        }
     }
 }
 
