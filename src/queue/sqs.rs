@@ -7,6 +7,7 @@
 
 use super::{DeadLetter, DeadLetterReason, Message, Queue, Redriven, Selection};
 use crate::store::Store;
+use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{
@@ -212,6 +213,36 @@ impl SqsQueue {
         let mut all: Vec<_> = seen.into_values().collect();
         all.sort_by_key(|m| m.message_id().unwrap_or_default().to_string());
         Ok(all)
+    }
+
+    /// Moves one dead letter back to the queue: its failures forgotten first (a worker may
+    /// receive the copy the moment it is sent), the copy sent, then the dead letter deleted.
+    async fn redrive_one(
+        &self,
+        dlq: &str,
+        m: &aws_sdk_sqs::types::Message,
+        event_id: Option<&str>,
+    ) -> anyhow::Result<()> {
+        let id = m.message_id().unwrap_or_default();
+        if let Some(e) = event_id {
+            self.store
+                .reset_dead_event(e)
+                .await
+                .with_context(|| format!("forgetting the failures of event {e}"))?;
+        }
+        self.send_to(&self.url, m.body().unwrap_or_default(), HashMap::new())
+            .await
+            .with_context(|| format!("sending dead letter {id} back to the queue"))?;
+        self.client
+            .delete_message()
+            .queue_url(dlq)
+            .receipt_handle(m.receipt_handle().unwrap_or_default())
+            .send()
+            .await
+            .with_context(|| {
+                format!("deleting dead letter {id} from the DLQ after its copy was sent")
+            })?;
+        Ok(())
     }
 
     /// Makes listed dead letters visible again. One that cannot be stays hidden until its
@@ -589,8 +620,15 @@ impl Queue for SqsQueue {
             not_found,
             ..Redriven::default()
         };
+        // Every listed message that is not gone from the DLQ is made visible again, also when a
+        // step fails part way: the rest of the list would stay hidden for 30 s otherwise.
         let mut keep = Vec::new();
+        let mut failed = None;
         for m in &messages {
+            if failed.is_some() {
+                keep.push(m.clone());
+                continue;
+            }
             let event_id = m
                 .message_attributes()
                 .and_then(|a| a.get("event_id"))
@@ -611,22 +649,22 @@ impl Queue for SqsQueue {
                 keep.push(m.clone());
                 continue;
             }
-            // Forget the failures first: a worker may receive the copy the moment it is sent.
-            if let Some(e) = &event_id {
-                self.store.reset_dead_event(e).await?;
+            match self.redrive_one(&dlq, m, event_id.as_deref()).await {
+                Ok(()) => result.redriven += 1,
+                Err(e) => {
+                    keep.push(m.clone());
+                    failed = Some(e);
+                }
             }
-            self.send_to(&self.url, m.body().unwrap_or_default(), HashMap::new())
-                .await?;
-            self.client
-                .delete_message()
-                .queue_url(&dlq)
-                .receipt_handle(m.receipt_handle().unwrap_or_default())
-                .send()
-                .await?;
-            result.redriven += 1;
         }
         self.release_all(&dlq, &keep).await;
-        Ok(result)
+        match failed {
+            Some(e) => Err(e.context(format!(
+                "redriving dead letters ({} redriven before the failure)",
+                result.redriven
+            ))),
+            None => Ok(result),
+        }
     }
 
     async fn purge(&self, which: Selection) -> anyhow::Result<u64> {
@@ -634,21 +672,39 @@ impl Queue for SqsQueue {
         let dlq = self.dlq_url.clone();
         let (chosen, _) = Self::selected(&which, &messages);
         let mut n = 0;
+        let mut gone = Vec::new();
+        let mut failed = None;
         for m in &chosen {
-            self.client
+            let deleted = self
+                .client
                 .delete_message()
                 .queue_url(&dlq)
                 .receipt_handle(m.receipt_handle().unwrap_or_default())
                 .send()
-                .await?;
-            n += 1;
+                .await;
+            match deleted {
+                Ok(_) => {
+                    n += 1;
+                    gone.push(m.message_id());
+                }
+                Err(e) => {
+                    failed = Some(anyhow::Error::from(e).context(format!(
+                        "deleting dead letter {} ({n} purged before it)",
+                        m.message_id().unwrap_or_default()
+                    )));
+                    break;
+                }
+            }
         }
         let keep: Vec<_> = messages
             .iter()
-            .filter(|m| !chosen.iter().any(|c| c.message_id() == m.message_id()))
+            .filter(|m| !gone.contains(&m.message_id()))
             .cloned()
             .collect();
         self.release_all(&dlq, &keep).await;
-        Ok(n)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(n),
+        }
     }
 }
