@@ -89,15 +89,13 @@ async fn an_operator_follows_a_dead_letter_to_its_email(h: Harness) {
         "{story}"
     );
     assert_eq!(story["processed"]["lease_expires_at"], Value::Null);
-    if h.sqs.is_none() {
-        // With SQS the dead letter lives in the dead-letter queue, found by the list.
-        assert!(
-            story["dead_letter"]["reason"]
-                .as_str()
-                .is_some_and(|r| r.contains("554")),
-            "{story}"
-        );
-    }
+    // With SQS too: the worker keeps a record of each dead letter it sends to the DLQ.
+    assert!(
+        story["dead_letter"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("554")),
+        "{story}"
+    );
 
     let list = listed(app, token).await;
     assert_eq!(list["total"], 1, "{list}");
