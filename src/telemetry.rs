@@ -90,12 +90,13 @@ fn describe() {
     metrics::counter!(PROCESSED_EVENTS_DELETED_TOTAL).increment(0);
     metrics::counter!(LEASES_LOST_TOTAL).increment(0);
     metrics::counter!(WORKER_TASK_PANICS_TOTAL).increment(0);
-    for task in ["queue_stats", "retention"] {
+    for task in ["queue_stats", "retention", "dead_letter_records"] {
         metrics::counter!(UPKEEP_FAILURES_TOTAL, "task" => task).increment(0);
     }
     metrics::describe_counter!(
         UPKEEP_FAILURES_TOTAL,
-        "Worker upkeep runs that failed, by task (queue_stats: the queue gauges are stale; retention)"
+        "Worker upkeep runs that failed, by task (queue_stats: the queue gauges are stale; retention; \
+         dead_letter_records: SQS dead letters without a record are not listed)"
     );
     metrics::counter!(MAIL_SESSION_REFUSALS_TOTAL).increment(0);
     for step in ["release", "read_response", "store_response"] {

@@ -8,11 +8,13 @@ pub mod events;
 pub mod idempotency;
 mod postgres;
 mod sqlite;
+pub mod sqs_dead_letters;
 pub mod upkeep;
 
 pub use console::*;
 pub use events::*;
 pub use idempotency::*;
+pub use sqs_dead_letters::*;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -354,7 +356,9 @@ pub struct AuthCounters {
 
 /// Every use case the application needs from its database.
 #[async_trait]
-pub trait Store: EventStore + IdempotencyStore + ConsoleStore + Send + Sync + 'static {
+pub trait Store:
+    EventStore + IdempotencyStore + ConsoleStore + SqsDeadLetterStore + Send + Sync + 'static
+{
     /// `postgres` or `sqlite`.
     fn backend(&self) -> &'static str;
     /// Applies pending migrations.

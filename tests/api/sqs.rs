@@ -665,6 +665,9 @@ async fn a_redrive_that_fails_part_way_leaves_every_dead_letter_listed() {
     use jobboard::queue::Queue;
     let failed = broken.redrive(Selection::All, true).await;
     assert!(failed.is_err(), "the copy had nowhere to go: {failed:?}");
+    assert_eq!(q.hidden(&q.dlq).await, 0, "no dead letter is left hidden");
+    // They were put there by hand, with no record: the upkeep's look at the DLQ finds both.
+    assert_eq!(broken.reconcile().await.unwrap(), 2);
     let listed = broken.dead_letters().await.unwrap();
     assert_eq!(
         listed.len(),
@@ -727,4 +730,33 @@ async fn a_console_read_leaves_the_dlq_alone_and_a_redrive_during_it_finds_its_l
     assert_eq!(h.smtp.count_for(&event_id), 1);
     let list = h.app.get("/api/admin/dead-letters", Some(token)).await;
     assert_eq!(list.expect(200)["total"], 0, "{}", list.text);
+}
+
+/// A message SQS's own redrive policy moved to the DLQ has no record of the worker's: the
+/// worker's upkeep finds it, and from then it is listed and can be redriven like any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_the_queue_moved_itself_is_listed_and_redriven() {
+    let h = Harness::new_sqs(Backend::Sqlite, "lease").await;
+    let q = h.sqs.as_ref().unwrap();
+    let (_, event_id) = h.status_change().await;
+    // What the redrive policy does: the message, as it was, now in the DLQ.
+    let moved = q.move_all_to_dlq().await;
+    assert_eq!(moved, 1);
+    let worker = h.worker().await;
+    assert_eq!(worker.queue().reconcile_dead_letters().await.unwrap(), 1);
+    let listed = worker.queue().dead_letters().await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].event_id.as_deref(), Some(event_id.as_str()));
+    assert_eq!(listed[0].reason, "moved by the queue's redrive policy");
+    // Found once: a second pass adds nothing.
+    assert_eq!(worker.queue().reconcile_dead_letters().await.unwrap(), 0);
+    let r = worker
+        .queue()
+        .redrive(Selection::Ids(vec![listed[0].id.clone()]), false)
+        .await
+        .unwrap();
+    assert_eq!((r.redriven, r.not_found), (1, 0));
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+    assert!(worker.queue().dead_letters().await.unwrap().is_empty());
 }
