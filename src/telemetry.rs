@@ -1,8 +1,12 @@
 //! Logging (pretty or JSON lines) and the Prometheus metrics: every metric name in one place.
 
 use crate::config::LogFormat;
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use std::sync::OnceLock;
+use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+use metrics_exporter_prometheus::{
+    Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
+};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
 use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitExt};
 
 pub const HTTP_REQUESTS_TOTAL: &str = "http_requests_total";
@@ -23,6 +27,7 @@ pub const PROCESSED_EVENTS_DELETED_TOTAL: &str = "processed_events_deleted_total
 pub const UPKEEP_FAILURES_TOTAL: &str = "upkeep_failures_total";
 pub const MAIL_SERVICE_UP: &str = "mail_service_up";
 pub const MAIL_SESSION_REFUSALS_TOTAL: &str = "mail_session_refusals_total";
+pub const IDEMPOTENCY_FAILURES_TOTAL: &str = "idempotency_failures_total";
 
 /// Installs the global log subscriber. `RUST_LOG` filters (default `info`).
 pub fn init_logging(format: LogFormat) {
@@ -47,39 +52,159 @@ pub fn init_logging(format: LogFormat) {
     let _ = result;
 }
 
-/// The process's metrics recorder, installed once; its handle renders `/metrics`.
+/// The metrics recorder of the tokio runtime this is called on (created on first use), whose
+/// handle renders `/metrics`. The process's global recorder hands each metric to the recorder of
+/// the runtime it is recorded on: a process runs one runtime, so it has one recorder; the tests
+/// run one runtime per test, so each test's application counts only its own traffic and never
+/// reads another test's counts. Metrics recorded outside any runtime, or on a runtime that never
+/// asked for a handle, go to the first recorder.
 pub fn metrics_handle() -> PrometheusHandle {
-    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| {
-            let recorder = PrometheusBuilder::new()
-                .set_buckets_for_metric(
-                    Matcher::Suffix("_duration_seconds".to_string()),
-                    &[
-                        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-                        10.0,
-                    ],
-                )
-                .expect("bucket list is not empty")
-                .build_recorder();
-            let handle = recorder.handle();
-            // Tests build many apps in one process; the first recorder serves them all.
-            let _ = metrics::set_global_recorder(recorder);
-            describe();
-            // Histogram samples wait in buffers until drained; without a scrape they would pile
-            // up for ever, so drain them every few seconds.
-            let upkeep = handle.clone();
-            let _ = std::thread::Builder::new()
-                .name("metrics-upkeep".into())
-                .spawn(move || {
-                    loop {
-                        std::thread::sleep(std::time::Duration::from_secs(5));
-                        upkeep.run_upkeep();
+    let router = router();
+    let runtime = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
+    let (handle, created) = router.recorder_for(runtime);
+    if created {
+        // The new recorder is the current runtime's: these land in it.
+        describe();
+    }
+    handle
+}
+
+fn new_recorder() -> PrometheusRecorder {
+    PrometheusBuilder::new()
+        .set_buckets_for_metric(
+            Matcher::Suffix("_duration_seconds".to_string()),
+            &[
+                0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+            ],
+        )
+        .expect("bucket list is not empty")
+        .build_recorder()
+}
+
+/// The global recorder: one Prometheus recorder per runtime that asked for a handle.
+struct Router {
+    first: OnceLock<Arc<PrometheusRecorder>>,
+    by_runtime: RwLock<HashMap<tokio::runtime::Id, Arc<PrometheusRecorder>>>,
+}
+
+fn router() -> &'static Router {
+    static ROUTER: OnceLock<&'static Router> = OnceLock::new();
+    ROUTER.get_or_init(|| {
+        let router: &'static Router = Box::leak(Box::new(Router {
+            first: OnceLock::new(),
+            by_runtime: RwLock::new(HashMap::new()),
+        }));
+        if metrics::set_global_recorder(router).is_err() {
+            tracing::warn!("another metrics recorder was installed first; /metrics stays empty");
+        }
+        // Histogram samples wait in buffers until drained; without a scrape they would pile
+        // up for ever, so drain them every few seconds.
+        let upkeep = std::thread::Builder::new()
+            .name("metrics-upkeep".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(std::time::Duration::from_secs(5));
+                    for recorder in router.all() {
+                        recorder.handle().run_upkeep();
                     }
-                });
-            handle
-        })
-        .clone()
+                }
+            });
+        if let Err(e) = upkeep {
+            tracing::warn!(error = %e, "cannot start the metrics upkeep thread; histograms are drained by scrapes only");
+        }
+        router
+    })
+}
+
+impl Router {
+    /// The recorder of `runtime`, and whether it was created now.
+    fn recorder_for(&self, runtime: Option<tokio::runtime::Id>) -> (PrometheusHandle, bool) {
+        let mut created = false;
+        let first = self.first.get_or_init(|| {
+            created = true;
+            Arc::new(new_recorder())
+        });
+        let Some(id) = runtime else {
+            return (first.handle(), created);
+        };
+        let mut by_runtime = self.by_runtime.write().unwrap_or_else(|p| p.into_inner());
+        if by_runtime.is_empty() {
+            // The first runtime to ask gets the first recorder.
+            by_runtime.insert(id, first.clone());
+            return (first.handle(), created);
+        }
+        if let Some(r) = by_runtime.get(&id) {
+            return (r.handle(), false);
+        }
+        let recorder = Arc::new(new_recorder());
+        by_runtime.insert(id, recorder.clone());
+        (recorder.handle(), true)
+    }
+
+    fn all(&self) -> Vec<Arc<PrometheusRecorder>> {
+        let mut all: Vec<_> = self.first.get().into_iter().cloned().collect();
+        let by_runtime = self.by_runtime.read().unwrap_or_else(|p| p.into_inner());
+        all.extend(
+            by_runtime
+                .values()
+                .filter(|r| !all.iter().any(|a| Arc::ptr_eq(a, r)))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        all
+    }
+
+    /// The recorder of the runtime this runs on, else the first.
+    fn current(&self) -> Option<Arc<PrometheusRecorder>> {
+        if let Ok(h) = tokio::runtime::Handle::try_current() {
+            let by_runtime = self.by_runtime.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(r) = by_runtime.get(&h.id()) {
+                return Some(r.clone());
+            }
+        }
+        self.first.get().cloned()
+    }
+}
+
+impl Recorder for Router {
+    fn describe_counter(&self, key: KeyName, unit: Option<Unit>, description: SharedString) {
+        if let Some(r) = self.current() {
+            r.describe_counter(key, unit, description);
+        }
+    }
+
+    fn describe_gauge(&self, key: KeyName, unit: Option<Unit>, description: SharedString) {
+        if let Some(r) = self.current() {
+            r.describe_gauge(key, unit, description);
+        }
+    }
+
+    fn describe_histogram(&self, key: KeyName, unit: Option<Unit>, description: SharedString) {
+        if let Some(r) = self.current() {
+            r.describe_histogram(key, unit, description);
+        }
+    }
+
+    fn register_counter(&self, key: &Key, metadata: &Metadata<'_>) -> Counter {
+        match self.current() {
+            Some(r) => r.register_counter(key, metadata),
+            None => Counter::noop(),
+        }
+    }
+
+    fn register_gauge(&self, key: &Key, metadata: &Metadata<'_>) -> Gauge {
+        match self.current() {
+            Some(r) => r.register_gauge(key, metadata),
+            None => Gauge::noop(),
+        }
+    }
+
+    fn register_histogram(&self, key: &Key, metadata: &Metadata<'_>) -> Histogram {
+        match self.current() {
+            Some(r) => r.register_histogram(key, metadata),
+            None => Histogram::noop(),
+        }
+    }
 }
 
 fn describe() {
@@ -89,14 +214,24 @@ fn describe() {
     metrics::counter!(PROCESSED_EVENTS_DELETED_TOTAL).increment(0);
     metrics::counter!(LEASES_LOST_TOTAL).increment(0);
     metrics::counter!(WORKER_TASK_PANICS_TOTAL).increment(0);
-    for task in ["queue_stats", "retention"] {
+    for task in ["queue_stats", "retention", "dead_letter_records"] {
         metrics::counter!(UPKEEP_FAILURES_TOTAL, "task" => task).increment(0);
     }
     metrics::describe_counter!(
         UPKEEP_FAILURES_TOTAL,
-        "Worker upkeep runs that failed, by task (queue_stats: the queue gauges are stale; retention)"
+        "Worker upkeep runs that failed, by task (queue_stats: the queue gauges are stale; retention; \
+         dead_letter_records: SQS dead letters without a record are not listed)"
     );
     metrics::counter!(MAIL_SESSION_REFUSALS_TOTAL).increment(0);
+    for step in ["release", "read_response", "store_response"] {
+        metrics::counter!(IDEMPOTENCY_FAILURES_TOTAL, "step" => step).increment(0);
+    }
+    metrics::describe_counter!(
+        IDEMPOTENCY_FAILURES_TOTAL,
+        "Idempotency-Key steps that failed, by step (release: the key stays held until its 60 s \
+         lock lapses, retries get 409 meanwhile; read_response: the answer was lost, the client \
+         got a 500; store_response: a 4xx was not kept, a retry runs again)"
+    );
     metrics::describe_gauge!(
         MAIL_SERVICE_UP,
         "1 while the mail service takes this worker's sessions; 0 from a refused session \

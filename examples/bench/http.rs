@@ -1369,7 +1369,7 @@ impl<'a> Bench<'a> {
         ));
         let mut plans = Vec::new();
         if let Some(db) = &self.db {
-            match jobboard::store::PgStore::connect(&db.url, 1).await {
+            match jobboard::store::PgStore::connect(&db.url, 1, None).await {
                 Ok(store) => {
                     for (ms, total, _, path, search) in found.iter().take(2) {
                         match store.explain_search(search).await {

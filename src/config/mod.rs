@@ -189,6 +189,21 @@ pub struct Config {
           default_value = "true",
           value_parser = PossibleValuesParser::new(["true", "false"]).map(|s| s == "true"))]
     pub worker_batch: bool,
+    /// 1-3600: seconds the API gives a request before it answers 503 with Retry-After in its
+    /// place (the work is abandoned and its transaction rolled back)
+    #[arg(long, env = "REQUEST_TIMEOUT_SECS", default_value = "30",
+          value_parser = parse::ranged(1, 3_600))]
+    pub request_timeout_secs: u64,
+    /// 1-3600: PostgreSQL's statement_timeout on every connection of the API and the worker;
+    /// migrations run without it and set their own (SQLite: ignored)
+    #[arg(long, env = "DATABASE_STATEMENT_TIMEOUT_SECS", default_value = "30",
+          value_parser = parse::ranged(1, 3_600))]
+    pub database_statement_timeout_secs: u64,
+    /// 1-3600: PostgreSQL's lock_timeout on every connection: the longest a statement waits for
+    /// a lock (SQLite: ignored; it waits up to 10 s for its write lock)
+    #[arg(long, env = "DATABASE_LOCK_TIMEOUT_SECS", default_value = "10",
+          value_parser = parse::ranged(1, 3_600))]
+    pub database_lock_timeout_secs: u64,
     /// 1-1000: most database connections per process [unset: 32 PostgreSQL, 8 SQLite]
     #[arg(long, env = "DATABASE_POOL_SIZE", value_parser = parse::ranged(1, 1000).map(|n| n as u32))]
     pub database_pool_size: Option<u32>,

@@ -287,7 +287,7 @@ fn the_ranges_in_the_help_are_the_ones_enforced() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 12, "every numeric variable states its range");
+    assert_eq!(checked, 15, "every numeric variable states its range");
 }
 
 #[test]

@@ -5,15 +5,15 @@
 //! as the `dlq` commands, so the CLI and these endpoints share one implementation.
 
 use super::error::{ApiError, ApiResult, FieldErrors};
-use super::extract::{Body, Caller, JsonBody, QueryParams, authenticate};
+pub use super::extract::Operator;
+use super::extract::{Body, JsonBody, QueryParams, wrong_method};
 use super::idempotency::Idempotent;
 use super::openapi::Problem;
 use crate::http::AppState;
 use crate::queue::{DeadLetter, Selection};
 use crate::store::{EventChange, ProcessedRecord};
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::http::request::Parts;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
@@ -22,41 +22,26 @@ use utoipa::ToSchema;
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/api/admin/queue", get(queue))
-        .route("/api/admin/events/{event_id}", get(event))
-        .route("/api/admin/dead-letters", get(dead_letters))
-        .route("/api/admin/dead-letters/redrive", post(redrive))
-        .route("/api/admin/dead-letters/{id}", delete(purge))
-}
-
-/// An operator: a valid token of an account with operator rights. Anything else (no token, a bad
-/// one, an account without the rights) is 404, so the routes' existence does not leak.
-pub struct Operator {
-    pub user_id: i64,
-}
-
-impl FromRequestParts<AppState> for Operator {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
-        let user = match authenticate(parts, state).await {
-            Ok(Some(user)) => user,
-            Ok(None)
-            | Err(ApiError {
-                status: StatusCode::UNAUTHORIZED,
-                ..
-            }) => {
-                return Err(ApiError::not_found());
-            }
-            Err(e) => return Err(e),
-        };
-        if !state.store.is_operator(user.id).await? {
-            return Err(ApiError::not_found());
-        }
-        // For `Idempotent`, which scopes a key by its caller.
-        parts.extensions.insert(Caller(user.id));
-        Ok(Operator { user_id: user.id })
-    }
+        .route(
+            "/api/admin/queue",
+            get(queue).fallback(wrong_method("GET,HEAD")),
+        )
+        .route(
+            "/api/admin/events/{event_id}",
+            get(event).fallback(wrong_method("GET,HEAD")),
+        )
+        .route(
+            "/api/admin/dead-letters",
+            get(dead_letters).fallback(wrong_method("GET,HEAD")),
+        )
+        .route(
+            "/api/admin/dead-letters/redrive",
+            post(redrive).fallback(wrong_method("POST")),
+        )
+        .route(
+            "/api/admin/dead-letters/{id}",
+            delete(purge).fallback(wrong_method("DELETE")),
+        )
 }
 
 /// The queue's figures; `null` where the queue cannot tell.
@@ -384,15 +369,23 @@ async fn event(
         return Err(ApiError::not_found());
     }
     let story = st.store.event_story(&event_id).await?;
-    if story.is_unknown() {
+    // With SQS the dead letter is in the DLQ; its record is read, never the queue.
+    let sqs_dead_letter = match &story.dead_letter {
+        None => st.store.sqs_dead_letter_of_event(&event_id).await?,
+        Some(_) => None,
+    };
+    if story.is_unknown() && sqs_dead_letter.is_none() {
         return Err(ApiError::not_found());
     }
+    let dead_letter = match (story.dead_letter, sqs_dead_letter) {
+        (Some(d), _) => Some(DeadLetter::from(d)),
+        (None, Some(d)) => Some(DeadLetter::from(d)),
+        (None, None) => None,
+    };
     Ok(Json(EventStoryOut {
         event_id,
         change: story.change.map(Into::into),
         processed: story.processed.map(Into::into),
-        dead_letter: story
-            .dead_letter
-            .map(|d| DeadLetterOut::from(DeadLetter::from(d))),
+        dead_letter: dead_letter.map(DeadLetterOut::from),
     }))
 }

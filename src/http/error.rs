@@ -122,6 +122,39 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, c.slug(), c.title(), c.detail())
     }
 
+    /// PostgreSQL cancelled a statement past `DATABASE_STATEMENT_TIMEOUT_SECS` or a lock wait
+    /// past `DATABASE_LOCK_TIMEOUT_SECS`: nothing was written; the client may retry.
+    pub fn database_timeout(err: anyhow::Error) -> Self {
+        tracing::warn!(
+            error = format!("{err:#}"),
+            "a database statement ran out of time"
+        );
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "database-timeout",
+            "Service Unavailable",
+            "the database did not answer in time; nothing was changed, retry later",
+        );
+        e.retry_after = Some(1);
+        e
+    }
+
+    /// The request ran past `REQUEST_TIMEOUT_SECS`; its work was abandoned.
+    pub fn request_timeout(secs: u64) -> Self {
+        tracing::warn!(
+            timeout_secs = secs,
+            "a request ran past its deadline and was abandoned"
+        );
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "request-timeout",
+            "Service Unavailable",
+            format!("the request took longer than {secs} s and was abandoned; retry later"),
+        );
+        e.retry_after = Some(1);
+        e
+    }
+
     pub fn too_many_requests(retry_after: u64) -> Self {
         let mut e = Self::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -207,6 +240,9 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::NotFound => ApiError::not_found(),
             StoreError::Conflict(c) => ApiError::conflict(c),
+            StoreError::Other(e) if crate::store::is_database_timeout(&e) => {
+                ApiError::database_timeout(e)
+            }
             StoreError::Other(e) => ApiError::internal(e),
         }
     }

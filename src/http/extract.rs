@@ -7,7 +7,8 @@ use crate::domain::Role;
 use crate::http::AppState;
 use crate::store::{Page, StoreError, UserRow};
 use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
-use axum::http::{HeaderMap, header, request::Parts};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header, request::Parts};
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 
@@ -287,4 +288,48 @@ where
     D: serde::Deserializer<'de>,
 {
     serde::Deserialize::deserialize(d).map(Some)
+}
+
+/// A method the route does not take (`allow` lists those it does): 405 to an operator, and to
+/// anyone else the 404 of every admin route, which [`Operator`] answers before this runs.
+pub(crate) fn wrong_method(
+    allow: &'static str,
+) -> impl Fn(Operator) -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
+    move |_op: Operator| {
+        let mut res = ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED).into_response();
+        res.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static(allow));
+        std::future::ready(res)
+    }
+}
+
+/// An operator (`/api/admin/*`): a valid token of an account with operator rights. Anything
+/// else (no token, a bad one, an account without the rights) is 404, so the routes' existence
+/// does not leak.
+pub struct Operator {
+    pub user_id: i64,
+}
+
+impl FromRequestParts<AppState> for Operator {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        let user = match authenticate(parts, state).await {
+            Ok(Some(user)) => user,
+            Ok(None)
+            | Err(ApiError {
+                status: StatusCode::UNAUTHORIZED,
+                ..
+            }) => {
+                return Err(ApiError::not_found());
+            }
+            Err(e) => return Err(e),
+        };
+        if !state.store.is_operator(user.id).await? {
+            return Err(ApiError::not_found());
+        }
+        // For `Idempotent`, which scopes a key by its caller.
+        parts.extensions.insert(Caller(user.id));
+        Ok(Operator { user_id: user.id })
+    }
 }

@@ -8,6 +8,7 @@ use super::error::{ApiError, ApiResult, PROBLEM_JSON};
 use super::extract::{Body, Caller};
 use crate::http::AppState;
 use crate::store::{Completion, IdemBegin, KEY_TTL_MS, Store};
+use crate::telemetry::IDEMPOTENCY_FAILURES_TOTAL;
 use axum::extract::{FromRequest, MatchedPath, Request};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
@@ -270,15 +271,27 @@ impl Hold {
             || status == StatusCode::UNAUTHORIZED
             || status == StatusCode::TOO_MANY_REQUESTS
         {
-            let _ = self.store.idem_release(self.record_id, &self.token).await;
+            self.release().await;
             return res;
         }
         // A 4xx, or a success with no store call to carry it (none of the handlers does this
-        // today): stored on its own.
+        // today): stored on its own, exactly as it is sent.
         let (parts, body) = res.into_parts();
-        let bytes = axum::body::to_bytes(body, usize::MAX)
-            .await
-            .unwrap_or_default();
+        let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                // The answer is lost: keep nothing (a replay must be the response), free the
+                // key so that a retry runs again, and say so.
+                metrics::counter!(IDEMPOTENCY_FAILURES_TOTAL, "step" => "read_response")
+                    .increment(1);
+                self.release().await;
+                return ApiError::internal(anyhow::anyhow!(e).context(format!(
+                    "reading a {} response to keep for its Idempotency-Key",
+                    status.as_u16()
+                )))
+                .into_response();
+            }
+        };
         if let Err(e) = self
             .store
             .idem_complete(
@@ -289,8 +302,94 @@ impl Hold {
             )
             .await
         {
-            tracing::warn!(error = %e, "could not store an idempotent response");
+            metrics::counter!(IDEMPOTENCY_FAILURES_TOTAL, "step" => "store_response").increment(1);
+            tracing::warn!(error = %e, "could not store an idempotent response; a retry with its key runs again");
         }
         Response::from_parts(parts, axum::body::Body::from(bytes))
+    }
+
+    /// Frees the key after a request that wrote nothing. If that fails the key stays held until
+    /// its lock lapses (`LOCK_MS`), and a retry meanwhile gets 409 `idempotency-in-flight`.
+    async fn release(&self) {
+        if let Err(e) = self.store.idem_release(self.record_id, &self.token).await {
+            metrics::counter!(IDEMPOTENCY_FAILURES_TOTAL, "step" => "release").increment(1);
+            tracing::error!(
+                error = %e,
+                "could not free an Idempotency-Key after a request that wrote nothing; retries \
+                 with it get 409 until its lock lapses (60 s)"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DatabaseUrl;
+    use crate::domain::Role;
+    use crate::domain::values::Email;
+    use crate::store::NewUser;
+
+    /// A key held by a request, on a fresh SQLite database.
+    async fn held() -> (tempfile::TempDir, Arc<dyn Store>, Hold) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/idem.db", dir.path().display());
+        let store = crate::store::connect(&DatabaseUrl::Sqlite(url))
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        let user = store
+            .create_user(NewUser {
+                email: Email::parse("a@example.com").unwrap(),
+                name: "A".into(),
+                role: Role::Candidate,
+                password_hash: "x".into(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(user.id, 1);
+        let begun = store
+            .idem_begin(1, "POST", "/r", "k", "h", LOCK_MS, KEY_TTL_MS)
+            .await
+            .unwrap();
+        let IdemBegin::Started { record_id, token } = begun else {
+            panic!("a new key starts");
+        };
+        let hold = Hold {
+            store: store.clone(),
+            record_id,
+            token,
+            stored: AtomicBool::new(false),
+        };
+        (dir, store, hold)
+    }
+
+    /// A response whose body fails while it is read: nothing of it may be kept as the key's
+    /// answer (its replay would be an empty 4xx for 24 h), and the key is free for a retry.
+    #[tokio::test]
+    async fn a_body_that_cannot_be_read_is_never_stored_as_the_replay() {
+        let (_dir, store, hold) = held().await;
+        let failing = futures::stream::iter([
+            Ok(bytes::Bytes::from_static(b"{\"partial\":")),
+            Err(std::io::Error::other("the body broke")),
+        ]);
+        let res = Response::builder()
+            .status(StatusCode::CONFLICT)
+            .body(axum::body::Body::from_stream(failing))
+            .unwrap();
+        let answered = hold.settle(res).await;
+        assert!(
+            answered.status().is_server_error(),
+            "the client is told the answer was lost: {}",
+            answered.status()
+        );
+        let again = store
+            .idem_begin(1, "POST", "/r", "k", "h", LOCK_MS, KEY_TTL_MS)
+            .await
+            .unwrap();
+        assert!(
+            matches!(again, IdemBegin::Started { .. }),
+            "a retry runs again, with no replay stored"
+        );
     }
 }

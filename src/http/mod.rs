@@ -26,7 +26,7 @@ use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use error::{ApiError, PROBLEM_JSON};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -98,11 +98,16 @@ pub fn router(state: AppState) -> Router {
     if state.config.metrics_addr.is_none() {
         app = app.merge(ops::metrics_router());
     }
+    let deadline = Duration::from_secs(state.config.request_timeout_secs);
     let app = app
         .fallback(|| async { ApiError::not_found() })
         .method_not_allowed_fallback(|| async {
             ApiError::from_status(StatusCode::METHOD_NOT_ALLOWED)
         })
+        // Inside `settle`, so that a request cut short frees its Idempotency-Key like any 5xx.
+        .layer(middleware::from_fn(move |req: Request, next: Next| {
+            request_deadline(deadline, req, next)
+        }))
         .layer(middleware::from_fn(idempotency::settle))
         .layer(middleware::from_fn(problem_fallback))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -158,6 +163,17 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
                 REQUEST_ID,
             ]),
     )
+}
+
+/// Answers 503 problem+json with `Retry-After` in place of a request that runs past
+/// `REQUEST_TIMEOUT_SECS`, never a hung connection. The handler is dropped: a transaction it
+/// had open is rolled back. (tower-http's `TimeoutLayer` answers with an empty body and no
+/// `Retry-After`.)
+async fn request_deadline(deadline: Duration, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(deadline, next.run(req)).await {
+        Ok(res) => res,
+        Err(_) => ApiError::request_timeout(deadline.as_secs()).into_response(),
+    }
 }
 
 /// Counts every request by method, route template and status, and times it.

@@ -6,7 +6,8 @@
 //! move a message before `MAX_ATTEMPTS`.
 
 use super::{DeadLetter, DeadLetterReason, Message, Queue, Redriven, Selection};
-use crate::store::Store;
+use crate::store::{SqsDeadLetterRow, Store};
+use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{
@@ -158,8 +159,9 @@ impl SqsQueue {
         url: &str,
         body: &str,
         attributes: HashMap<String, MessageAttributeValue>,
-    ) -> anyhow::Result<()> {
-        self.client
+    ) -> anyhow::Result<Option<String>> {
+        let sent = self
+            .client
             .send_message()
             .queue_url(url)
             .message_body(body)
@@ -170,7 +172,7 @@ impl SqsQueue {
             })
             .send()
             .await?;
-        Ok(())
+        Ok(sent.message_id().map(str::to_string))
     }
 
     /// Every message now in the DLQ: each is hidden for `hide` while the listing goes on (so
@@ -212,6 +214,122 @@ impl SqsQueue {
         let mut all: Vec<_> = seen.into_values().collect();
         all.sort_by_key(|m| m.message_id().unwrap_or_default().to_string());
         Ok(all)
+    }
+
+    /// Moves one dead letter back to the queue: its failures forgotten first (a worker may
+    /// receive the copy the moment it is sent), the copy sent, then the dead letter deleted.
+    async fn redrive_one(
+        &self,
+        dlq: &str,
+        m: &aws_sdk_sqs::types::Message,
+        event_id: Option<&str>,
+    ) -> anyhow::Result<()> {
+        let id = m.message_id().unwrap_or_default();
+        if let Some(e) = event_id {
+            self.store
+                .reset_dead_event(e)
+                .await
+                .with_context(|| format!("forgetting the failures of event {e}"))?;
+        }
+        self.send_to(&self.url, m.body().unwrap_or_default(), HashMap::new())
+            .await
+            .with_context(|| format!("sending dead letter {id} back to the queue"))?;
+        self.client
+            .delete_message()
+            .queue_url(dlq)
+            .receipt_handle(m.receipt_handle().unwrap_or_default())
+            .send()
+            .await
+            .with_context(|| {
+                format!("deleting dead letter {id} from the DLQ after its copy was sent")
+            })?;
+        self.forget(&[id.to_string()]).await;
+        Ok(())
+    }
+
+    /// Forgets the records of dead letters gone from the DLQ. A failure leaves a record whose
+    /// message is gone: listed until a redrive or purge of it finds nothing and forgets it. It
+    /// is logged, and the SQS step it follows stands.
+    async fn forget(&self, ids: &[String]) {
+        if ids.is_empty() {
+            return;
+        }
+        if let Err(e) = self.store.sqs_dead_letters_forget(ids).await {
+            tracing::warn!(
+                error = format!("{e:#}"),
+                count = ids.len(),
+                "dead letters left the DLQ but their records could not be deleted; they stay \
+                 listed until a redrive or purge of them finds nothing"
+            );
+        }
+    }
+
+    /// Records the DLQ's messages that have no record yet (a failed write after a dead letter
+    /// was sent, or a message SQS's own redrive policy moved there); returns how many. Only
+    /// when the DLQ holds more messages than there are records: it then receives the whole DLQ,
+    /// hiding each message for a few seconds, so the worker's upkeep runs it, never a read.
+    pub async fn reconcile(&self) -> anyhow::Result<u64> {
+        let recorded = self
+            .store
+            .sqs_dead_letter_count()
+            .await
+            .context("counting the recorded dead letters")?;
+        let in_dlq = self
+            .count(self.dlq_url.clone())
+            .await
+            .context("counting the DLQ's messages")?;
+        if in_dlq <= recorded {
+            return Ok(0);
+        }
+        let messages = self
+            .dlq_messages(Duration::from_secs(5))
+            .await
+            .context("listing the DLQ")?;
+        let mut added = 0;
+        let mut failed = None;
+        for m in &messages {
+            match self.store.sqs_dead_letter_record(&record_of(m)).await {
+                Ok(true) => added += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    failed = Some(anyhow::Error::from(e).context("recording a dead letter"));
+                    break;
+                }
+            }
+        }
+        let dlq = self.dlq_url.clone();
+        self.release_all(&dlq, &messages).await;
+        if added > 0 {
+            tracing::info!(
+                added,
+                "recorded dead letters found in the DLQ without a record"
+            );
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(added),
+        }
+    }
+
+    /// Messages in a queue, visible or in flight (SQS's approximate counts).
+    async fn count(&self, url: String) -> anyhow::Result<i64> {
+        let out = self
+            .client
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await?;
+        let attrs = out.attributes();
+        let get = |k: QueueAttributeName| {
+            attrs
+                .and_then(|a| a.get(&k))
+                .and_then(|v| v.parse::<i64>().ok())
+                .unwrap_or(0)
+        };
+        Ok(get(QueueAttributeName::ApproximateNumberOfMessages)
+            + get(QueueAttributeName::ApproximateNumberOfMessagesNotVisible))
     }
 
     /// Makes listed dead letters visible again. One that cannot be stays hidden until its
@@ -295,6 +413,18 @@ impl SqsQueue {
             }
         }
         Ok(())
+    }
+
+    /// The ids asked for that are not in the DLQ's listing.
+    fn missing(which: &Selection, all: &[aws_sdk_sqs::types::Message]) -> Vec<String> {
+        match which {
+            Selection::All => Vec::new(),
+            Selection::Ids(ids) => ids
+                .iter()
+                .filter(|id| !all.iter().any(|m| m.message_id() == Some(id.as_str())))
+                .cloned()
+                .collect(),
+        }
     }
 
     fn selected<'a>(
@@ -498,12 +628,42 @@ impl Queue for SqsQueue {
         if let Some(e) = &r.event_id {
             attributes.insert("event_id".to_string(), attr(e.clone())?);
         }
-        self.send_to(dlq, &m.body, attributes).await?;
+        let message_id = self
+            .send_to(dlq, &m.body, attributes)
+            .await
+            .context("sending the dead letter to the DLQ")?;
+        // The message is in the DLQ: its record is what the reads show. Without it the letter
+        // is still there, and the worker's upkeep records it (see `reconcile`).
+        let recorded = match message_id {
+            Some(message_id) => self
+                .store
+                .sqs_dead_letter_record(&SqsDeadLetterRow {
+                    message_id,
+                    event_id: r.event_id.clone(),
+                    reason: r.reason.chars().take(1000).collect(),
+                    attempts: r.attempts,
+                    body: m.body.clone(),
+                    first_failed_at: r.first_failed_at.unwrap_or(now),
+                    last_failed_at: now,
+                })
+                .await
+                .map(|_| ())
+                .map_err(anyhow::Error::from),
+            None => Err(anyhow::anyhow!("SQS gave no message id")),
+        };
+        if let Err(e) = recorded {
+            tracing::error!(
+                error = format!("{e:#}"),
+                event_id = r.event_id.as_deref().unwrap_or("-"),
+                "a dead letter is in the DLQ without its record; the worker's upkeep records it"
+            );
+        }
         self.ack(m).await
     }
 
     async fn enqueue(&self, body: &str) -> anyhow::Result<()> {
-        self.send_to(&self.url, body, HashMap::new()).await
+        self.send_to(&self.url, body, HashMap::new()).await?;
+        Ok(())
     }
 
     async fn ping(&self) -> anyhow::Result<()> {
@@ -517,29 +677,8 @@ impl Queue for SqsQueue {
     }
 
     async fn stats(&self) -> anyhow::Result<(i64, Option<Duration>, i64)> {
-        let count = |url: String| async move {
-            let out = self
-                .client
-                .get_queue_attributes()
-                .queue_url(url)
-                .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
-                .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
-                .send()
-                .await?;
-            let attrs = out.attributes();
-            let get = |k: QueueAttributeName| {
-                attrs
-                    .and_then(|a| a.get(&k))
-                    .and_then(|v| v.parse::<i64>().ok())
-                    .unwrap_or(0)
-            };
-            anyhow::Ok(
-                get(QueueAttributeName::ApproximateNumberOfMessages)
-                    + get(QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
-            )
-        };
-        let pending = count(self.url.clone()).await?;
-        let dead = count(self.dlq_url.clone()).await?;
+        let pending = self.count(self.url.clone()).await?;
+        let dead = self.count(self.dlq_url.clone()).await?;
         let now_ms = chrono::Utc::now().timestamp_millis();
         let oldest = self
             .recent
@@ -552,45 +691,52 @@ impl Queue for SqsQueue {
         Ok((pending, oldest, dead))
     }
 
+    /// The recorded dead letters: nothing is received from the DLQ, so a read hides nothing.
     async fn dead_letters(&self) -> anyhow::Result<Vec<DeadLetter>> {
-        let messages = self.dlq_messages(Duration::from_secs(30)).await?;
-        let dlq = self.dlq_url.clone();
-        self.release_all(&dlq, &messages).await;
-        let get = |m: &aws_sdk_sqs::types::Message, k: &str| {
-            m.message_attributes()
-                .and_then(|a| a.get(k))
-                .and_then(|v| v.string_value())
-                .map(str::to_string)
-        };
-        let time = |ms: Option<String>| {
-            chrono::DateTime::from_timestamp_millis(ms.and_then(|s| s.parse().ok()).unwrap_or(0))
-                .unwrap_or_default()
-        };
-        Ok(messages
-            .iter()
-            .map(|m| DeadLetter {
-                id: m.message_id().unwrap_or_default().to_string(),
-                event_id: get(m, "event_id"),
-                reason: get(m, "reason")
-                    .unwrap_or_else(|| "moved by the queue's redrive policy".to_string()),
-                attempts: get(m, "attempts").and_then(|a| a.parse().ok()).unwrap_or(0),
-                first_failed_at: time(get(m, "first_failed_at")),
-                last_failed_at: time(get(m, "last_failed_at")),
-                body: m.body().unwrap_or_default().to_string(),
-            })
-            .collect())
+        let rows = self
+            .store
+            .sqs_dead_letters()
+            .await
+            .context("reading the recorded dead letters")?;
+        Ok(rows.into_iter().map(DeadLetter::from).collect())
+    }
+
+    async fn dead_letter_page(
+        &self,
+        offset: usize,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<DeadLetter>, i64)> {
+        let (rows, total) = self
+            .store
+            .sqs_dead_letter_page(offset as i64, limit as i64)
+            .await
+            .context("reading a page of the recorded dead letters")?;
+        Ok((rows.into_iter().map(DeadLetter::from).collect(), total))
+    }
+
+    async fn reconcile_dead_letters(&self) -> anyhow::Result<u64> {
+        self.reconcile().await
     }
 
     async fn redrive(&self, which: Selection, include_invalid: bool) -> anyhow::Result<Redriven> {
         let messages = self.dlq_messages(Duration::from_secs(30)).await?;
         let dlq = self.dlq_url.clone();
         let (chosen, not_found) = Self::selected(&which, &messages);
+        // A record whose message is not in the DLQ (a forget that failed earlier) goes now.
+        self.forget(&Self::missing(&which, &messages)).await;
         let mut result = Redriven {
             not_found,
             ..Redriven::default()
         };
+        // Every listed message that is not gone from the DLQ is made visible again, also when a
+        // step fails part way: the rest of the list would stay hidden for 30 s otherwise.
         let mut keep = Vec::new();
+        let mut failed = None;
         for m in &messages {
+            if failed.is_some() {
+                keep.push(m.clone());
+                continue;
+            }
             let event_id = m
                 .message_attributes()
                 .and_then(|a| a.get("event_id"))
@@ -611,22 +757,22 @@ impl Queue for SqsQueue {
                 keep.push(m.clone());
                 continue;
             }
-            // Forget the failures first: a worker may receive the copy the moment it is sent.
-            if let Some(e) = &event_id {
-                self.store.reset_dead_event(e).await?;
+            match self.redrive_one(&dlq, m, event_id.as_deref()).await {
+                Ok(()) => result.redriven += 1,
+                Err(e) => {
+                    keep.push(m.clone());
+                    failed = Some(e);
+                }
             }
-            self.send_to(&self.url, m.body().unwrap_or_default(), HashMap::new())
-                .await?;
-            self.client
-                .delete_message()
-                .queue_url(&dlq)
-                .receipt_handle(m.receipt_handle().unwrap_or_default())
-                .send()
-                .await?;
-            result.redriven += 1;
         }
         self.release_all(&dlq, &keep).await;
-        Ok(result)
+        match failed {
+            Some(e) => Err(e.context(format!(
+                "redriving dead letters ({} redriven before the failure)",
+                result.redriven
+            ))),
+            None => Ok(result),
+        }
     }
 
     async fn purge(&self, which: Selection) -> anyhow::Result<u64> {
@@ -634,21 +780,88 @@ impl Queue for SqsQueue {
         let dlq = self.dlq_url.clone();
         let (chosen, _) = Self::selected(&which, &messages);
         let mut n = 0;
+        let mut gone = Vec::new();
+        let mut failed = None;
         for m in &chosen {
-            self.client
+            let deleted = self
+                .client
                 .delete_message()
                 .queue_url(&dlq)
                 .receipt_handle(m.receipt_handle().unwrap_or_default())
                 .send()
-                .await?;
-            n += 1;
+                .await;
+            match deleted {
+                Ok(_) => {
+                    n += 1;
+                    gone.push(m.message_id());
+                }
+                Err(e) => {
+                    failed = Some(anyhow::Error::from(e).context(format!(
+                        "deleting dead letter {} ({n} purged before it)",
+                        m.message_id().unwrap_or_default()
+                    )));
+                    break;
+                }
+            }
         }
         let keep: Vec<_> = messages
             .iter()
-            .filter(|m| !chosen.iter().any(|c| c.message_id() == m.message_id()))
+            .filter(|m| !gone.contains(&m.message_id()))
             .cloned()
             .collect();
         self.release_all(&dlq, &keep).await;
-        Ok(n)
+        let mut forgotten: Vec<String> = gone
+            .iter()
+            .filter_map(|id| id.map(str::to_string))
+            .collect();
+        forgotten.extend(Self::missing(&which, &messages));
+        self.forget(&forgotten).await;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(n),
+        }
+    }
+}
+
+/// A DLQ message as its record: the attributes the worker gave it, or, for a message SQS's own
+/// redrive policy moved, what can be read from the message itself.
+fn record_of(m: &aws_sdk_sqs::types::Message) -> SqsDeadLetterRow {
+    let get = |k: &str| {
+        m.message_attributes()
+            .and_then(|a| a.get(k))
+            .and_then(|v| v.string_value())
+            .map(str::to_string)
+    };
+    let body = m.body().unwrap_or_default().to_string();
+    let event_id = get("event_id").or_else(|| {
+        crate::domain::event::parse_message(&body)
+            .ok()
+            .map(|e| e.event_id)
+    });
+    let now = chrono::Utc::now().timestamp_millis();
+    let time = |k: &str| get(k).and_then(|v| v.parse::<i64>().ok());
+    SqsDeadLetterRow {
+        message_id: m.message_id().unwrap_or_default().to_string(),
+        event_id,
+        reason: get("reason").unwrap_or_else(|| "moved by the queue's redrive policy".to_string()),
+        attempts: get("attempts").and_then(|a| a.parse().ok()).unwrap_or(0),
+        body,
+        first_failed_at: time("first_failed_at").unwrap_or(now),
+        last_failed_at: time("last_failed_at").unwrap_or(now),
+    }
+}
+
+impl From<SqsDeadLetterRow> for DeadLetter {
+    fn from(d: SqsDeadLetterRow) -> Self {
+        let time = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default();
+        DeadLetter {
+            id: d.message_id,
+            event_id: d.event_id,
+            reason: d.reason,
+            attempts: d.attempts,
+            first_failed_at: time(d.first_failed_at),
+            last_failed_at: time(d.last_failed_at),
+            body: d.body,
+        }
     }
 }

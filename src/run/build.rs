@@ -23,14 +23,22 @@ use tokio_util::sync::CancellationToken;
 /// so the previous release runs on the schema of the next.
 pub async fn open_store(config: &Config, migrate: bool) -> anyhow::Result<Arc<dyn Store>> {
     tracing::info!(database = %redact_url(config.database_url.as_str()), "connecting to the database");
-    let store = store::connect_with_pool(&config.database_url, config.database_pool_size)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot open the database {}",
-                redact_url(config.database_url.as_str())
-            )
-        })?;
+    let timeouts = store::DbTimeouts {
+        statement: Duration::from_secs(config.database_statement_timeout_secs),
+        lock: Duration::from_secs(config.database_lock_timeout_secs),
+    };
+    let store = store::connect_with(
+        &config.database_url,
+        config.database_pool_size,
+        Some(timeouts),
+    )
+    .await
+    .with_context(|| {
+        format!(
+            "cannot open the database {}",
+            redact_url(config.database_url.as_str())
+        )
+    })?;
     let ahead = if migrate {
         match store.check_schema().await {
             Ok(ahead) if !ahead.is_empty() => ahead,

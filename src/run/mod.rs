@@ -134,15 +134,42 @@ async fn worker(config: Config) -> anyhow::Result<u8> {
         "worker health and metrics on http://{}",
         listener.local_addr()?
     );
-    let http = tokio::spawn(
+    // Without its listener a worker is invisible to its orchestrator (no /readyz, no
+    // /metrics): if the listener ends before shutdown, the worker stops too, with the error,
+    // and exits non-zero so that it is restarted.
+    let listener_failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let serving = tokio::spawn(
         axum::serve(listener, crate::http::ops::worker_router(http_state))
             .with_graceful_shutdown(shutdown.clone().cancelled_owned())
             .into_future(),
     );
+    let http = tokio::spawn({
+        let shutdown = shutdown.clone();
+        let listener_failed = listener_failed.clone();
+        async move {
+            let ended = serving.await;
+            if !shutdown.is_cancelled() {
+                let error = match &ended {
+                    Ok(Err(e)) => format!("{e}"),
+                    Ok(Ok(())) => "it stopped on its own".to_string(),
+                    Err(e) => format!("it panicked: {e}"),
+                };
+                tracing::error!(
+                    error,
+                    "the worker's health and metrics listener (WORKER_HTTP_ADDR) failed; the \
+                     worker stops"
+                );
+                listener_failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                shutdown.cancel();
+            }
+        }
+    });
     tokio::spawn(worker.clone().maintain(shutdown.clone()));
     let clean = worker.run(shutdown).await;
-    let _ = tokio::time::timeout(Duration::from_secs(1), http).await;
-    Ok(if clean { 0 } else { 1 })
+    // Connections still open after a second are dropped with the process.
+    let _listener_stopped = tokio::time::timeout(Duration::from_secs(1), http).await;
+    let listener_ok = !listener_failed.load(std::sync::atomic::Ordering::SeqCst);
+    Ok(if clean && listener_ok { 0 } else { 1 })
 }
 
 /// The API's upkeep of its own data (idempotency keys, sign-in failure counters): at start,

@@ -24,6 +24,9 @@ pub(super) trait Dialect {
     /// Taken in a job insert's transaction before it reads the newest job's creation time, so
     /// that inserts take turns (none where the transaction already holds the write lock).
     const JOB_INSERT_LOCK: Option<&'static str>;
+    /// Run on the connection that applies the migrations before it does: the pool's statement
+    /// deadline does not apply to them (each sets its own with `SET LOCAL`).
+    const MIGRATION_SESSION: Option<&'static str>;
     /// Pushes `<haystack contains needle>` (a condition, no `AND`); `haystack` is SQL.
     fn push_contains_expr(
         qb: &mut sqlx::QueryBuilder<'_, Self::Db>,

@@ -8,11 +8,13 @@ pub mod events;
 pub mod idempotency;
 mod postgres;
 mod sqlite;
+pub mod sqs_dead_letters;
 pub mod upkeep;
 
 pub use console::*;
 pub use events::*;
 pub use idempotency::*;
+pub use sqs_dead_letters::*;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -354,7 +356,9 @@ pub struct AuthCounters {
 
 /// Every use case the application needs from its database.
 #[async_trait]
-pub trait Store: EventStore + IdempotencyStore + ConsoleStore + Send + Sync + 'static {
+pub trait Store:
+    EventStore + IdempotencyStore + ConsoleStore + SqsDeadLetterStore + Send + Sync + 'static
+{
     /// `postgres` or `sqlite`.
     fn backend(&self) -> &'static str;
     /// Applies pending migrations.
@@ -487,6 +491,14 @@ pub trait Store: EventStore + IdempotencyStore + ConsoleStore + Send + Sync + 's
     async fn history(&self, application_id: i64) -> StoreResult<Vec<HistoryRow>>;
 }
 
+/// Limits PostgreSQL puts on each statement of a connection (`statement_timeout`,
+/// `lock_timeout`). SQLite has one writer and its own busy timeout, and ignores them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DbTimeouts {
+    pub statement: std::time::Duration,
+    pub lock: std::time::Duration,
+}
+
 /// Opens the store that `url` names, with the default pool size.
 pub async fn connect(url: &crate::config::DatabaseUrl) -> anyhow::Result<Arc<dyn Store>> {
     connect_with_pool(url, None).await
@@ -498,13 +510,34 @@ pub async fn connect_with_pool(
     url: &crate::config::DatabaseUrl,
     pool_size: Option<u32>,
 ) -> anyhow::Result<Arc<dyn Store>> {
+    connect_with(url, pool_size, None).await
+}
+
+/// Opens the store that `url` names with at most `pool_size` connections, each with
+/// `timeouts` on PostgreSQL (none: the server's defaults).
+pub async fn connect_with(
+    url: &crate::config::DatabaseUrl,
+    pool_size: Option<u32>,
+    timeouts: Option<DbTimeouts>,
+) -> anyhow::Result<Arc<dyn Store>> {
     Ok(match url {
         crate::config::DatabaseUrl::Sqlite(u) => {
             Arc::new(SqliteStore::connect(u, pool_size.unwrap_or(8)).await?)
         }
         crate::config::DatabaseUrl::Postgres(u) => {
-            Arc::new(PgStore::connect(u, pool_size.unwrap_or(32)).await?)
+            Arc::new(PgStore::connect(u, pool_size.unwrap_or(32), timeouts).await?)
         }
+    })
+}
+
+/// Whether `e` is PostgreSQL cancelling a statement that ran past `statement_timeout`
+/// (57014) or waited past `lock_timeout` for a lock (55P03).
+pub fn is_database_timeout(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<sqlx::Error>()
+            .and_then(|e| e.as_database_error())
+            .and_then(|d| d.code())
+            .is_some_and(|code| code == "57014" || code == "55P03")
     })
 }
 

@@ -1,7 +1,8 @@
 //! PostgreSQL: row locks with `FOR UPDATE`, full-text search on a GIN-indexed tsvector.
 
 use super::dialect::Dialect;
-use sqlx::postgres::{PgPool, PgPoolOptions, Postgres};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
+use std::str::FromStr;
 use std::time::Duration;
 
 /// The store on PostgreSQL.
@@ -13,11 +14,27 @@ pub struct PgStore {
 impl PgStore {
     const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
-    pub async fn connect(url: &str, pool_size: u32) -> anyhow::Result<PgStore> {
+    pub async fn connect(
+        url: &str,
+        pool_size: u32,
+        timeouts: Option<super::DbTimeouts>,
+    ) -> anyhow::Result<PgStore> {
+        let mut options = PgConnectOptions::from_str(url)?;
+        if let Some(t) = timeouts {
+            // Sent with each connection's start-up, so every connection has them from its
+            // first statement, without a round trip of its own.
+            options = options.options([
+                (
+                    "statement_timeout",
+                    format!("{}ms", t.statement.as_millis()),
+                ),
+                ("lock_timeout", format!("{}ms", t.lock.as_millis())),
+            ]);
+        }
         let pool = PgPoolOptions::new()
             .max_connections(pool_size)
             .acquire_timeout(Duration::from_secs(5))
-            .connect(url)
+            .connect_with(options)
             .await?;
         Ok(PgStore { pool })
     }
@@ -68,6 +85,9 @@ impl Dialect for PgDialect {
     // A branch's matches carry their creation time.
     const SEARCH_ORDER: &'static str = "created_at DESC, id DESC";
     const JOB_INSERT_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7406001)");
+    // An index built CONCURRENTLY (no transaction, so no SET LOCAL) may take longer than any
+    // request's deadline; the migrations' lock waits keep the pool's lock_timeout.
+    const MIGRATION_SESSION: Option<&'static str> = Some("SET statement_timeout = 0");
 
     fn push_contains_expr(
         qb: &mut sqlx::QueryBuilder<'_, Postgres>,

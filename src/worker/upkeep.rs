@@ -24,7 +24,10 @@ impl Worker {
     pub async fn maintain(self: Arc<Self>, shutdown: CancellationToken) {
         let mut hourly = tokio::time::interval(Duration::from_secs(3600));
         let mut gauges = tokio::time::interval(Duration::from_secs(15));
+        // With SQS: dead letters in the DLQ without a record (see `SqsQueue::reconcile`).
+        let mut records = tokio::time::interval(Duration::from_secs(60));
         let mut stats_failing = false;
+        let mut records_failing = false;
         loop {
             tokio::select! {
                 _ = hourly.tick() => match self.delete_expired().await {
@@ -53,6 +56,22 @@ impl Worker {
                             stats_failing = true;
                             tracing::warn!(error = format!("{e:#}"),
                                 "cannot read the queue statistics: dead_letters, outbox_pending and queue_oldest_age_seconds keep their last values until it works again");
+                        }
+                    }
+                },
+                _ = records.tick() => match self.queue.reconcile_dead_letters().await {
+                    Ok(_) => {
+                        if records_failing {
+                            records_failing = false;
+                            tracing::info!("the dead letters' records are kept in step with the DLQ again");
+                        }
+                    }
+                    Err(e) => {
+                        metrics::counter!(t::UPKEEP_FAILURES_TOTAL, "task" => "dead_letter_records").increment(1);
+                        if !records_failing {
+                            records_failing = true;
+                            tracing::warn!(error = format!("{e:#}"),
+                                "cannot look for dead letters without a record; a message SQS's redrive policy moved is not listed until it works again");
                         }
                     }
                 },

@@ -37,6 +37,7 @@ mod sqs {
 crate::each_store!(
     grant_and_revoke_say_what_changed,
     admin_routes_are_404_to_everyone_else,
+    a_wrong_method_is_405_to_an_operator_only,
     bad_admin_requests_are_problems_that_change_nothing,
     figures_count_sent_and_failed_in_the_last_hour,
 );
@@ -88,15 +89,13 @@ async fn an_operator_follows_a_dead_letter_to_its_email(h: Harness) {
         "{story}"
     );
     assert_eq!(story["processed"]["lease_expires_at"], Value::Null);
-    if h.sqs.is_none() {
-        // With SQS the dead letter lives in the dead-letter queue, found by the list.
-        assert!(
-            story["dead_letter"]["reason"]
-                .as_str()
-                .is_some_and(|r| r.contains("554")),
-            "{story}"
-        );
-    }
+    // With SQS too: the worker keeps a record of each dead letter it sends to the DLQ.
+    assert!(
+        story["dead_letter"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("554")),
+        "{story}"
+    );
 
     let list = listed(app, token).await;
     assert_eq!(list["total"], 1, "{list}");
@@ -207,6 +206,39 @@ fn admin_routes() -> Vec<(reqwest::Method, &'static str, Option<Value>)> {
         (M::DELETE, "/api/admin/dead-letters/1", None),
         (M::GET, "/api/admin/nothing-here", None),
     ]
+    .into_iter()
+    .chain(wrong_methods().into_iter().map(|(m, p, _)| (m, p, None)))
+    .collect()
+}
+
+/// Admin routes called with a method they do not take, and the methods they do take.
+fn wrong_methods() -> Vec<(reqwest::Method, &'static str, &'static str)> {
+    use reqwest::Method as M;
+    vec![
+        (M::DELETE, "/api/admin/queue", "GET,HEAD"),
+        (M::POST, "/api/admin/dead-letters", "GET,HEAD"),
+        (M::PUT, "/api/admin/events/some-event", "GET,HEAD"),
+        (M::GET, "/api/admin/dead-letters/redrive", "POST"),
+        (M::PATCH, "/api/admin/dead-letters/1", "DELETE"),
+    ]
+}
+
+/// An operator may learn that a route exists: a wrong method is 405 with `Allow`, as anywhere
+/// else in the API (everyone else got 404 above).
+async fn a_wrong_method_is_405_to_an_operator_only(app: TestApp) {
+    let op = app.operator().await;
+    let before = app.fingerprint().await;
+    for (method, path, allow) in wrong_methods() {
+        let r = app
+            .send(method.clone(), path, Some(op.token.as_str()), None)
+            .await;
+        r.expect_problem(405, "method-not-allowed");
+        let got = r.header("allow").unwrap_or_default().replace(' ', "");
+        let mut got: Vec<&str> = got.split(',').collect();
+        got.sort_unstable();
+        assert_eq!(got.join(","), allow, "{method} {path}: Allow");
+    }
+    assert_eq!(app.fingerprint().await, before, "a 405 changed nothing");
 }
 
 async fn admin_routes_are_404_to_everyone_else(app: TestApp) {

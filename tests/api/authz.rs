@@ -178,6 +178,19 @@ fn table() -> Vec<Row> {
             None,
             [404, 404, 404, 204, 404, 404],
         ),
+        // A method the route does not take: only an operator learns that the route exists.
+        (
+            M::DELETE,
+            "/api/admin/queue",
+            None,
+            [404, 404, 404, 405, 404, 404],
+        ),
+        (
+            M::GET,
+            "/api/admin/dead-letters/redrive",
+            None,
+            [404, 404, 404, 405, 404, 404],
+        ),
     ]
 }
 

@@ -41,17 +41,19 @@ impl Browser {
                  Debian's chromium and chromium-driver"
             );
         }
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let driver = tokio::process::Command::new(&chromedriver)
-            .arg(format!("--port={port}"))
-            .stdout(std::process::Stdio::null())
+        // ChromeDriver binds port 0 and says which port it got.
+        let mut driver = tokio::process::Command::new(&chromedriver)
+            .arg("--port=0")
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
             .spawn()
             .expect("start chromedriver");
+        let port = announced_port(
+            driver.stdout.take().unwrap(),
+            "ChromeDriver was started successfully on port ",
+        )
+        .await;
         let webdriver = format!("http://127.0.0.1:{port}");
         let status = format!("{webdriver}/status");
         wait_until("ChromeDriver answers", || async {

@@ -262,25 +262,22 @@ async fn dlq_commands() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_in_one_process_emails_a_status_change() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let mail = dir.path().join("mail");
+    // It binds port 0 and says which port it got.
     let mut child = tokio::process::Command::new(BIN)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("BIND_ADDR", format!("127.0.0.1:{port}"))
+        .env("BIND_ADDR", "127.0.0.1:0")
         .env("EMAIL_BACKEND", "file")
         .env("EMAIL_FILE_DIR", &mail)
         .env("LOG_FORMAT", "json")
         .current_dir(dir.path())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
+    let port = announced_port(child.stderr.take().unwrap(), "listening on http://").await;
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
     wait_until("the API answers", || async {

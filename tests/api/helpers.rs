@@ -626,3 +626,39 @@ pub async fn address_in_stderr(child: &mut tokio::process::Child, marker: &str) 
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     address_after(&line, marker)
 }
+
+/// The port a child process says it bound (it binds port 0 itself, so no port is picked for it
+/// that another process could take first): the digits after the last `:` or space following
+/// `marker`, on the first line of `out` that contains it. The rest of `out` is read and
+/// dropped, so the child never blocks on a full pipe.
+pub async fn announced_port(
+    out: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    marker: &str,
+) -> u16 {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(out).lines();
+    let mut seen = Vec::new();
+    let found = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(i) = line.find(marker) {
+                let after = &line[i + marker.len()..];
+                let digits: String = after
+                    .trim_start_matches(|c: char| c != ':' && !c.is_ascii_digit())
+                    .split_once(':')
+                    .map_or(after, |(_, port)| port)
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                return digits.parse::<u16>().ok();
+            }
+            seen.push(line);
+        }
+        None
+    })
+    .await;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    match found {
+        Ok(Some(port)) => port,
+        _ => panic!("no port after {marker:?} in:\n{}", seen.join("\n")),
+    }
+}

@@ -30,4 +30,5 @@ mod services;
 mod ses;
 mod smtp;
 mod sqs;
+mod timeouts;
 mod worker;

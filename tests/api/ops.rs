@@ -604,3 +604,47 @@ pub fn dashboard_reads_only_exported_metrics(exported: &str) {
         "the dashboard reads metrics /metrics does not export: {missing:?}\nexported: {series:?}"
     );
 }
+
+/// Each application counts its own requests only: another application in the same process (the
+/// tests run many at once, each on a runtime of its own) does not show in its `/metrics`, so a
+/// test cannot pass on another test's counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_of_one_app_count_only_its_own_requests() {
+    let app = TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await;
+    app.get("/healthz", None).await.expect(200);
+    // Another application, on a runtime of its own, answers three 404s on /api/jobs/{id}.
+    std::thread::spawn(|| {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let other = TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await;
+            for _ in 0..3 {
+                other.get("/api/jobs/999999", None).await.expect(404);
+            }
+            assert!(
+                sample(
+                    &metrics(&other).await,
+                    "http_requests_total",
+                    &[r#"route="/api/jobs/{id}""#, r#"status="404""#]
+                )
+                .is_some_and(|n| n >= 3.0),
+                "the other application counts its own"
+            );
+        });
+    })
+    .join()
+    .unwrap();
+    let text = metrics(&app).await;
+    assert_eq!(
+        sample(
+            &text,
+            "http_requests_total",
+            &[r#"route="/api/jobs/{id}""#, r#"status="404""#]
+        ),
+        None,
+        "this application served no 404 on /api/jobs/{{id}}:\n{text}"
+    );
+}

@@ -132,17 +132,13 @@ struct Haproxy {
 }
 
 impl Haproxy {
-    /// Starts HAProxy on a free port. The port is found by binding port 0 and letting it go, so
-    /// another process could take it first: HAProxy then fails to bind and exits, and it is
-    /// started again on another port.
+    /// Starts HAProxy on a port the test binds (port 0) and hands over as HAProxy's standard
+    /// input (`bind fd@0`): nothing else can take the port between the two.
     async fn start(dir: &Path, servers: &[u16]) -> Haproxy {
-        for _ in 0..5 {
-            let port = {
-                let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-                l.local_addr().unwrap().port()
-            };
-            let mut cfg = format!(
-                "global
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut cfg = format!(
+            "global
     maxconn 256
 defaults
     mode http
@@ -151,62 +147,67 @@ defaults
     timeout server 30s
     retries 0
 frontend public
-    bind 127.0.0.1:{port}
+    bind fd@0
     stats enable
     stats uri /haproxy-stats
     default_backend api
 backend api
     balance roundrobin
 {HAPROXY_BACKEND}"
-            );
-            for (i, p) in servers.iter().enumerate() {
-                cfg.push_str(&format!("    server api{i} 127.0.0.1:{p} check\n"));
-            }
-            let path = dir.join("haproxy.cfg");
-            std::fs::write(&path, &cfg).unwrap();
-            let check = std::process::Command::new("haproxy")
-                .args(["-c", "-f"])
-                .arg(&path)
-                .output()
-                .unwrap_or_else(|e| {
-                    panic!("HAProxy is required for this test ({e}); scripts/services installs it")
-                });
-            assert!(
-                check.status.success(),
-                "haproxy -c: {}",
-                String::from_utf8_lossy(&check.stderr)
-            );
-            let log = dir.join("haproxy.log");
-            let mut child = tokio::process::Command::new("haproxy")
-                .args(["-db", "-f"])
-                .arg(&path)
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(&log).unwrap())
-                .kill_on_drop(true)
-                .spawn()
-                .expect("start haproxy");
-            let proxy_url = format!("http://127.0.0.1:{port}/haproxy-stats;csv");
-            let client = reqwest::Client::new();
-            for _ in 0..100 {
-                if let Some(status) = child.try_wait().unwrap() {
-                    eprintln!(
-                        "haproxy exited ({status}) on port {port}, trying another: {}",
-                        std::fs::read_to_string(&log).unwrap_or_default()
-                    );
-                    break;
-                }
-                if let Ok(res) = client.get(&proxy_url).send().await
-                    && res.text().await.unwrap_or_default().starts_with("# pxname")
-                {
-                    return Haproxy {
-                        port,
-                        _child: child,
-                    };
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
+        );
+        for (i, p) in servers.iter().enumerate() {
+            cfg.push_str(&format!("    server api{i} 127.0.0.1:{p} check\n"));
         }
-        panic!("HAProxy did not start");
+        let path = dir.join("haproxy.cfg");
+        std::fs::write(&path, &cfg).unwrap();
+        // The check opens the listeners too: it gets a copy of the socket.
+        let socket = listener.try_clone().unwrap();
+        let check = std::process::Command::new("haproxy")
+            .args(["-c", "-f"])
+            .arg(&path)
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(socket)))
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("HAProxy is required for this test ({e}); scripts/services installs it")
+            });
+        assert!(
+            check.status.success(),
+            "haproxy -c: {}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+        let log = dir.join("haproxy.log");
+        let mut child = tokio::process::Command::new("haproxy")
+            .args(["-db", "-f"])
+            .arg(&path)
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(listener)))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start haproxy");
+        let proxy_url = format!("http://127.0.0.1:{port}/haproxy-stats;csv");
+        let client = reqwest::Client::new();
+        for _ in 0..100 {
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!(
+                    "haproxy exited ({status}): {}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            if let Ok(res) = client.get(&proxy_url).send().await
+                && res.text().await.unwrap_or_default().starts_with("# pxname")
+            {
+                return Haproxy {
+                    port,
+                    _child: child,
+                };
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "HAProxy did not answer: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
     }
 
     fn url(&self, path: &str) -> String {

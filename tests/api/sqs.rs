@@ -72,6 +72,43 @@ impl SqsQueues {
             .unwrap_or(0)
     }
 
+    /// Moves every message of the queue to the DLQ as they are, attributes and all, as the
+    /// queue's redrive policy does after `maxReceiveCount`; returns how many.
+    pub async fn move_all_to_dlq(&self) -> usize {
+        let mut moved = 0;
+        loop {
+            let out = self
+                .client
+                .receive_message()
+                .queue_url(&self.url)
+                .max_number_of_messages(10)
+                .wait_time_seconds(1)
+                .send()
+                .await
+                .unwrap();
+            if out.messages().is_empty() {
+                return moved;
+            }
+            for m in out.messages() {
+                self.client
+                    .send_message()
+                    .queue_url(&self.dlq)
+                    .message_body(m.body().unwrap())
+                    .send()
+                    .await
+                    .unwrap();
+                self.client
+                    .delete_message()
+                    .queue_url(&self.url)
+                    .receipt_handle(m.receipt_handle().unwrap())
+                    .send()
+                    .await
+                    .unwrap();
+                moved += 1;
+            }
+        }
+    }
+
     /// Messages on `url`, visible or in flight.
     pub async fn count(&self, url: &str) -> i64 {
         let out = self
@@ -595,4 +632,131 @@ async fn worker_warns_when_the_redrive_comes_before_max_attempts() {
     })
     .await;
     worker.kill().await.unwrap();
+}
+
+/// A redrive that fails part way (here the main queue is gone, so the first copy cannot be sent)
+/// makes every dead letter it listed visible again: a listing right after it shows them all,
+/// instead of missing them for the 30 s the listing hid them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redrive_that_fails_part_way_leaves_every_dead_letter_listed() {
+    let h = Harness::new_sqs(Backend::Sqlite, "lease").await;
+    let q = h.sqs.as_ref().unwrap();
+    for body in ["first dead letter", "second dead letter"] {
+        q.client
+            .send_message()
+            .queue_url(&q.dlq)
+            .message_body(body)
+            .send()
+            .await
+            .unwrap();
+    }
+    let broken = jobboard::queue::sqs::SqsQueue::connect(
+        &format!("{}-gone", q.url),
+        q.dlq.clone(),
+        Duration::from_secs(30),
+        h.app.state.store.clone(),
+        jobboard::queue::sqs::ClientOptions {
+            endpoint_url: None,
+            timeout: Duration::from_secs(5),
+        },
+    )
+    .await
+    .unwrap();
+    use jobboard::queue::Queue;
+    let failed = broken.redrive(Selection::All, true).await;
+    assert!(failed.is_err(), "the copy had nowhere to go: {failed:?}");
+    assert_eq!(q.hidden(&q.dlq).await, 0, "no dead letter is left hidden");
+    // They were put there by hand, with no record: the upkeep's look at the DLQ finds both.
+    assert_eq!(broken.reconcile().await.unwrap(), 2);
+    let listed = broken.dead_letters().await.unwrap();
+    assert_eq!(
+        listed.len(),
+        2,
+        "both dead letters are listed right after the failed redrive: {listed:?}"
+    );
+}
+
+/// With SQS, reading the dead letters (the console's list, the queue's figures, `dlq list`)
+/// receives nothing from the DLQ: no letter is hidden by a read, so a redrive (or a purge) at
+/// the same moment finds its letter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_read_leaves_the_dlq_alone_and_a_redrive_during_it_finds_its_letter() {
+    let h = Harness::new_sqs(Backend::Postgres, "lease").await;
+    let q = h.sqs.as_ref().unwrap();
+    let (_, event_id, worker) = h.dead_lettered_change().await;
+    let op = h.app.operator().await;
+    let token = op.token.as_str();
+    let list = h.app.get("/api/admin/dead-letters", Some(token)).await;
+    let id = list.expect(200)["items"][0]["id"]
+        .as_str()
+        .expect("the dead letter is listed")
+        .to_string();
+    h.app.get("/api/admin/queue", Some(token)).await.expect(200);
+    assert_eq!(q.hidden(&q.dlq).await, 0, "a read hides no dead letter");
+
+    // Reads keep going while the redrive runs.
+    let reading = {
+        let app_url = h.app.url("/api/admin/dead-letters");
+        let token = token.to_string();
+        tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            for _ in 0..20 {
+                let r = client
+                    .get(&app_url)
+                    .bearer_auth(&token)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 200);
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let r = h
+        .app
+        .post(
+            "/api/admin/dead-letters/redrive",
+            Some(token),
+            json!({"ids": [id]}),
+        )
+        .await;
+    assert_eq!(
+        r.expect(200),
+        &json!({"redriven": 1, "not_found": 0, "skipped_invalid": 0})
+    );
+    reading.await.unwrap();
+    h.later().await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+    let list = h.app.get("/api/admin/dead-letters", Some(token)).await;
+    assert_eq!(list.expect(200)["total"], 0, "{}", list.text);
+}
+
+/// A message SQS's own redrive policy moved to the DLQ has no record of the worker's: the
+/// worker's upkeep finds it, and from then it is listed and can be redriven like any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_the_queue_moved_itself_is_listed_and_redriven() {
+    let h = Harness::new_sqs(Backend::Sqlite, "lease").await;
+    let q = h.sqs.as_ref().unwrap();
+    let (_, event_id) = h.status_change().await;
+    // What the redrive policy does: the message, as it was, now in the DLQ.
+    let moved = q.move_all_to_dlq().await;
+    assert_eq!(moved, 1);
+    let worker = h.worker().await;
+    assert_eq!(worker.queue().reconcile_dead_letters().await.unwrap(), 1);
+    let listed = worker.queue().dead_letters().await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].event_id.as_deref(), Some(event_id.as_str()));
+    assert_eq!(listed[0].reason, "moved by the queue's redrive policy");
+    // Found once: a second pass adds nothing.
+    assert_eq!(worker.queue().reconcile_dead_letters().await.unwrap(), 0);
+    let r = worker
+        .queue()
+        .redrive(Selection::Ids(vec![listed[0].id.clone()]), false)
+        .await
+        .unwrap();
+    assert_eq!((r.redriven, r.not_found), (1, 0));
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+    assert!(worker.queue().dead_letters().await.unwrap().is_empty());
 }

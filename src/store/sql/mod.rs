@@ -14,6 +14,7 @@ mod events;
 mod idempotency;
 mod jobs;
 mod search;
+mod sqs_dead_letters;
 mod statements;
 mod store_impl;
 

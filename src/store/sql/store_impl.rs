@@ -6,6 +6,7 @@ use crate::domain::values::Email;
 use crate::domain::{Actor, ApplicationStatus, search};
 use crate::store::dialect::Dialect;
 use crate::store::*;
+use anyhow::Context;
 use chrono::{DateTime, Utc};
 use sqlx::QueryBuilder;
 
@@ -24,7 +25,26 @@ impl Store for S {
     }
 
     async fn migrate(&self) -> anyhow::Result<()> {
-        Self::MIGRATOR.run(&self.pool).await?;
+        // On a connection of its own, closed afterwards, so the session's settings never reach
+        // the pool's other users.
+        let mut conn = self
+            .pool
+            .acquire()
+            .await
+            .context("connecting to run the migrations")?;
+        if let Some(setup) = D::MIGRATION_SESSION {
+            sqlx::query(setup)
+                .execute(&mut *conn)
+                .await
+                .context("preparing the migrations' session")?;
+        }
+        Self::MIGRATOR
+            .run_direct(&mut *conn)
+            .await
+            .context("applying the migrations")?;
+        conn.close()
+            .await
+            .context("closing the migrations' connection")?;
         // Jobs written before titles had terms of their own get them here, in batches.
         loop {
             let batch: Vec<(i64, String)> = sqlx::query_as(sql::JOB_TITLES_UNINDEXED)
