@@ -24,6 +24,9 @@ pub(super) trait Dialect {
     /// Taken in a job insert's transaction before it reads the newest job's creation time, so
     /// that inserts take turns (none where the transaction already holds the write lock).
     const JOB_INSERT_LOCK: Option<&'static str>;
+    /// Taken just before a job-change log row is inserted and held to the commit, so that the
+    /// log's rows commit in `seq` order (none where the transaction holds the write lock).
+    const JOB_LOG_LOCK: Option<&'static str>;
     /// Pushes `<haystack contains needle>` (a condition, no `AND`); `haystack` is SQL.
     fn push_contains_expr(
         qb: &mut sqlx::QueryBuilder<'_, Self::Db>,

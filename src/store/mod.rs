@@ -6,6 +6,7 @@ pub mod console;
 mod dialect;
 pub mod events;
 pub mod idempotency;
+pub mod joblog;
 mod postgres;
 mod sqlite;
 pub mod upkeep;
@@ -13,6 +14,7 @@ pub mod upkeep;
 pub use console::*;
 pub use events::*;
 pub use idempotency::*;
+pub use joblog::*;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -354,7 +356,9 @@ pub struct AuthCounters {
 
 /// Every use case the application needs from its database.
 #[async_trait]
-pub trait Store: EventStore + IdempotencyStore + ConsoleStore + Send + Sync + 'static {
+pub trait Store:
+    EventStore + IdempotencyStore + ConsoleStore + JobLogStore + Send + Sync + 'static
+{
     /// `postgres` or `sqlite`.
     fn backend(&self) -> &'static str;
     /// Applies pending migrations.

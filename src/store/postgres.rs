@@ -68,6 +68,7 @@ impl Dialect for PgDialect {
     // A branch's matches carry their creation time.
     const SEARCH_ORDER: &'static str = "created_at DESC, id DESC";
     const JOB_INSERT_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7406001)");
+    const JOB_LOG_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7406002)");
 
     fn push_contains_expr(
         qb: &mut sqlx::QueryBuilder<'_, Postgres>,

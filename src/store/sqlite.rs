@@ -70,6 +70,7 @@ impl Dialect for SqliteDialect {
     // Ids follow creation time, and the full-text index yields ids alone.
     const SEARCH_ORDER: &'static str = "id DESC";
     const JOB_INSERT_LOCK: Option<&'static str> = None;
+    const JOB_LOG_LOCK: Option<&'static str> = None;
 
     fn push_contains_expr(qb: &mut sqlx::QueryBuilder<'_, Sqlite>, haystack: &str, needle: String) {
         qb.push(format!("instr({haystack}, "))

@@ -1,5 +1,6 @@
 //! Jobs; their search is in `search.rs`.
 
+use super::joblog::Changed;
 use super::{D, Db, S, sql};
 use crate::domain::search;
 use crate::store::dialect::{Dialect, job_terms};
@@ -33,6 +34,7 @@ impl S {
             .await?
             .try_get(0)?;
         let row = Self::job_in(&mut *tx, id).await?;
+        Self::log_change(&mut tx, Changed::Job(id)).await?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(row)
     }
@@ -69,12 +71,22 @@ impl S {
             return Ok(None);
         }
         let row = Self::job_in(&mut *tx, id).await?;
+        Self::log_change(&mut tx, Changed::Job(id)).await?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(Some(row))
     }
 
     pub(super) async fn delete_job(&self, id: i64, idem: Idem<'_, ()>) -> StoreResult<()> {
-        self.delete_one(sql::JOB_DELETE, id, idem).await
+        let mut tx = self.begin_write().await?;
+        let done = sqlx::query(sql::JOB_DELETE)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Self::log_change(&mut tx, Changed::Job(id)).await?;
+        Self::commit_with(tx, idem, &()).await
     }
 
     pub(super) async fn search_jobs(&self, s: &JobSearch) -> StoreResult<SearchPage> {

@@ -12,6 +12,7 @@ mod companies;
 mod console;
 mod events;
 mod idempotency;
+mod joblog;
 mod jobs;
 mod search;
 mod statements;
