@@ -4,7 +4,7 @@ pub mod build;
 
 pub use build::{app_state, build_queue, build_worker, check_worker_queues, open_store, sqs_queue};
 
-use crate::cli::{AdminCommand, Command, DlqCommand, Which};
+use crate::cli::{AdminCommand, Command, DlqCommand, SearchCommand, Which};
 use crate::config::Config;
 use crate::http::{self, bind};
 use crate::queue::Selection;
@@ -34,6 +34,57 @@ pub async fn run(command: Option<Command>, config: Config) -> anyhow::Result<u8>
         }
         Some(Command::Dlq(cmd)) => dlq(config, cmd).await,
         Some(Command::Admin(cmd)) => admin(config, cmd).await,
+        Some(Command::Search(cmd)) => search(config, cmd).await,
+    }
+}
+
+/// `jobboard search status|rebuild`: the index in `SEARCH_INDEX_DIR`.
+async fn search(config: Config, cmd: SearchCommand) -> anyhow::Result<u8> {
+    use crate::search::{JobFeed, SearchIndex, StoreFeed};
+    let dir = config.search_index_dir.clone();
+    let store = open_store(&config, false).await?;
+    let feed = StoreFeed(store);
+    match cmd {
+        SearchCommand::Status => {
+            let newest = feed.newest().await?;
+            match SearchIndex::status(&dir) {
+                Ok(status) => {
+                    let applied = status.applied.unwrap_or(0);
+                    println!(
+                        "search index {}: {} documents, last job change applied {applied}, \
+                         newest in the log {newest}, lag {}",
+                        dir.display(),
+                        status.documents,
+                        (newest - applied).max(0)
+                    );
+                    Ok(0)
+                }
+                Err(e) => {
+                    println!(
+                        "search index {}: none readable ({e:#}); newest job change in the log \
+                         {newest}; it is built at the next start, or by `jobboard search rebuild`",
+                        dir.display()
+                    );
+                    Ok(1)
+                }
+            }
+        }
+        SearchCommand::Rebuild => {
+            let index = match SearchIndex::open(&dir) {
+                Ok(index) => Arc::new(index),
+                Err(e) => {
+                    eprintln!("{e:#}");
+                    return Ok(1);
+                }
+            };
+            let documents = crate::search::rebuild(&index, &feed).await?;
+            let applied = crate::search::catch_up(&index, &feed).await?;
+            println!(
+                "rebuilt the search index {}: {documents} documents, last job change applied {applied}",
+                dir.display()
+            );
+            Ok(0)
+        }
     }
 }
 

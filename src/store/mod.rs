@@ -167,6 +167,23 @@ pub struct JobSearch {
     pub posted_within: Option<PostedWithin>,
     pub sort: SearchSort,
     pub page: Page,
+    /// The facets to count over every match.
+    pub facets: Facets,
+}
+
+/// Which facets a search counts (`facets=`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct Facets {
+    pub employment_type: bool,
+    pub remote: bool,
+    pub company: bool,
+}
+
+impl Facets {
+    /// Whether any is asked for.
+    pub fn any(&self) -> bool {
+        self.employment_type || self.remote || self.company
+    }
 }
 
 /// `posted_within_days`: the days asked for (what a cached page is keyed by) and the instant

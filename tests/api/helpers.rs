@@ -153,6 +153,11 @@ impl TestApp {
             "EMAIL_FILE_DIR".into(),
             dir.path().join("mail").display().to_string(),
         );
+        // Each app has its own search index, as each API process must.
+        vars.insert(
+            "SEARCH_INDEX_DIR".into(),
+            dir.path().join("search").display().to_string(),
+        );
         if cache == CacheKind::Redis {
             vars.insert("REDIS_URL".into(), redis_url());
             vars.insert("REDIS_KEY_PREFIX".into(), format!("{}:", unique("jbt-")));
@@ -198,6 +203,16 @@ impl TestApp {
             pg_database,
             _dir: dir,
         }
+    }
+
+    /// A search index folder in this app's temporary folder, for another API process
+    /// started on its database (each needs its own).
+    pub fn search_dir(&self, name: &str) -> String {
+        self._dir
+            .path()
+            .join(format!("search-{name}"))
+            .display()
+            .to_string()
     }
 
     pub fn url(&self, path: &str) -> String {
