@@ -80,6 +80,7 @@ async fn help_lists_every_command_and_variable() {
         "REDIS_KEY_PREFIX",
         "SEARCH_CACHE_TTL_SECS",
         "SEARCH_CACHE_MAX_MB",
+        "SEARCH_INDEX_DIR",
         "QUEUE",
         "SQS_QUEUE_URL",
         "SQS_DLQ_URL",
