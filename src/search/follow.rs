@@ -175,6 +175,15 @@ pub async fn follow(index: Arc<SearchIndex>, feed: Arc<dyn JobFeed>, stop: Cance
                 }
             }
             Err(e) => {
+                // The lag still grows while the index cannot follow: the alert reads it.
+                match feed.newest().await {
+                    Ok(newest) => metrics::gauge!(SEARCH_INDEX_LAG)
+                        .set((newest - index.applied()).max(0) as f64),
+                    Err(e) => tracing::debug!(
+                        error = format!("{e:#}"),
+                        "reading the newest job change failed"
+                    ),
+                }
                 if !failing {
                     tracing::error!(
                         error = format!("{e:#}"),
