@@ -219,6 +219,18 @@ async fn search_commands_read_and_rebuild_the_index(app: TestApp) {
         "names the holder: {err}"
     );
 
+    // A second API process on the same folder is refused at start, with one line naming it.
+    let (code, out, err) = app.cli(&["serve"]).await;
+    assert_eq!(code, Some(1), "{out}{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("jobboard:"))
+        .unwrap_or_else(|| panic!("an error line: {err}"));
+    assert!(
+        line.contains(&dir) && line.contains(&format!("pid {}", std::process::id())),
+        "{line}"
+    );
+
     // In a folder of its own, a rebuild reads the open jobs and the log.
     let other = app.search_dir("rebuilt");
     let mut cli = tokio::process::Command::new(env!("CARGO_BIN_EXE_jobboard"));
