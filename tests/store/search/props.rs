@@ -244,3 +244,65 @@ proptest! {
         rt.block_on(run(ops))?;
     }
 }
+
+/// An index resumes from the `seq` its last commit recorded; one that has applied changes the
+/// database's log does not have (the folder kept while the database was replaced) is rebuilt.
+#[tokio::test]
+async fn an_index_resumes_where_it_stopped_and_is_rebuilt_for_another_database() {
+    let (first, second) = (
+        crate::harness::sqlite().await,
+        crate::harness::sqlite().await,
+    );
+    let mut ids = Vec::new();
+    for (db, titles) in [
+        (&first, &["Welder", "Fitter"][..]),
+        (&second, &["Painter"][..]),
+    ] {
+        db.store.migrate().await.expect("migrate");
+        let owner = user(&db.store, Role::Employer).await;
+        let c = company(&db.store, owner.id, "Acme").await;
+        for title in titles {
+            let job = crate::harness::job_fields(title);
+            ids.push(crate::harness::job(&db.store, c.id, job).await.id);
+        }
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    {
+        let index = Arc::new(SearchIndex::open(dir.path()).expect("open"));
+        let feed = StoreFeed(first.store.clone());
+        jobboard::search::rebuild(&index, &feed)
+            .await
+            .expect("rebuild");
+        assert_eq!(
+            jobboard::search::catch_up(&index, &feed)
+                .await
+                .expect("follow"),
+            2
+        );
+    }
+    // Reopened: the commit's payload says where it stopped.
+    let index = Arc::new(SearchIndex::open(dir.path()).expect("reopen"));
+    assert_eq!((index.applied(), index.documents()), (2, 2));
+    drop(index);
+
+    // Against another database whose log is shorter: rebuilt from its tables.
+    let index = Arc::new(SearchIndex::open(dir.path()).expect("reopen"));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let follower = tokio::spawn(jobboard::search::follow(
+        index.clone(),
+        Arc::new(StoreFeed(second.store.clone())),
+        stop.clone(),
+    ));
+    for _ in 0..200 {
+        if index.is_caught_up() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    stop.cancel();
+    follower.await.expect("the follower stops");
+    let found = index.search(&JobSearch::default()).expect("search");
+    let titles: Vec<&str> = found.rows.iter().map(|r| r.title.as_str()).collect();
+    assert_eq!(titles, ["Painter"]);
+    assert_eq!(index.applied(), 1);
+}
