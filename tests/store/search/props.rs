@@ -306,3 +306,52 @@ async fn an_index_resumes_where_it_stopped_and_is_rebuilt_for_another_database()
     assert_eq!(titles, ["Painter"]);
     assert_eq!(index.applied(), 1);
 }
+
+/// An index that the log no longer reaches back to (the rows after its last `seq` were
+/// trimmed) is rebuilt from the tables, then follows the log.
+#[tokio::test]
+async fn an_index_older_than_the_log_is_rebuilt() {
+    let db = crate::harness::sqlite().await;
+    db.store.migrate().await.expect("migrate");
+    let owner = user(&db.store, Role::Employer).await;
+    let c = company(&db.store, owner.id, "Acme").await;
+    let welder = crate::harness::job(&db.store, c.id, crate::harness::job_fields("Welder")).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let index = Arc::new(SearchIndex::open(dir.path()).expect("open"));
+    let feed: Arc<dyn jobboard::search::JobFeed> = Arc::new(StoreFeed(db.store.clone()));
+    jobboard::search::catch_up(&index, &*feed)
+        .await
+        .expect("follow");
+    assert_eq!(index.applied(), 1);
+    // Two more writes, and the log trimmed up to the first of them.
+    db.store.delete_job(welder.id, None).await.expect("delete");
+    crate::harness::job(&db.store, c.id, crate::harness::job_fields("Painter")).await;
+    let jobboard::config::DatabaseUrl::Sqlite(url) = &db.url else {
+        unreachable!("a SQLite database")
+    };
+    let pool = sqlx::SqlitePool::connect(url).await.expect("open SQLite");
+    sqlx::query("DELETE FROM job_changes WHERE seq <= 2")
+        .execute(&pool)
+        .await
+        .expect("trim the log");
+    pool.close().await;
+
+    let stop = tokio_util::sync::CancellationToken::new();
+    let follower = tokio::spawn(jobboard::search::follow(index.clone(), feed, stop.clone()));
+    for _ in 0..200 {
+        if index.is_caught_up() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    stop.cancel();
+    follower.await.expect("the follower stops");
+    let found = index.search(&JobSearch::default()).expect("search");
+    let titles: Vec<&str> = found.rows.iter().map(|r| r.title.as_str()).collect();
+    assert_eq!(
+        titles,
+        ["Painter"],
+        "the deleted job is gone although its row was trimmed"
+    );
+    assert_eq!(index.applied(), 3);
+}
