@@ -355,3 +355,21 @@ async fn an_index_older_than_the_log_is_rebuilt() {
     );
     assert_eq!(index.applied(), 3);
 }
+
+/// The log keeps its newest rows; trimming deletes the older ones only.
+#[tokio::test]
+async fn the_log_is_trimmed_to_its_newest_rows() {
+    let db = crate::harness::sqlite().await;
+    db.store.migrate().await.expect("migrate");
+    let owner = user(&db.store, Role::Employer).await;
+    let c = company(&db.store, owner.id, "Acme").await;
+    for title in ["Welder", "Painter", "Fitter", "Nurse", "Driver"] {
+        crate::harness::job(&db.store, c.id, crate::harness::job_fields(title)).await;
+    }
+    let upkeep = jobboard::store::upkeep::trim_job_changes;
+    assert_eq!(upkeep(&*db.store, 10).await.expect("trim"), 0);
+    assert_eq!(upkeep(&*db.store, 2).await.expect("trim"), 3);
+    assert_eq!(db.store.oldest_job_change().await.expect("oldest"), Some(4));
+    assert_eq!(db.store.newest_job_change().await.expect("newest"), 5);
+    assert_eq!(upkeep(&*db.store, 2).await.expect("trim"), 0);
+}
