@@ -39,6 +39,19 @@ pub enum Command {
     /// Give or take an account's operator rights (the console and /api/admin/*).
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// The search index in SEARCH_INDEX_DIR.
+    #[command(subcommand)]
+    Search(SearchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SearchCommand {
+    /// Print the index: documents, the last job change it applied, the newest in the log, the
+    /// lag.
+    Status,
+    /// Rebuild the index from the database and exit; refused while a running process holds the
+    /// folder.
+    Rebuild,
 }
 
 #[derive(Debug, Subcommand)]
@@ -135,6 +148,12 @@ mod tests {
             Cli::try_parse_from(["jobboard", "admin", "grant"]).is_err(),
             "needs an email"
         );
+        assert!(matches!(
+            Cli::try_parse_from(["jobboard", "search", "rebuild"])
+                .unwrap()
+                .command,
+            Some(Command::Search(SearchCommand::Rebuild))
+        ));
         assert!(Cli::try_parse_from(["jobboard", "bogus"]).is_err());
     }
 }

@@ -9,12 +9,13 @@
 //!
 //! | module | what it is | may use |
 //! |---|---|---|
-//! | `run` | the subcommands and the wiring: config → store, cache, queue, mailer, relay, worker, API state | `cli` `config` `http` `worker` `relay` `queue` `store` `cache` `email` `auth` `domain` `telemetry` `shutdown` `timefmt` |
+//! | `run` | the subcommands and the wiring: config → store, search index, cache, queue, mailer, relay, worker, API state | `cli` `config` `http` `worker` `relay` `queue` `store` `search` `cache` `email` `auth` `domain` `telemetry` `shutdown` `timefmt` |
 //! | `cli` | the command line | `config` |
-//! | `http` | routes, extractors, problem+json, `AppState` and `serve` | `relay` `queue` `store` `cache` `auth` `domain` `config` `telemetry` `timefmt` |
+//! | `http` | routes, extractors, problem+json, `AppState` and `serve` | `relay` `queue` `store` `search` `cache` `auth` `domain` `config` `telemetry` `timefmt` |
 //! | `worker` | receive → claim → send → record → ack, both claim modes | `queue` `store` `email` `domain` `config` `telemetry` |
 //! | `relay` | publishes the outbox to SQS | `queue` `store` `telemetry` |
 //! | `queue` | the `Queue` trait; the database queue and SQS | `store` `domain` `timefmt` |
+//! | `search` | the search index (tantivy) of the open jobs, kept in step by the job-change log | `store` `domain` `telemetry` |
 //! | `store` | the `Store` trait; PostgreSQL and SQLite | `domain` `config` `timefmt` |
 //! | `cache` | the job-search cache, in process or in Redis | |
 //! | `email` | the `Mailer` trait; console, file, SMTP and Amazon SES | `domain` `config` |
@@ -36,6 +37,7 @@ pub mod http;
 pub mod queue;
 pub mod relay;
 pub mod run;
+pub mod search;
 pub mod shutdown;
 pub mod store;
 pub mod telemetry;

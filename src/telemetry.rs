@@ -28,6 +28,8 @@ pub const UPKEEP_FAILURES_TOTAL: &str = "upkeep_failures_total";
 pub const MAIL_SERVICE_UP: &str = "mail_service_up";
 pub const MAIL_SESSION_REFUSALS_TOTAL: &str = "mail_session_refusals_total";
 pub const IDEMPOTENCY_FAILURES_TOTAL: &str = "idempotency_failures_total";
+pub const SEARCH_INDEX_LAG: &str = "search_index_lag";
+pub const SEARCH_INDEX_APPLY_SECONDS: &str = "search_index_apply_seconds";
 
 /// Installs the global log subscriber. `RUST_LOG` filters (default `info`).
 pub fn init_logging(format: LogFormat) {
@@ -75,6 +77,13 @@ fn new_recorder() -> PrometheusRecorder {
             Matcher::Suffix("_duration_seconds".to_string()),
             &[
                 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+            ],
+        )
+        .expect("bucket list is not empty")
+        .set_buckets_for_metric(
+            Matcher::Full(SEARCH_INDEX_APPLY_SECONDS.to_string()),
+            &[
+                0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
             ],
         )
         .expect("bucket list is not empty")
@@ -266,6 +275,15 @@ fn describe() {
         HTTP_REQUEST_DURATION_SECONDS,
         metrics::Unit::Seconds,
         "HTTP request latency by method and route template"
+    );
+    metrics::describe_gauge!(
+        SEARCH_INDEX_LAG,
+        "Job changes in the log that this process's search index has not applied yet"
+    );
+    metrics::describe_histogram!(
+        SEARCH_INDEX_APPLY_SECONDS,
+        metrics::Unit::Seconds,
+        "Time to apply one batch of job changes to the search index, commit included"
     );
     metrics::describe_counter!(
         SEARCH_CACHE_REQUESTS_TOTAL,

@@ -135,6 +135,9 @@ pub struct Config {
     #[arg(long, env = "SEARCH_CACHE_MAX_MB", default_value = "8",
           value_parser = parse::ranged(1, 65_536))]
     pub search_cache_max_mb: u64,
+    /// this process's search index (created); every process that serves the API keeps its own
+    #[arg(long, env = "SEARCH_INDEX_DIR", default_value = "data/search")]
+    pub search_index_dir: PathBuf,
     /// the database is the queue, or Amazon SQS (standard queues)
     #[arg(
         long,

@@ -166,6 +166,19 @@ impl ApiError {
         e
     }
 
+    /// 503: this process's search index has not applied, within a second, a job change the
+    /// search must see.
+    pub fn index_behind() -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "search-index-behind",
+            "Service Unavailable",
+            "the search index is catching up with recent job changes; try again shortly",
+        );
+        e.retry_after = Some(1);
+        e
+    }
+
     /// An unexpected failure: logged once with its cause chain, answered generically.
     pub fn internal(err: anyhow::Error) -> Self {
         tracing::error!(error = format!("{err:#}"), "internal error");

@@ -1,21 +1,24 @@
 //! The public job search: open jobs by words, place, pay, kind and age, newest first or by
-//! relevance, within a window of the first 10 000 results, with pages
-//! cached per search-cache version (`crate::cache`).
+//! relevance, within a window of the first 10 000 results, with facets, answered from this
+//! process's search index (`crate::search`) once it has applied every job change that committed
+//! before the search began, with pages cached per search-cache version (`crate::cache`).
 
-use super::error::{ApiResult, FieldErrors};
+use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{MaybeUser, QueryParams};
 use super::jobs::JobOut;
 use super::openapi::Problem;
 use crate::cache::Lookup;
 use crate::domain::{EmploymentType, search, validate};
 use crate::http::AppState;
-use crate::store::{JobSearch, PostedWithin, SEARCH_WINDOW, SearchSort};
+use crate::store::{Facets, JobSearch, PostedWithin, SEARCH_WINDOW, SearchSort};
 use crate::telemetry::SEARCH_CACHE_REQUESTS_TOTAL;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::time::Duration;
 use utoipa::ToSchema;
 
 #[derive(Serialize, ToSchema)]
@@ -23,10 +26,72 @@ pub struct JobList {
     pub items: Vec<JobOut>,
     pub page: i64,
     pub page_size: i64,
-    /// Matches are counted up to 100 or to the end of this page, whichever is further: `total`
-    /// is exact when `total_exact` is true, and a lower bound otherwise.
+    /// Every match, counted exactly.
     pub total: i64,
+    /// Always true: `total` is exact.
     pub total_exact: bool,
+    /// With `facets=`: the matches per value, over every match of the search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facets: Option<SearchFacets>,
+}
+
+/// The facets asked for, each counted over every match of the search (not the page).
+#[derive(Serialize, ToSchema)]
+pub struct SearchFacets {
+    /// Matches per employment type, every type listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub employment_type: Option<BTreeMap<String, u64>>,
+    /// Matches per `remote` value, `"true"` and `"false"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<BTreeMap<String, u64>>,
+    /// The ten companies with the most matches, then by id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub company: Option<Vec<CompanyFacet>>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CompanyFacet {
+    pub id: i64,
+    pub name: String,
+    pub count: u64,
+}
+
+/// A search waits at most this long for the index to apply the changes it must see.
+const INDEX_WAIT: Duration = Duration::from_secs(1);
+
+/// The most distinct words `q` may have.
+pub const MAX_QUERY_WORDS: usize = 32;
+
+fn facets_out(f: crate::search::FacetCounts) -> SearchFacets {
+    let map =
+        |m: BTreeMap<&'static str, u64>| m.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    SearchFacets {
+        employment_type: f.employment_type.map(map),
+        remote: f.remote.map(map),
+        company: f.company.map(|c| {
+            c.into_iter()
+                .map(|c| CompanyFacet {
+                    id: c.id,
+                    name: c.name,
+                    count: c.count,
+                })
+                .collect()
+        }),
+    }
+}
+
+/// `facets=`: a comma-separated subset of `employment_type`, `remote`, `company`.
+fn parse_facets(value: &str) -> Option<Facets> {
+    let mut f = Facets::default();
+    for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match name {
+            "employment_type" => f.employment_type = true,
+            "remote" => f.remote = true,
+            "company" => f.company = true,
+            _ => return None,
+        }
+    }
+    Some(f)
 }
 
 /// Whether a search page came from the cache (`X-Cache`).
@@ -57,11 +122,13 @@ pub enum SearchOrder {
         ("salary_min" = Option<i64>, Query, minimum = 0, maximum = 1000000000, description = "keeps jobs whose salary_max is at least this, or unknown"),
         ("employment_type" = Option<EmploymentType>, Query),
         ("posted_within_days" = Option<i64>, Query, minimum = 1, maximum = 365, description = "keeps jobs created in the last this many days"),
+        ("facets" = Option<String>, Query, description = "comma-separated: employment_type, remote, company; each counted over every match"),
         ("sort" = Option<SearchOrder>, Query, description = "newest (default): created_at then id, descending; relevance: jobs whose title holds the most distinct words of q first, then newest"),
         ("page" = Option<i64>, Query, minimum = 1, maximum = 10000, description = "from 1; page × page_size at most 10 000 (a search serves its first 10 000 results; past them: 422 naming page)"),
         ("page_size" = Option<i64>, Query, minimum = 1, maximum = 100, description = "default 20")),
     responses((status = 200, body = JobList, headers(("X-Cache" = CacheResult, description = "whether the page came from the search cache"))),
-              (status = 422, body = Problem)))]
+              (status = 422, body = Problem),
+              (status = 503, body = Problem, description = "the search index is behind the newest job change for more than a second; retry after Retry-After")))]
 pub(super) async fn search_jobs(
     State(st): State<AppState>,
     _user: MaybeUser,
@@ -69,6 +136,24 @@ pub(super) async fn search_jobs(
 ) -> ApiResult<Response> {
     let mut errors = FieldErrors::default();
     let terms = q.get("q").map(search::query_terms);
+    if let Some(Some(words)) = &terms
+        && words.len() > MAX_QUERY_WORDS
+    {
+        errors.add(
+            "q",
+            format!("at most {MAX_QUERY_WORDS} distinct words; narrow the search instead"),
+        );
+    }
+    let facets = match q.get("facets") {
+        None => Facets::default(),
+        Some(v) => parse_facets(v).unwrap_or_else(|| {
+            errors.add(
+                "facets",
+                "must be a comma-separated list of employment_type, remote, company",
+            );
+            Facets::default()
+        }),
+    };
     let location = q
         .get("location")
         .map(|l| l.trim().to_lowercase())
@@ -118,6 +203,7 @@ pub(super) async fn search_jobs(
         posted_within,
         sort,
         page,
+        facets,
     };
     // A word too long to be indexed matches nothing, and no stored location holds a NUL (which
     // PostgreSQL could not even compare).
@@ -129,6 +215,9 @@ pub(super) async fn search_jobs(
                 page_size: page.size,
                 total: 0,
                 total_exact: true,
+                facets: facets
+                    .any()
+                    .then(|| facets_out(crate::search::FacetCounts::empty(facets))),
             }),
             "MISS",
         ));
@@ -146,13 +235,23 @@ pub(super) async fn search_jobs(
         Lookup::Unavailable => None,
     };
     metrics::counter!(SEARCH_CACHE_REQUESTS_TOTAL, "result" => "miss").increment(1);
-    let found = st.store.search_jobs(&search).await?;
+    // The index must have applied every job change that committed before this search began.
+    let newest = st.store.newest_job_change().await?;
+    if !st.search.wait_for(newest, INDEX_WAIT).await {
+        return Err(ApiError::index_behind());
+    }
+    let index = st.search.clone();
+    let asked = search.clone();
+    let found = tokio::task::spawn_blocking(move || index.search(&asked))
+        .await
+        .map_err(|e| ApiError::internal(anyhow::anyhow!("a search panicked: {e}")))??;
     let body = render(&JobList {
         items: found.rows.into_iter().map(Into::into).collect(),
         page: page.page,
         page_size: page.size,
         total: found.total,
-        total_exact: found.total_exact,
+        total_exact: true,
+        facets: found.facets.map(facets_out),
     });
     if let Some(version) = version {
         st.cache.store(&version, &key, body.clone()).await;

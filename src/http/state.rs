@@ -6,6 +6,7 @@ use crate::cache::SearchCache;
 use crate::config::Config;
 use crate::queue::Queue;
 use crate::relay::Relay;
+use crate::search::SearchIndex;
 use crate::store::Store;
 use metrics_exporter_prometheus::PrometheusHandle;
 use std::sync::Arc;
@@ -17,6 +18,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub store: Arc<dyn Store>,
     pub cache: Arc<dyn SearchCache>,
+    /// This process's search index, which every search is answered from.
+    pub search: Arc<SearchIndex>,
     pub tokens: Arc<Tokens>,
     pub metrics: PrometheusHandle,
     /// Cancelled when shutdown begins; `/readyz` turns 503 at once.

@@ -8,6 +8,7 @@ use crate::config::{Config, QueueKind, redact_url};
 use crate::http::AppState;
 use crate::queue::{Queue, db::DbQueue, sqs::SqsQueue};
 use crate::relay::Relay;
+use crate::search::{JobFeed, SearchIndex, StoreFeed};
 use crate::store::{self, Store};
 use crate::worker::Worker;
 use anyhow::Context;
@@ -117,6 +118,21 @@ pub async fn build_worker(config: &Config, store: Arc<dyn Store>) -> anyhow::Res
     Ok(Worker::new(config, store, queue, mailer))
 }
 
+/// Opens this process's search index in `SEARCH_INDEX_DIR` (refused, naming the folder and its
+/// holder, when another process holds it) and follows the job-change log into it until `stop`.
+pub fn open_search_index(
+    config: &Config,
+    store: Arc<dyn Store>,
+    stop: CancellationToken,
+) -> anyhow::Result<Arc<SearchIndex>> {
+    let index = Arc::new(SearchIndex::open(&config.search_index_dir)?);
+    tracing::info!(dir = %config.search_index_dir.display(), seq = index.applied(),
+        "search index opened");
+    let feed: Arc<dyn JobFeed> = Arc::new(StoreFeed(store));
+    tokio::spawn(crate::search::follow(index.clone(), feed, stop));
+    Ok(index)
+}
+
 /// Connects to the database (migrating it unless `migrate` is false) and the cache.
 pub async fn app_state(
     config: Config,
@@ -166,6 +182,7 @@ pub async fn app_state(
         // The operator endpoints' view of the queue; the API never receives from it.
         QueueKind::Db => (None, build_queue(&config, store.clone()).await?),
     };
+    let search = open_search_index(&config, store.clone(), stopping.clone())?;
     let tokens = Arc::new(Tokens::from_config(&config));
     let dummy_hash: Arc<str> =
         tokio::task::spawn_blocking(|| auth::hash_password(&uuid::Uuid::new_v4().to_string()))
@@ -175,6 +192,7 @@ pub async fn app_state(
         config: Arc::new(config),
         store,
         cache,
+        search,
         tokens,
         metrics: crate::telemetry::metrics_handle(),
         shutdown,

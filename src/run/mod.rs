@@ -4,7 +4,7 @@ pub mod build;
 
 pub use build::{app_state, build_queue, build_worker, check_worker_queues, open_store, sqs_queue};
 
-use crate::cli::{AdminCommand, Command, DlqCommand, Which};
+use crate::cli::{AdminCommand, Command, DlqCommand, SearchCommand, Which};
 use crate::config::Config;
 use crate::http::{self, bind};
 use crate::queue::Selection;
@@ -34,6 +34,57 @@ pub async fn run(command: Option<Command>, config: Config) -> anyhow::Result<u8>
         }
         Some(Command::Dlq(cmd)) => dlq(config, cmd).await,
         Some(Command::Admin(cmd)) => admin(config, cmd).await,
+        Some(Command::Search(cmd)) => search(config, cmd).await,
+    }
+}
+
+/// `jobboard search status|rebuild`: the index in `SEARCH_INDEX_DIR`.
+async fn search(config: Config, cmd: SearchCommand) -> anyhow::Result<u8> {
+    use crate::search::{JobFeed, SearchIndex, StoreFeed};
+    let dir = config.search_index_dir.clone();
+    let store = open_store(&config, false).await?;
+    let feed = StoreFeed(store);
+    match cmd {
+        SearchCommand::Status => {
+            let newest = feed.newest().await?;
+            match SearchIndex::status(&dir) {
+                Ok(status) => {
+                    let applied = status.applied.unwrap_or(0);
+                    println!(
+                        "search index {}: {} documents, last job change applied {applied}, \
+                         newest in the log {newest}, lag {}",
+                        dir.display(),
+                        status.documents,
+                        (newest - applied).max(0)
+                    );
+                    Ok(0)
+                }
+                Err(e) => {
+                    println!(
+                        "search index {}: none readable ({e:#}); newest job change in the log \
+                         {newest}; it is built at the next start, or by `jobboard search rebuild`",
+                        dir.display()
+                    );
+                    Ok(1)
+                }
+            }
+        }
+        SearchCommand::Rebuild => {
+            let index = match SearchIndex::open(&dir) {
+                Ok(index) => Arc::new(index),
+                Err(e) => {
+                    eprintln!("{e:#}");
+                    return Ok(1);
+                }
+            };
+            let documents = crate::search::rebuild(&index, &feed).await?;
+            let applied = crate::search::catch_up(&index, &feed).await?;
+            println!(
+                "rebuilt the search index {}: {documents} documents, last job change applied {applied}",
+                dir.display()
+            );
+            Ok(0)
+        }
     }
 }
 
@@ -172,18 +223,28 @@ async fn worker(config: Config) -> anyhow::Result<u8> {
     Ok(if clean && listener_ok { 0 } else { 1 })
 }
 
-/// The API's upkeep of its own data (idempotency keys, sign-in failure counters): at start,
-/// then hourly, until `shutdown`. Any API process may run it; the deletes are idempotent.
+/// The API's upkeep of its own data (idempotency keys, sign-in failure counters, the oldest
+/// rows of the job-change log): at start, then hourly, until `shutdown`. Any API process may
+/// run it; the deletes are idempotent.
 async fn api_upkeep(store: Arc<dyn Store>, shutdown: CancellationToken) {
+    use crate::store::upkeep::{JOB_CHANGES_KEPT, trim_job_changes};
     let mut hourly = tokio::time::interval(Duration::from_secs(3600));
     loop {
         tokio::select! {
-            _ = hourly.tick() => match crate::store::upkeep::api_upkeep(&*store).await {
-                Ok((keys, auth_failures)) => tracing::info!(keys, auth_failures,
-                    "deleted {keys} expired idempotency keys, {auth_failures} expired sign-in failure counters"),
-                Err(e) => tracing::warn!(error = format!("{e:#}"),
-                    "deleting expired idempotency keys and sign-in failure counters failed; will try again in an hour"),
-            },
+            _ = hourly.tick() => {
+                match crate::store::upkeep::api_upkeep(&*store).await {
+                    Ok((keys, auth_failures)) => tracing::info!(keys, auth_failures,
+                        "deleted {keys} expired idempotency keys, {auth_failures} expired sign-in failure counters"),
+                    Err(e) => tracing::warn!(error = format!("{e:#}"),
+                        "deleting expired idempotency keys and sign-in failure counters failed; will try again in an hour"),
+                }
+                match trim_job_changes(&*store, JOB_CHANGES_KEPT).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(deleted = n, "trimmed the job-change log to its newest {JOB_CHANGES_KEPT} rows"),
+                    Err(e) => tracing::warn!(error = format!("{e:#}"),
+                        "trimming the job-change log failed; will try again in an hour"),
+                }
+            }
             _ = shutdown.cancelled() => return,
         }
     }

@@ -25,6 +25,7 @@ pub fn command(h: &Harness, args: &[&str], extra: &[(&str, &str)]) -> tokio::pro
         .env("EMAIL_SEND_TIMEOUT_SECS", "1")
         .env("WORKER_CONCURRENCY", "4")
         .env("SHUTDOWN_GRACE_SECS", "10")
+        .env("SEARCH_INDEX_DIR", h.app.search_dir(&args.join("-")))
         .kill_on_drop(true);
     if let Some(q) = &h.sqs {
         cmd.env("QUEUE", "sqs")

@@ -153,6 +153,11 @@ impl TestApp {
             "EMAIL_FILE_DIR".into(),
             dir.path().join("mail").display().to_string(),
         );
+        // Each app has its own search index, as each API process must.
+        vars.insert(
+            "SEARCH_INDEX_DIR".into(),
+            dir.path().join("search").display().to_string(),
+        );
         if cache == CacheKind::Redis {
             vars.insert("REDIS_URL".into(), redis_url());
             vars.insert("REDIS_KEY_PREFIX".into(), format!("{}:", unique("jbt-")));
@@ -181,6 +186,13 @@ impl TestApp {
         let state = jobboard::run::app_state(config, shutdown.clone(), true)
             .await
             .expect("build app");
+        // The app is ready once its search index has caught up with the log (`/readyz`).
+        for _ in 0..600 {
+            if state.search.is_caught_up() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -198,6 +210,16 @@ impl TestApp {
             pg_database,
             _dir: dir,
         }
+    }
+
+    /// A search index folder in this app's temporary folder, for another API process
+    /// started on its database (each needs its own).
+    pub fn search_dir(&self, name: &str) -> String {
+        self._dir
+            .path()
+            .join(format!("search-{name}"))
+            .display()
+            .to_string()
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -18,6 +18,7 @@ mod docs;
 mod errors;
 mod headers;
 mod idempotency;
+mod index;
 mod jobs;
 mod openapi;
 mod ops;

@@ -37,10 +37,15 @@ struct Process {
 impl Process {
     fn spawn(args: &[&str], env: &[(&str, &str)], dir: &Path, name: &str) -> Process {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        let env: Vec<(String, String)> = env
+        let mut env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
+        // Each API process keeps its own search index, across its restarts.
+        if !env.iter().any(|(k, _)| k == "SEARCH_INDEX_DIR") {
+            let search = dir.join(format!("{name}-search")).display().to_string();
+            env.push(("SEARCH_INDEX_DIR".to_string(), search));
+        }
         let log = dir.join(format!("{name}.log"));
         let child = Self::start(&args, &env, &log, 0);
         Process {

@@ -1,5 +1,6 @@
 //! Companies and their members.
 
+use super::joblog::Changed;
 use super::store_impl::push_page;
 use super::{Db, S, sql};
 use crate::domain::Conflict;
@@ -104,6 +105,7 @@ impl S {
                     .execute(&mut *tx)
                     .await?;
             }
+            Self::log_change(&mut tx, Changed::Company(id)).await?;
         }
         Self::commit_with(tx, idem, &row).await?;
         Ok(row)
@@ -124,6 +126,7 @@ impl S {
             .execute(&mut *tx)
             .await
             .map_err(|e| constraint(e, Conflict::CompanyHasJobs))?;
+        Self::log_change(&mut tx, Changed::Company(id)).await?;
         Self::commit_with(tx, idem, &()).await
     }
 

@@ -1,5 +1,8 @@
-//! Jobs; their search is in `search.rs`.
+//! Jobs. Their search is the search index's, which follows the job-change
+//! log; `search_terms` and `title_terms` are still written, so that a release before the index
+//! still finds the jobs after a rollback.
 
+use super::joblog::Changed;
 use super::{D, Db, S, sql};
 use crate::domain::search;
 use crate::store::dialect::{Dialect, job_terms};
@@ -33,6 +36,7 @@ impl S {
             .await?
             .try_get(0)?;
         let row = Self::job_in(&mut *tx, id).await?;
+        Self::log_change(&mut tx, Changed::Job(id)).await?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(row)
     }
@@ -69,25 +73,22 @@ impl S {
             return Ok(None);
         }
         let row = Self::job_in(&mut *tx, id).await?;
+        Self::log_change(&mut tx, Changed::Job(id)).await?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(Some(row))
     }
 
     pub(super) async fn delete_job(&self, id: i64, idem: Idem<'_, ()>) -> StoreResult<()> {
-        self.delete_one(sql::JOB_DELETE, id, idem).await
-    }
-
-    pub(super) async fn search_jobs(&self, s: &JobSearch) -> StoreResult<SearchPage> {
-        if super::search::branches(s).len() > 1 {
-            // Several statements, one snapshot.
-            let mut tx = self.begin_read().await?;
-            let page = super::search::search(&mut tx, s).await?;
-            tx.commit().await?;
-            Ok(page)
-        } else {
-            let mut conn = self.pool.acquire().await?;
-            super::search::search(&mut conn, s).await
+        let mut tx = self.begin_write().await?;
+        let done = sqlx::query(sql::JOB_DELETE)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
         }
+        Self::log_change(&mut tx, Changed::Job(id)).await?;
+        Self::commit_with(tx, idem, &()).await
     }
 }
 

@@ -12,14 +12,11 @@ mod companies;
 mod console;
 mod events;
 mod idempotency;
+mod joblog;
 mod jobs;
-mod search;
 mod sqs_dead_letters;
 mod statements;
 mod store_impl;
-
-#[allow(unused_imports)]
-pub(super) use search::explained as explained_search;
 
 use super::{D, Db, S};
 use crate::store::{ApplicationRow, Idem, JobRow};

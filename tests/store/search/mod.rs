@@ -1,5 +1,6 @@
-//! Search conformance: the bounded search plans (`src/store/sql/search.rs`) give exactly the
-//! pages the contract's rules give, on a corpus made to find their wrong pages.
+//! Search conformance: the search index (`src/search/`), fed through each backend's job-change
+//! log, gives exactly the pages and facets the contract's rules give, on a corpus made to find
+//! wrong pages.
 //!
 //! A seeded corpus of [`JOBS`] jobs (or `JOBBOARD_TEST_SEARCH_JOBS`) goes into each backend (the same jobs, the same ids): a
 //! Zipf-like vocabulary (a few words in most jobs, many words in few), correlated pairs
@@ -7,11 +8,13 @@
 //! only in new jobs or mostly in closed jobs, plurals and irregular plurals, Unicode locations,
 //! ties on `created_at`, creation times spread over 400 days, some jobs exactly on a
 //! `posted_within_days` boundary. Then jobs are closed, reopened, retitled and deleted, and a
-//! company renamed, through the store. Then [`SEARCHES`] seeded searches over every parameter,
-//! several pages each (deep ones too, up to the 10 000-result window), are checked page by page
-//! (ids in order, `total`, `total_exact`) against the reference of `queries.rs`: the contract's rules written
-//! plainly over the corpus in memory. Half of them run before the database has statistics
-//! (`ANALYZE`), half after, since the planner may then choose differently.
+//! company renamed, through the store. The corpus's rows go into the log as they go into the
+//! tables, so each backend's index is built by following its log from the start; a second
+//! index per backend is rebuilt from the tables; both then follow the edits through the log. Then [`SEARCHES`]
+//! seeded searches over every parameter, several pages each (deep ones too, up to the
+//! 10 000-result window), some with facets, are checked page by page (ids in order, `total`,
+//! `total_exact`, facets) against the reference of `queries.rs`: the contract's rules written
+//! plainly over the corpus in memory.
 //!
 //! `search::<backend>::pages_match_the_reference` checks one backend;
 //! `search::both::backends_give_the_same_pages` runs both side by side and compares their pages
@@ -21,6 +24,7 @@ use crate::harness::{TestDb, company, user};
 use chrono::{DateTime, TimeZone, Utc};
 use jobboard::config::DatabaseUrl;
 use jobboard::domain::Role;
+use jobboard::search::{SearchIndex, StoreFeed};
 use jobboard::store::{CompanyFields, JobSearch, Page, Store};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -28,12 +32,13 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 mod corpus;
+mod props;
 mod queries;
 
 use corpus::{COMPANIES, Job, gen_corpus, gen_title};
 use queries::{
-    Answer, Search, fixed_searches, gen_pages, gen_search, reference_matches, reference_page,
-    vocabulary,
+    Answer, Search, fixed_searches, gen_pages, gen_search, reference_facets, reference_matches,
+    reference_page, vocabulary,
 };
 
 crate::each_backend!(with_db: pages_match_the_reference);
@@ -139,6 +144,12 @@ macro_rules! insert_corpus {
                 .execute(&mut *tx)
                 .await
                 .expect("insert the corpus");
+            // The log gets the rows' changes as a job write would add them.
+            let mut log = sqlx::QueryBuilder::<$db>::new("INSERT INTO job_changes (job_id) ");
+            log.push_values(chunk, |mut b, j: &Job| {
+                b.push_bind(j.id);
+            });
+            log.build().execute(&mut *tx).await.expect("log the corpus");
         }
         tx.commit().await.expect("commit the corpus");
     }};
@@ -151,6 +162,9 @@ struct Backend<'a> {
     url: &'a DatabaseUrl,
     /// The backend's id of each company of the corpus.
     company_ids: Vec<i64>,
+    /// Its indexes: one that followed the log from the start, one rebuilt from the tables.
+    indexes: Vec<(&'static str, Arc<SearchIndex>)>,
+    _dirs: Vec<tempfile::TempDir>,
 }
 
 impl Backend<'_> {
@@ -230,25 +244,33 @@ impl Backend<'_> {
         }
     }
 
-    /// Gathers the planner's statistics, as a database in service has them.
-    async fn analyze(&self) {
-        match self.url {
-            DatabaseUrl::Sqlite(url) => {
-                let pool = sqlx::SqlitePool::connect(url).await.expect("open SQLite");
-                sqlx::query("ANALYZE")
-                    .execute(&pool)
+    /// Its two indexes: one follows the whole log from the start, one is rebuilt from the
+    /// tables (then follows the log).
+    async fn index(&mut self) {
+        let feed = StoreFeed(self.store.clone());
+        for (kind, rebuilt) in [("log", false), ("rebuilt", true)] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let index = Arc::new(SearchIndex::open(dir.path()).expect("open the index"));
+            if rebuilt {
+                jobboard::search::rebuild(&index, &feed)
                     .await
-                    .expect("ANALYZE");
-                pool.close().await;
+                    .expect("rebuild the index");
             }
-            DatabaseUrl::Postgres(url) => {
-                let pool = sqlx::PgPool::connect(url).await.expect("open PostgreSQL");
-                sqlx::query("ANALYZE jobs")
-                    .execute(&pool)
-                    .await
-                    .expect("ANALYZE");
-                pool.close().await;
-            }
+            jobboard::search::catch_up(&index, &feed)
+                .await
+                .expect("follow the log");
+            self.indexes.push((kind, index));
+            self._dirs.push(dir);
+        }
+    }
+
+    /// Brings its indexes up to the log's newest change.
+    async fn follow(&self) {
+        let feed = StoreFeed(self.store.clone());
+        for (_, index) in &self.indexes {
+            jobboard::search::catch_up(index, &feed)
+                .await
+                .expect("follow the log");
         }
     }
 
@@ -340,10 +362,15 @@ async fn conform(dbs: &[&TestDb]) {
             store: &db.store,
             url: &db.url,
             company_ids: Vec::new(),
+            indexes: Vec::new(),
+            _dirs: Vec::new(),
         })
         .collect();
     futures::future::join_all(backends.iter_mut().map(|b| b.seed(&jobs, &companies))).await;
+    // The indexes are made from the bulk load, then follow the edits through the log.
+    futures::future::join_all(backends.iter_mut().map(Backend::index)).await;
     edit_through_the_store(&backends, &mut jobs, &mut companies, &mut rng).await;
+    futures::future::join_all(backends.iter().map(Backend::follow)).await;
     let seeded = started.elapsed();
 
     let open = jobs.iter().filter(|j| j.open && !j.deleted).count();
@@ -361,10 +388,15 @@ async fn conform(dbs: &[&TestDb]) {
     let mut mismatches = 0;
     let mut pages_read = 0;
     let mut sizes = [0usize; 4]; // searches with 0, 1–100, 101–1 000 and more matches
+    let indexes: Vec<(String, &Backend<'_>, &Arc<SearchIndex>)> = backends
+        .iter()
+        .flat_map(|b| {
+            b.indexes
+                .iter()
+                .map(move |(kind, index)| (format!("{}/{kind}", b.name), b, index))
+        })
+        .collect();
     for (n, s) in searches.iter().enumerate() {
-        if n == searches.len() / 2 {
-            futures::future::join_all(backends.iter().map(Backend::analyze)).await;
-        }
         let matches = reference_matches(&jobs, &s.search, s.company);
         sizes[match matches.len() {
             0 => 0,
@@ -373,24 +405,46 @@ async fn conform(dbs: &[&TestDb]) {
             _ => 3,
         }] += 1;
         for &(page, size) in &s.pages {
-            let expected = reference_page(&matches, page, size);
+            let mut expected = reference_page(&matches, page, size);
             let asked = |b: &Backend<'_>| JobSearch {
                 page: Page { page, size },
                 ..b.search(s)
             };
-            let got = futures::future::join_all(backends.iter().map(|b| async move {
-                let asked = asked(b);
-                let found =
-                    b.store.search_jobs(&asked).await.unwrap_or_else(|e| {
-                        panic!("{}: search #{n} {asked:?} failed: {e}", b.name)
-                    });
-                Answer {
-                    ids: found.rows.iter().map(|r| r.id).collect(),
-                    total: found.total,
-                    total_exact: found.total_exact,
-                }
-            }))
-            .await;
+            let got: Vec<Answer> = indexes
+                .iter()
+                .map(|(name, b, index)| {
+                    let asked = asked(b);
+                    let found = index
+                        .search(&asked)
+                        .unwrap_or_else(|e| panic!("{name}: search #{n} {asked:?} failed: {e}"));
+                    Answer {
+                        ids: found.rows.iter().map(|r| r.id).collect(),
+                        total: found.total,
+                        total_exact: true,
+                        facets: found.facets.map(|f| {
+                            let mut f = serde_json::to_value(f).expect("facets as JSON");
+                            // Company ids differ by backend: the corpus's index stands for them.
+                            if let Some(list) = f.get_mut("company").and_then(|c| c.as_array_mut())
+                            {
+                                for c in list {
+                                    let id = c["id"].as_i64().expect("an id");
+                                    let at = b.company_ids.iter().position(|x| *x == id);
+                                    c["id"] = serde_json::json!(at);
+                                }
+                            }
+                            f
+                        }),
+                    }
+                })
+                .collect();
+            if s.search.facets.any() {
+                expected.facets = Some(reference_facets(
+                    &jobs,
+                    &matches,
+                    &companies,
+                    s.search.facets,
+                ));
+            }
             pages_read += 1;
             let wrong: Vec<usize> = (0..got.len()).filter(|i| got[*i] != expected).collect();
             let disagree = got.windows(2).any(|w| w[0] != w[1]);
@@ -413,17 +467,23 @@ async fn conform(dbs: &[&TestDb]) {
                 "  expected: total {} exact {} ids {:?}",
                 expected.total, expected.total_exact, expected.ids
             );
-            for (b, g) in backends.iter().zip(&got) {
+            if let Some(f) = &expected.facets {
+                let _ = writeln!(report, "  expected facets: {f}");
+            }
+            for ((name, _, _), g) in indexes.iter().zip(&got) {
                 let verdict = if *g == expected { "right" } else { "WRONG" };
                 let _ = writeln!(
                     report,
-                    "  {:<8} {verdict}: total {} exact {} ids {:?}",
-                    b.name, g.total, g.total_exact, g.ids
+                    "  {name:<16} {verdict}: total {} exact {} ids {:?}",
+                    g.total, g.total_exact, g.ids
                 );
+                if let Some(f) = &g.facets {
+                    let _ = writeln!(report, "  {name:<16} facets: {f}");
+                }
             }
         }
     }
-    let names: Vec<&str> = backends.iter().map(|b| b.name).collect();
+    let names: Vec<&str> = indexes.iter().map(|(name, _, _)| name.as_str()).collect();
     eprintln!(
         "search conformance on {names:?}, seed {seed}: {} jobs ({open} open), seeded in {:.1?}; {} searches \
          ({} with no match, {} with 1–100, {} with 101–1 000, {} with more), {pages_read} \

@@ -3,7 +3,7 @@
 use super::corpus::{COMPANIES, Job, LOCATIONS, MADE_UP, made_up, pick};
 use super::{BOUNDARY_DAYS, fixed_now};
 use jobboard::domain::{EmploymentType, search};
-use jobboard::store::{JobSearch, PostedWithin, SEARCH_COUNT_MIN, SEARCH_WINDOW, SearchSort};
+use jobboard::store::{Facets, JobSearch, PostedWithin, SEARCH_WINDOW, SearchSort};
 use rand::Rng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -201,6 +201,13 @@ pub fn gen_search(rng: &mut StdRng, v: &Vocabulary, jobs: &[Job]) -> Search {
     if rng.gen_bool(0.5) {
         s.sort = SearchSort::Relevance;
     }
+    if rng.gen_bool(0.3) {
+        s.facets = Facets {
+            employment_type: rng.gen_bool(0.6),
+            remote: rng.gen_bool(0.6),
+            company: rng.gen_bool(0.6),
+        };
+    }
     let size = match rng.gen_range(0..4) {
         0 => *[1, 2, 3, 100].choose(rng).unwrap(),
         1 => *[10, 20, 50].choose(rng).unwrap(),
@@ -241,12 +248,14 @@ pub fn gen_pages(rng: &mut StdRng, size: i64, matches: i64) -> Vec<(i64, i64)> {
 // ---------------------------------------------------------------------------------------------
 // The reference: the contract's rules, plainly
 
-/// What a page should be: its ids, `total`, `total_exact`.
+/// What a page should be: its ids, `total`, `total_exact`, and its facets as the API shows
+/// them (companies named by their index in the corpus).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
     pub ids: Vec<i64>,
     pub total: i64,
     pub total_exact: bool,
+    pub facets: Option<serde_json::Value>,
 }
 
 /// Every match of the search, in result order.
@@ -292,10 +301,9 @@ pub fn reference_matches(jobs: &[Job], s: &JobSearch, company: Option<usize>) ->
     found.into_iter().map(|(_, j)| j.id).collect()
 }
 
+/// A page of the matches: every match is counted, exactly.
 pub fn reference_page(matches: &[i64], page: i64, size: i64) -> Answer {
     let offset = (page - 1) * size;
-    let limit = SEARCH_COUNT_MIN.max(offset + size);
-    let n = matches.len() as i64;
     Answer {
         ids: matches
             .iter()
@@ -303,9 +311,56 @@ pub fn reference_page(matches: &[i64], page: i64, size: i64) -> Answer {
             .take(size as usize)
             .copied()
             .collect(),
-        total: n.min(limit),
-        total_exact: n <= limit,
+        total: matches.len() as i64,
+        total_exact: true,
+        facets: None,
     }
+}
+
+/// The facets asked for, counted over every match: each employment type and remote value with
+/// its count (zeros too), and the ten companies with the most matches, then by id (here: by
+/// corpus index, which follows the backends' ids).
+pub fn reference_facets(
+    jobs: &[Job],
+    matches: &[i64],
+    companies: &[String],
+    asked: Facets,
+) -> serde_json::Value {
+    let by_id: BTreeMap<i64, &Job> = jobs.iter().map(|j| (j.id, j)).collect();
+    let found: Vec<&Job> = matches.iter().map(|id| by_id[id]).collect();
+    let mut out = serde_json::Map::new();
+    if asked.employment_type {
+        let counts: serde_json::Map<String, serde_json::Value> = EmploymentType::ALL
+            .iter()
+            .map(|t| {
+                let n = found.iter().filter(|j| j.employment_type == *t).count();
+                (t.as_str().to_string(), serde_json::json!(n))
+            })
+            .collect();
+        out.insert("employment_type".into(), counts.into());
+    }
+    if asked.remote {
+        let n = |r: bool| found.iter().filter(|j| j.remote == r).count();
+        out.insert(
+            "remote".into(),
+            serde_json::json!({"false": n(false), "true": n(true)}),
+        );
+    }
+    if asked.company {
+        let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
+        for j in &found {
+            *counts.entry(j.company).or_default() += 1;
+        }
+        let mut list: Vec<(usize, usize)> = counts.into_iter().collect();
+        list.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let top: Vec<serde_json::Value> = list
+            .into_iter()
+            .take(10)
+            .map(|(c, n)| serde_json::json!({"id": c, "name": companies[c], "count": n}))
+            .collect();
+        out.insert("company".into(), top.into());
+    }
+    out.into()
 }
 
 /// Searches that every run makes, whatever the seed draws: the cases bounded plans get wrong.
@@ -334,6 +389,9 @@ pub fn fixed_searches() -> Vec<Search> {
             ("women people children", 20),
             ("machine learning engineer", 100),
             ("team", 100),
+            // The renamed company's old and new name: its jobs follow the rename.
+            ("hooli", 100),
+            ("nucleus labs", 100),
         ] {
             out.push(words(q, sort, size));
         }
@@ -347,5 +405,15 @@ pub fn fixed_searches() -> Vec<Search> {
     let mut salary = words("hospital", SearchSort::Relevance, 100);
     salary.search.salary_min = Some(250_000);
     out.push(salary);
+    let every = Facets {
+        employment_type: true,
+        remote: true,
+        company: true,
+    };
+    for q in ["", "team", "nucleus"] {
+        let mut facets = words(q, SearchSort::Newest, 20);
+        facets.search.facets = every;
+        out.push(facets);
+    }
     out
 }

@@ -1,0 +1,212 @@
+//! Keeping the index in step with the database: the job-change log applied in order, and the
+//! rebuild from the tables.
+
+use super::SearchIndex;
+use crate::store::{JobChange, JobLogStore, JobRow};
+use crate::telemetry::{SEARCH_INDEX_APPLY_SECONDS, SEARCH_INDEX_LAG};
+use async_trait::async_trait;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Log rows applied in one commit at most.
+const BATCH: i64 = 1000;
+/// Open jobs read per page of a rebuild.
+const REBUILD_PAGE: i64 = 1000;
+/// The follower looks at the log at least this often, nudged or not.
+const TICK: Duration = Duration::from_secs(1);
+
+/// What the index needs from the database: the log and the jobs it names.
+#[async_trait]
+pub trait JobFeed: Send + Sync {
+    /// The newest `seq` in the log (0: empty).
+    async fn newest(&self) -> anyhow::Result<i64>;
+    /// The oldest `seq` still in the log.
+    async fn oldest(&self) -> anyhow::Result<Option<i64>>;
+    /// Up to `limit` log rows after `seq`, in order.
+    async fn changes_after(&self, seq: i64, limit: i64) -> anyhow::Result<Vec<JobChange>>;
+    /// The jobs with these ids that exist, any status.
+    async fn jobs(&self, ids: &[i64]) -> anyhow::Result<Vec<JobRow>>;
+    /// Every job of a company, any status.
+    async fn company_jobs(&self, company_id: i64) -> anyhow::Result<Vec<JobRow>>;
+    /// Up to `limit` open jobs with an id above `after_id`, by id.
+    async fn open_jobs_after(&self, after_id: i64, limit: i64) -> anyhow::Result<Vec<JobRow>>;
+}
+
+/// The feed of a store.
+pub struct StoreFeed<S: ?Sized>(pub Arc<S>);
+
+#[async_trait]
+impl<S: JobLogStore + ?Sized + 'static> JobFeed for StoreFeed<S> {
+    async fn newest(&self) -> anyhow::Result<i64> {
+        Ok(self.0.newest_job_change().await?)
+    }
+    async fn oldest(&self) -> anyhow::Result<Option<i64>> {
+        Ok(self.0.oldest_job_change().await?)
+    }
+    async fn changes_after(&self, seq: i64, limit: i64) -> anyhow::Result<Vec<JobChange>> {
+        Ok(self.0.job_changes_after(seq, limit).await?)
+    }
+    async fn jobs(&self, ids: &[i64]) -> anyhow::Result<Vec<JobRow>> {
+        Ok(self.0.jobs_by_ids(ids).await?)
+    }
+    async fn company_jobs(&self, company_id: i64) -> anyhow::Result<Vec<JobRow>> {
+        Ok(self.0.company_jobs(company_id).await?)
+    }
+    async fn open_jobs_after(&self, after_id: i64, limit: i64) -> anyhow::Result<Vec<JobRow>> {
+        Ok(self.0.open_jobs_after(after_id, limit).await?)
+    }
+}
+
+/// Runs a blocking index write off the async threads.
+async fn blocking<F>(index: &Arc<SearchIndex>, f: F) -> anyhow::Result<()>
+where
+    F: FnOnce(&SearchIndex) -> anyhow::Result<()> + Send + 'static,
+{
+    let index = index.clone();
+    tokio::task::spawn_blocking(move || f(&index))
+        .await
+        .map_err(|e| anyhow::anyhow!("a search index write panicked: {e}"))?
+}
+
+/// Rebuilds the index from the tables: the newest log `seq` first, then every open job, so
+/// that following the log from that `seq` brings in whatever changed during the reading.
+pub async fn rebuild(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::Result<u64> {
+    let started = Instant::now();
+    let from = feed.newest().await?;
+    let mut after = 0;
+    let mut first = true;
+    let mut documents = 0u64;
+    loop {
+        let page = feed.open_jobs_after(after, REBUILD_PAGE).await?;
+        let Some(last) = page.last() else { break };
+        after = last.id;
+        documents += page.len() as u64;
+        let clear = std::mem::take(&mut first);
+        blocking(index, move |i| i.apply(&[], &page, -1, clear)).await?;
+    }
+    let clear = first;
+    blocking(index, move |i| i.apply(&[], &[], from, clear)).await?;
+    index.stale.store(false, Ordering::SeqCst);
+    tracing::info!(documents, seq = from, elapsed = ?started.elapsed(), dir = %index.dir().display(),
+        "search index rebuilt from the database");
+    Ok(documents)
+}
+
+/// Applies the log after the index's last `seq` until none is left; returns the newest `seq`
+/// applied.
+pub async fn catch_up(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::Result<i64> {
+    loop {
+        let from = index.applied();
+        let changes = feed.changes_after(from, BATCH).await?;
+        let Some(last) = changes.last().map(|c| c.seq) else {
+            return Ok(from);
+        };
+        let started = Instant::now();
+        let mut touched: BTreeSet<i64> = BTreeSet::new();
+        let mut companies: BTreeSet<i64> = BTreeSet::new();
+        for c in &changes {
+            touched.extend(c.job_id);
+            companies.extend(c.company_id);
+        }
+        let ids: Vec<i64> = touched.iter().copied().collect();
+        let mut rows: BTreeMap<i64, JobRow> = feed
+            .jobs(&ids)
+            .await?
+            .into_iter()
+            .map(|r| (r.id, r))
+            .collect();
+        for company in companies {
+            for row in feed.company_jobs(company).await? {
+                touched.insert(row.id);
+                rows.insert(row.id, row);
+            }
+        }
+        let touched: Vec<i64> = touched.into_iter().collect();
+        let rows: Vec<JobRow> = rows.into_values().collect();
+        blocking(index, move |i| i.apply(&touched, &rows, last, false)).await?;
+        metrics::histogram!(SEARCH_INDEX_APPLY_SECONDS).record(started.elapsed().as_secs_f64());
+    }
+}
+
+/// Whether the index must be rebuilt before it follows the log: marked so, the log no longer
+/// reaches back to the index's last `seq`, or the index has applied changes the log does not
+/// have (the folder was kept while the database was replaced or restored from a backup).
+async fn needs_rebuild(index: &SearchIndex, feed: &dyn JobFeed) -> anyhow::Result<bool> {
+    if index.stale.load(Ordering::SeqCst) {
+        return Ok(true);
+    }
+    let applied = index.applied();
+    let newest = feed.newest().await?;
+    if applied > newest {
+        tracing::warn!(
+            applied,
+            newest,
+            "the search index has applied job changes the database's log does not have; rebuilding it"
+        );
+        return Ok(true);
+    }
+    Ok(match feed.oldest().await? {
+        Some(oldest) => oldest > applied + 1 && newest > applied,
+        None => false,
+    })
+}
+
+/// One round: rebuild if needed, apply the log, report the lag.
+async fn round(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::Result<()> {
+    if needs_rebuild(index, feed).await? {
+        rebuild(index, feed).await?;
+    }
+    let applied = catch_up(index, feed).await?;
+    let newest = feed.newest().await?;
+    metrics::gauge!(SEARCH_INDEX_LAG).set((newest - applied).max(0) as f64);
+    Ok(())
+}
+
+/// Follows the log into the index until `stop`: a round at start (the index is caught up, for
+/// `/readyz`, once it has applied what the log held then), then one per nudge or [`TICK`].
+pub async fn follow(index: Arc<SearchIndex>, feed: Arc<dyn JobFeed>, stop: CancellationToken) {
+    let mut failing = false;
+    loop {
+        match round(&index, &*feed).await {
+            Ok(()) => {
+                if failing {
+                    tracing::info!("the search index follows the job-change log again");
+                    failing = false;
+                }
+                if !index.caught_up.swap(true, Ordering::SeqCst) {
+                    tracing::info!(
+                        seq = index.applied(),
+                        documents = index.documents(),
+                        "the search index has caught up with the job-change log"
+                    );
+                }
+            }
+            Err(e) => {
+                // The lag still grows while the index cannot follow: the alert reads it.
+                match feed.newest().await {
+                    Ok(newest) => metrics::gauge!(SEARCH_INDEX_LAG)
+                        .set((newest - index.applied()).max(0) as f64),
+                    Err(e) => tracing::debug!(
+                        error = format!("{e:#}"),
+                        "reading the newest job change failed"
+                    ),
+                }
+                if !failing {
+                    tracing::error!(
+                        error = format!("{e:#}"),
+                        "applying the job-change log to the search index failed; retrying every second"
+                    );
+                }
+                failing = true;
+            }
+        }
+        tokio::select! {
+            _ = index.nudge.notified() => {}
+            _ = tokio::time::sleep(TICK) => {}
+            _ = stop.cancelled() => return,
+        }
+    }
+}

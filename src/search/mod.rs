@@ -1,0 +1,359 @@
+//! The search index: a tantivy index of the open jobs, beside the database, in
+//! `SEARCH_INDEX_DIR`. Every process that serves the API keeps its own and follows the
+//! job-change log into it ([`follow`]): each batch of log rows is applied by re-reading the jobs
+//! they name, and committed with the last `seq` applied as the commit's payload, so a restart
+//! resumes where it stopped. An index that is missing, unreadable, of another schema version,
+//! or older than the log reaches back, is rebuilt from the tables.
+//!
+//! A search first waits until this process's index has applied the newest log row that
+//! committed before it started ([`SearchIndex::wait_for`]), so it never answers from a state
+//! before a write whose response was received, whatever the number of API processes.
+//!
+//! The directory is held by one process at a time: a lock file (`holder.lock`, with the
+//! holder's pid in `holder.pid`) refuses a second one.
+
+mod follow;
+mod query;
+mod schema;
+
+pub use follow::{JobFeed, StoreFeed, catch_up, follow, rebuild};
+pub use schema::SCHEMA_VERSION;
+
+use crate::store::{JobRow, JobSearch};
+use anyhow::Context;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tantivy::directory::{DirectoryLock, Lock, MmapDirectory, error::LockError};
+use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
+use tokio::sync::{Notify, watch};
+
+/// The index's memory for documents not yet written out.
+const WRITER_MEMORY: usize = 32 * 1024 * 1024;
+
+/// What the commit payload records.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Payload {
+    schema: u32,
+    seq: i64,
+}
+
+/// This process's search index.
+pub struct SearchIndex {
+    dir: PathBuf,
+    fields: schema::Fields,
+    reader: IndexReader,
+    writer: Mutex<IndexWriter>,
+    /// The last log `seq` whose changes searches see.
+    applied: watch::Sender<i64>,
+    /// Wakes the follower before its next tick.
+    nudge: Notify,
+    /// Set once the index has applied the log as it was at start.
+    caught_up: AtomicBool,
+    /// Set when the index must be rebuilt from the tables before following the log.
+    stale: AtomicBool,
+    _lock: DirectoryLock,
+}
+
+/// One page of a search, and what it counted.
+#[derive(Debug)]
+pub struct Found {
+    pub rows: Vec<JobRow>,
+    /// Every match, exactly.
+    pub total: i64,
+    pub facets: Option<FacetCounts>,
+}
+
+/// The facets a search asked for, counted over every match.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct FacetCounts {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub employment_type: Option<BTreeMap<&'static str, u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<BTreeMap<&'static str, u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub company: Option<Vec<CompanyCount>>,
+}
+
+impl FacetCounts {
+    /// The facets `asked` with no match at all.
+    pub fn empty(asked: crate::store::Facets) -> FacetCounts {
+        query::facet_counts(asked, &query::FacetCounts::default(), |_| Ok(String::new()))
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct CompanyCount {
+    pub id: i64,
+    pub name: String,
+    pub count: u64,
+}
+
+/// What `jobboard search status` shows of an index.
+#[derive(Debug)]
+pub struct IndexStatus {
+    pub documents: u64,
+    /// The last log `seq` applied (none: the index has never been committed).
+    pub applied: Option<i64>,
+    pub schema: Option<u32>,
+}
+
+fn holder_pid(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("holder.pid"))
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+fn register(index: &Index) {
+    index
+        .tokenizers()
+        .register(schema::TOKENIZER, schema::analyzer());
+}
+
+fn payload(index: &Index) -> Option<Payload> {
+    let metas = index.load_metas().ok()?;
+    serde_json::from_str(metas.payload.as_deref()?).ok()
+}
+
+impl SearchIndex {
+    /// Opens (creating it if needed) the index in `dir`, holding the directory for this process.
+    /// Refused when another process holds it. An index that cannot be used as it is (missing,
+    /// unreadable, another schema) is started afresh and marked for a rebuild.
+    pub fn open(dir: &Path) -> anyhow::Result<SearchIndex> {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!(
+                "SEARCH_INDEX_DIR: cannot create the search index folder {}",
+                dir.display()
+            )
+        })?;
+        let root = MmapDirectory::open(dir).with_context(|| {
+            format!(
+                "SEARCH_INDEX_DIR: cannot open the search index folder {}",
+                dir.display()
+            )
+        })?;
+        let lock = match root.acquire_lock(&Lock {
+            filepath: PathBuf::from("holder.lock"),
+            is_blocking: false,
+        }) {
+            Ok(lock) => lock,
+            Err(LockError::LockBusy) => anyhow::bail!(
+                "SEARCH_INDEX_DIR: the search index {} is held by another running process \
+                 (pid {}); every process that serves the API needs a folder of its own",
+                dir.display(),
+                holder_pid(dir)
+            ),
+            Err(e) => {
+                return Err(anyhow::Error::new(e)).with_context(|| {
+                    format!(
+                        "SEARCH_INDEX_DIR: cannot lock the search index {}",
+                        dir.display()
+                    )
+                });
+            }
+        };
+        std::fs::write(dir.join("holder.pid"), std::process::id().to_string())
+            .with_context(|| format!("SEARCH_INDEX_DIR: cannot write to {}", dir.display()))?;
+
+        let (schema, fields) = schema::schema();
+        let path = dir.join("index");
+        let existing = Index::open_in_dir(&path).ok().filter(|index| {
+            index.schema() == schema
+                && payload(index).is_some_and(|p| p.schema == schema::SCHEMA_VERSION)
+        });
+        let (index, stale) = match existing {
+            Some(index) => (index, false),
+            None => {
+                if path.exists() {
+                    tracing::warn!(dir = %path.display(),
+                        "the search index is missing, unreadable or of another version; rebuilding it from the database");
+                    std::fs::remove_dir_all(&path).with_context(|| {
+                        format!("removing the old search index {}", path.display())
+                    })?;
+                }
+                std::fs::create_dir_all(&path)
+                    .with_context(|| format!("creating the search index {}", path.display()))?;
+                let index = Index::create_in_dir(&path, schema)
+                    .with_context(|| format!("creating the search index {}", path.display()))?;
+                (index, true)
+            }
+        };
+        register(&index);
+        let applied = payload(&index).map_or(0, |p| p.seq);
+        let writer = index
+            .writer_with_num_threads(1, WRITER_MEMORY)
+            .context("opening the search index's writer")?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .context("opening the search index's reader")?;
+        Ok(SearchIndex {
+            dir: dir.to_path_buf(),
+            fields,
+            reader,
+            writer: Mutex::new(writer),
+            applied: watch::Sender::new(applied),
+            nudge: Notify::new(),
+            caught_up: AtomicBool::new(false),
+            stale: AtomicBool::new(stale),
+            _lock: lock,
+        })
+    }
+
+    /// What the index in `dir` holds, read without taking the directory (a running process
+    /// may hold it).
+    pub fn status(dir: &Path) -> anyhow::Result<IndexStatus> {
+        let path = dir.join("index");
+        let index = Index::open_in_dir(&path)
+            .with_context(|| format!("no readable search index in {}", dir.display()))?;
+        register(&index);
+        let reader: IndexReader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        let p = payload(&index);
+        Ok(IndexStatus {
+            documents: reader.searcher().num_docs(),
+            applied: p.as_ref().map(|p| p.seq),
+            schema: p.map(|p| p.schema),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The last log `seq` searches see.
+    pub fn applied(&self) -> i64 {
+        *self.applied.borrow()
+    }
+
+    /// How many open jobs the index holds.
+    pub fn documents(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// Whether the index has applied the log as it was at start (`/readyz`).
+    pub fn is_caught_up(&self) -> bool {
+        self.caught_up.load(Ordering::SeqCst)
+    }
+
+    /// Marks the index for a rebuild from the tables before it follows the log again.
+    pub fn mark_stale(&self) {
+        self.stale.store(true, Ordering::SeqCst);
+    }
+
+    /// Wakes the follower now.
+    pub fn nudge(&self) {
+        self.nudge.notify_one();
+    }
+
+    /// Waits (at most `timeout`) until searches see every log row up to `seq`; false if they
+    /// do not by then.
+    pub async fn wait_for(&self, seq: i64, timeout: Duration) -> bool {
+        if self.applied() >= seq {
+            return true;
+        }
+        self.nudge();
+        let mut rx = self.applied.subscribe();
+        matches!(
+            tokio::time::timeout(timeout, rx.wait_for(|applied| *applied >= seq)).await,
+            Ok(Ok(_))
+        )
+    }
+
+    /// Replaces the documents of `touched` jobs by those of `rows` that are open, and commits
+    /// with `seq` as the last change applied. Blocking (it writes files).
+    fn apply(&self, touched: &[i64], rows: &[JobRow], seq: i64, clear: bool) -> anyhow::Result<()> {
+        let mut writer = self
+            .writer
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the search index's writer was poisoned by a panic"))?;
+        if clear {
+            writer
+                .delete_all_documents()
+                .context("clearing the search index")?;
+        }
+        for id in touched {
+            writer.delete_term(self.fields.id_term(*id));
+        }
+        for row in rows
+            .iter()
+            .filter(|r| r.status == crate::domain::JobStatus::Open)
+        {
+            writer
+                .add_document(self.fields.document(row)?)
+                .with_context(|| format!("indexing job {}", row.id))?;
+        }
+        if seq >= 0 {
+            let mut commit = writer
+                .prepare_commit()
+                .context("preparing the search index's commit")?;
+            commit.set_payload(&serde_json::to_string(&Payload {
+                schema: schema::SCHEMA_VERSION,
+                seq,
+            })?);
+            commit.commit().context("committing the search index")?;
+            self.reader
+                .reload()
+                .context("reloading the search index's reader")?;
+            self.applied.send_replace(seq);
+        }
+        Ok(())
+    }
+
+    /// One page of `s`, with every match counted and the facets it asks for. Blocking.
+    pub fn search(&self, s: &JobSearch) -> anyhow::Result<Found> {
+        let searcher = self.reader.searcher();
+        let query = query::build(&searcher, &self.fields, s)?;
+        let offset = usize::try_from(s.page.offset()).unwrap_or(usize::MAX);
+        let size = usize::try_from(s.page.size).unwrap_or(0);
+        let title_terms = if s.by_relevance() {
+            s.terms
+                .iter()
+                .map(|t| tantivy::Term::from_field_text(self.fields.title, t))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let collected = searcher
+            .search(
+                &*query,
+                &query::JobCollector {
+                    keep: offset.saturating_add(size),
+                    title_terms,
+                    facets: s.facets,
+                },
+            )
+            .context("searching the index")?;
+        let mut rows = Vec::new();
+        for address in collected.best.iter().skip(offset) {
+            let doc: TantivyDocument = searcher.doc(*address).context("reading a found job")?;
+            rows.push(self.fields.job(&doc)?);
+        }
+        let facets = if s.facets.any() {
+            Some(query::facet_counts(
+                s.facets,
+                &collected.facets,
+                |address| {
+                    let doc: TantivyDocument =
+                        searcher.doc(address).context("reading a company's name")?;
+                    Ok(self.fields.job(&doc)?.company_name)
+                },
+            )?)
+        } else {
+            None
+        };
+        Ok(Found {
+            rows,
+            total: collected.total as i64,
+            facets,
+        })
+    }
+}
