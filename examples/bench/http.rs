@@ -1324,7 +1324,7 @@ impl<'a> Bench<'a> {
     }
 
     /// Sends the searches one at a time without load, to show what they find and how long one
-    /// takes; on PostgreSQL, keeps the plans (`EXPLAIN (ANALYZE, BUFFERS)`) of the two slowest.
+    /// takes.
     async fn sample(
         &mut self,
         section: &mut Section,
@@ -1367,44 +1367,8 @@ impl<'a> Bench<'a> {
             common::fmt_ms(found[0].0),
             found[0].3
         ));
-        let mut plans = Vec::new();
-        if let Some(db) = &self.db {
-            match jobboard::store::PgStore::connect(&db.url, 1).await {
-                Ok(store) => {
-                    for (ms, total, _, path, search) in found.iter().take(2) {
-                        match store.explain_search(search).await {
-                            Ok(statements) => {
-                                // The statement of the search's first branch as it runs first
-                                // (the walk of the newest-first index, when there are words),
-                                // then the same through the full-text index, then the narrow
-                                // read of its company or town, if it has one.
-                                let labels = if statements.len() >= 2 {
-                                    ["walk", "full-text index", "narrow read", "narrow read"]
-                                } else {
-                                    ["statement"; 4]
-                                };
-                                let text = statements
-                                    .iter()
-                                    .zip(labels)
-                                    .map(|(plan, label)| format!("-- {label}\n{plan}"))
-                                    .collect::<Vec<_>>()
-                                    .join("\n");
-                                self.plans.push(format!(
-                                    "{name}: {path} ({} ms without load, total {total})\n{text}",
-                                    common::fmt_ms(*ms)
-                                ));
-                                plans.push(
-                                    json!({"path": path, "ms": ms, "statements": statements}),
-                                );
-                            }
-                            Err(e) => common::record_failure(section, "EXPLAIN", &e),
-                        }
-                    }
-                    store.pool().close().await;
-                }
-                Err(e) => common::record_failure(section, "EXPLAIN", &e),
-            }
-        }
+        // The search index answers every search: there is no SQL plan to keep.
+        let plans: Vec<serde_json::Value> = Vec::new();
         section.json[format!("{name}_sample")] = json!({
             "latency_ms": found.iter().map(|f| f.0).collect::<Vec<_>>(),
             "totals": totals,

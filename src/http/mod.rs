@@ -180,7 +180,12 @@ async fn record_metrics(req: Request, next: Next) -> Response {
 
 /// Any error the framework or a layer produced without a problem body gets one.
 async fn problem_fallback(req: Request, next: Next) -> Response {
+    // `/readyz` answers 503 with its checks, which say what is not ready.
+    let readiness = req.uri().path() == "/readyz";
     let res = next.run(req).await;
+    if readiness {
+        return res;
+    }
     let status = res.status();
     let is_problem = res
         .headers()

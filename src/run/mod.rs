@@ -196,18 +196,28 @@ async fn worker(config: Config) -> anyhow::Result<u8> {
     Ok(if clean { 0 } else { 1 })
 }
 
-/// The API's upkeep of its own data (idempotency keys, sign-in failure counters): at start,
-/// then hourly, until `shutdown`. Any API process may run it; the deletes are idempotent.
+/// The API's upkeep of its own data (idempotency keys, sign-in failure counters, the oldest
+/// rows of the job-change log): at start, then hourly, until `shutdown`. Any API process may
+/// run it; the deletes are idempotent.
 async fn api_upkeep(store: Arc<dyn Store>, shutdown: CancellationToken) {
+    use crate::store::upkeep::{JOB_CHANGES_KEPT, trim_job_changes};
     let mut hourly = tokio::time::interval(Duration::from_secs(3600));
     loop {
         tokio::select! {
-            _ = hourly.tick() => match crate::store::upkeep::api_upkeep(&*store).await {
-                Ok((keys, auth_failures)) => tracing::info!(keys, auth_failures,
-                    "deleted {keys} expired idempotency keys, {auth_failures} expired sign-in failure counters"),
-                Err(e) => tracing::warn!(error = format!("{e:#}"),
-                    "deleting expired idempotency keys and sign-in failure counters failed; will try again in an hour"),
-            },
+            _ = hourly.tick() => {
+                match crate::store::upkeep::api_upkeep(&*store).await {
+                    Ok((keys, auth_failures)) => tracing::info!(keys, auth_failures,
+                        "deleted {keys} expired idempotency keys, {auth_failures} expired sign-in failure counters"),
+                    Err(e) => tracing::warn!(error = format!("{e:#}"),
+                        "deleting expired idempotency keys and sign-in failure counters failed; will try again in an hour"),
+                }
+                match trim_job_changes(&*store, JOB_CHANGES_KEPT).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(deleted = n, "trimmed the job-change log to its newest {JOB_CHANGES_KEPT} rows"),
+                    Err(e) => tracing::warn!(error = format!("{e:#}"),
+                        "trimming the job-change log failed; will try again in an hour"),
+                }
+            }
             _ = shutdown.cancelled() => return,
         }
     }

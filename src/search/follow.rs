@@ -131,15 +131,25 @@ pub async fn catch_up(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::R
     }
 }
 
-/// Whether the index must be rebuilt before it follows the log: marked so, or the log no
-/// longer reaches back to the index's last `seq`.
+/// Whether the index must be rebuilt before it follows the log: marked so, the log no longer
+/// reaches back to the index's last `seq`, or the index has applied changes the log does not
+/// have (the folder was kept while the database was replaced or restored from a backup).
 async fn needs_rebuild(index: &SearchIndex, feed: &dyn JobFeed) -> anyhow::Result<bool> {
     if index.stale.load(Ordering::SeqCst) {
         return Ok(true);
     }
     let applied = index.applied();
+    let newest = feed.newest().await?;
+    if applied > newest {
+        tracing::warn!(
+            applied,
+            newest,
+            "the search index has applied job changes the database's log does not have; rebuilding it"
+        );
+        return Ok(true);
+    }
     Ok(match feed.oldest().await? {
-        Some(oldest) => oldest > applied + 1 && feed.newest().await? > applied,
+        Some(oldest) => oldest > applied + 1 && newest > applied,
         None => false,
     })
 }
@@ -175,6 +185,15 @@ pub async fn follow(index: Arc<SearchIndex>, feed: Arc<dyn JobFeed>, stop: Cance
                 }
             }
             Err(e) => {
+                // The lag still grows while the index cannot follow: the alert reads it.
+                match feed.newest().await {
+                    Ok(newest) => metrics::gauge!(SEARCH_INDEX_LAG)
+                        .set((newest - index.applied()).max(0) as f64),
+                    Err(e) => tracing::debug!(
+                        error = format!("{e:#}"),
+                        "reading the newest job change failed"
+                    ),
+                }
                 if !failing {
                     tracing::error!(
                         error = format!("{e:#}"),

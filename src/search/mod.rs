@@ -19,7 +19,6 @@ mod schema;
 pub use follow::{JobFeed, StoreFeed, catch_up, follow, rebuild};
 pub use schema::SCHEMA_VERSION;
 
-use crate::domain::EmploymentType;
 use crate::store::{JobRow, JobSearch};
 use anyhow::Context;
 use std::collections::BTreeMap;
@@ -81,7 +80,7 @@ pub struct FacetCounts {
 impl FacetCounts {
     /// The facets `asked` with no match at all.
     pub fn empty(asked: crate::store::Facets) -> FacetCounts {
-        facet_counts(asked, &query::FacetCounts::default(), |_| Ok(String::new()))
+        query::facet_counts(asked, &query::FacetCounts::default(), |_| Ok(String::new()))
             .unwrap_or_default()
     }
 }
@@ -107,7 +106,7 @@ fn holder_pid(dir: &Path) -> String {
         .map(|s| s.trim().to_string())
         .ok()
         .filter(|s| !s.is_empty())
-        .map_or_else(|| "unknown".to_string(), |pid| pid)
+        .unwrap_or_else(|| "unknown".to_string())
 }
 
 fn register(index: &Index) {
@@ -339,11 +338,15 @@ impl SearchIndex {
             rows.push(self.fields.job(&doc)?);
         }
         let facets = if s.facets.any() {
-            Some(facet_counts(s.facets, &collected.facets, |address| {
-                let doc: TantivyDocument =
-                    searcher.doc(address).context("reading a company's name")?;
-                Ok(self.fields.job(&doc)?.company_name)
-            })?)
+            Some(query::facet_counts(
+                s.facets,
+                &collected.facets,
+                |address| {
+                    let doc: TantivyDocument =
+                        searcher.doc(address).context("reading a company's name")?;
+                    Ok(self.fields.job(&doc)?.company_name)
+                },
+            )?)
         } else {
             None
         };
@@ -353,49 +356,4 @@ impl SearchIndex {
             facets,
         })
     }
-}
-
-/// The facets `asked`, from what the collector counted; `name` reads a company's name from one
-/// of its documents.
-fn facet_counts(
-    asked: crate::store::Facets,
-    counted: &query::FacetCounts,
-    name: impl Fn(tantivy::DocAddress) -> anyhow::Result<String>,
-) -> anyhow::Result<FacetCounts> {
-    let mut out = FacetCounts::default();
-    if asked.employment_type {
-        out.employment_type = Some(
-            EmploymentType::ALL
-                .iter()
-                .map(|t| {
-                    let code = schema::employment_code(*t) as usize;
-                    (t.as_str(), counted.employment_type[code])
-                })
-                .collect(),
-        );
-    }
-    if asked.remote {
-        out.remote = Some(BTreeMap::from([
-            ("false", counted.remote[0]),
-            ("true", counted.remote[1]),
-        ]));
-    }
-    if asked.company {
-        let mut companies: Vec<(u64, u64, tantivy::DocAddress)> = counted
-            .company
-            .iter()
-            .map(|(id, (n, doc))| (*id, *n, *doc))
-            .collect();
-        companies.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let mut top = Vec::new();
-        for (id, count, address) in companies.into_iter().take(10) {
-            top.push(CompanyCount {
-                id: id as i64,
-                name: name(address)?,
-                count,
-            });
-        }
-        out.company = Some(top);
-    }
-    Ok(out)
 }

@@ -5,7 +5,7 @@ use super::schema::{Fields, micros};
 use crate::domain::EmploymentType;
 use crate::store::{Facets, JobSearch};
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::ops::Bound;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::Column;
@@ -274,4 +274,49 @@ impl SegmentCollector for JobSegmentCollector {
         let keys = self.heap.into_iter().map(|Reverse(k)| k).collect();
         (self.out, keys)
     }
+}
+
+/// The facets `asked`, from what the collector counted; `name` reads a company's name from one
+/// of its documents.
+pub fn facet_counts(
+    asked: crate::store::Facets,
+    counted: &FacetCounts,
+    name: impl Fn(tantivy::DocAddress) -> anyhow::Result<String>,
+) -> anyhow::Result<super::FacetCounts> {
+    let mut out = super::FacetCounts::default();
+    if asked.employment_type {
+        out.employment_type = Some(
+            EmploymentType::ALL
+                .iter()
+                .map(|t| {
+                    let code = super::schema::employment_code(*t) as usize;
+                    (t.as_str(), counted.employment_type[code])
+                })
+                .collect(),
+        );
+    }
+    if asked.remote {
+        out.remote = Some(BTreeMap::from([
+            ("false", counted.remote[0]),
+            ("true", counted.remote[1]),
+        ]));
+    }
+    if asked.company {
+        let mut companies: Vec<(u64, u64, tantivy::DocAddress)> = counted
+            .company
+            .iter()
+            .map(|(id, (n, doc))| (*id, *n, *doc))
+            .collect();
+        companies.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut top = Vec::new();
+        for (id, count, address) in companies.into_iter().take(10) {
+            top.push(super::CompanyCount {
+                id: id as i64,
+                name: name(address)?,
+                count,
+            });
+        }
+        out.company = Some(top);
+    }
+    Ok(out)
 }

@@ -219,15 +219,17 @@ mod tests {
     #[test]
     fn the_tokenizer_is_the_word_rule() {
         let text = "Senior Rust-Engineers (C++/Node.js) WOMEN ünïcode";
-        let mut a = analyzer();
-        let mut stream = a.token_stream(text);
-        let mut got = Vec::new();
-        while let Some(t) = stream.next() {
-            got.push(t.text.clone());
-        }
-        assert_eq!(got, words(text).collect::<Vec<_>>());
+        let tokens = |text: &str| {
+            let mut a = analyzer();
+            let mut stream = a.token_stream(text);
+            let mut got = Vec::new();
+            while let Some(t) = stream.next() {
+                got.push(t.text.clone());
+            }
+            got
+        };
+        assert_eq!(tokens(text), words(text).collect::<Vec<_>>());
         let long = "x".repeat(MAX_TERM_CHARS + 1);
-        let mut stream = a.token_stream(&long);
-        assert!(stream.next().is_none(), "a word too long is not indexed");
+        assert!(tokens(&long).is_empty(), "a word too long is not indexed");
     }
 }

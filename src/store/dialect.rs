@@ -19,25 +19,12 @@ pub(super) trait Dialect {
     const NOW_MS: &'static str;
     /// The backend's name, as `Store::backend` reports it.
     const NAME: &'static str;
-    /// The newest-first order of a search's matches (`id`, and `created_at` where they carry it).
-    const SEARCH_ORDER: &'static str;
     /// Taken in a job insert's transaction before it reads the newest job's creation time, so
     /// that inserts take turns (none where the transaction already holds the write lock).
     const JOB_INSERT_LOCK: Option<&'static str>;
     /// Taken just before a job-change log row is inserted and held to the commit, so that the
     /// log's rows commit in `seq` order (none where the transaction holds the write lock).
     const JOB_LOG_LOCK: Option<&'static str>;
-    /// Pushes `<haystack contains needle>` (a condition, no `AND`); `haystack` is SQL.
-    fn push_contains_expr(
-        qb: &mut sqlx::QueryBuilder<'_, Self::Db>,
-        haystack: &str,
-        needle: String,
-    );
-    /// Adds `AND <column contains needle>`; `column` is SQL.
-    fn push_contains(qb: &mut sqlx::QueryBuilder<'_, Self::Db>, column: &str, needle: String) {
-        qb.push(" AND ");
-        Self::push_contains_expr(qb, column, needle);
-    }
 }
 
 /// Maps a constraint violation to the given conflict; anything else stays an error.

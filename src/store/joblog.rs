@@ -29,4 +29,6 @@ pub trait JobLogStore: Send + Sync {
     async fn company_jobs(&self, company_id: i64) -> StoreResult<Vec<JobRow>>;
     /// Up to `limit` open jobs with an id above `after_id`, by id: a rebuild's pages.
     async fn open_jobs_after(&self, after_id: i64, limit: i64) -> StoreResult<Vec<JobRow>>;
+    /// Deletes up to `limit` of the oldest rows with a `seq` at most `upto`.
+    async fn delete_job_changes_upto(&self, upto: i64, limit: i64) -> StoreResult<u64>;
 }

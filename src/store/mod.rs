@@ -226,32 +226,14 @@ impl SearchSort {
     }
 }
 
-/// A search counts its matches up to this many, or to the end of the page asked for if that is
-/// further: an exact count of a broad search would read every matching row.
-pub const SEARCH_COUNT_MIN: i64 = 100;
-
 /// A search serves its first this many results; a page that ends past them is refused.
 pub const SEARCH_WINDOW: i64 = 10_000;
 
 impl JobSearch {
-    /// How many matches the count reads at most: `SEARCH_COUNT_MIN`, or the end of the page.
-    pub fn count_limit(&self) -> i64 {
-        SEARCH_COUNT_MIN.max(self.page.offset().saturating_add(self.page.size))
-    }
-
     /// Whether results are ordered by title relevance (asked for, and there are words).
     pub fn by_relevance(&self) -> bool {
         self.sort == SearchSort::Relevance && !self.terms.is_empty()
     }
-}
-
-/// One page of a search.
-#[derive(Debug, Clone)]
-pub struct SearchPage {
-    pub rows: Vec<JobRow>,
-    /// The number of matches, exact when `total_exact`; otherwise at least this many match.
-    pub total: i64,
-    pub total_exact: bool,
 }
 
 /// A page of a list: `page` from 1, `size` 1–100.
@@ -474,9 +456,6 @@ pub trait Store:
     ) -> StoreResult<Option<JobRow>>;
     /// Deletes the job with its applications and their history.
     async fn delete_job(&self, id: i64, idem: Idem<'_, ()>) -> StoreResult<()>;
-    /// Open jobs matching every filter, newest first, and how many match, counted up to
-    /// [`JobSearch::count_limit`].
-    async fn search_jobs(&self, search: &JobSearch) -> StoreResult<SearchPage>;
 
     // Applications
     /// `Conflict(AlreadyApplied)` from the unique constraint, `Conflict(JobClosed)`.

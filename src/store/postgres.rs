@@ -1,4 +1,4 @@
-//! PostgreSQL: row locks with `FOR UPDATE`, full-text search on a GIN-indexed tsvector.
+//! PostgreSQL: row locks with `FOR UPDATE`, advisory locks where writes must take turns.
 
 use super::dialect::Dialect;
 use sqlx::postgres::{PgPool, PgPoolOptions, Postgres};
@@ -26,23 +26,6 @@ impl PgStore {
         &self.pool
     }
 
-    /// `EXPLAIN (ANALYZE, BUFFERS)` of the statements a search's first branch can run (the
-    /// newest-first walk, then its reading through the full-text index), for looking at a slow
-    /// search.
-    pub async fn explain_search(&self, s: &super::JobSearch) -> anyhow::Result<Vec<String>> {
-        const EXPLAIN: &str = "EXPLAIN (ANALYZE, BUFFERS) ";
-        let mut plans = Vec::new();
-        for mut statement in sql::explained_search(EXPLAIN, s) {
-            let lines: Vec<String> = statement
-                .build_query_scalar()
-                .persistent(false)
-                .fetch_all(&self.pool)
-                .await?;
-            plans.push(lines.join("\n"));
-        }
-        Ok(plans)
-    }
-
     async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, Postgres>> {
         self.pool.begin().await
     }
@@ -65,20 +48,8 @@ impl Dialect for PgDialect {
     const FOR_SHARE: &'static str = " FOR SHARE";
     const NAME: &'static str = "postgres";
     // Job inserts take turns, so that ids (from the identity) follow creation times.
-    // A branch's matches carry their creation time.
-    const SEARCH_ORDER: &'static str = "created_at DESC, id DESC";
     const JOB_INSERT_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7406001)");
     const JOB_LOG_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7406002)");
-
-    fn push_contains_expr(
-        qb: &mut sqlx::QueryBuilder<'_, Postgres>,
-        haystack: &str,
-        needle: String,
-    ) {
-        qb.push(format!("strpos({haystack}, "))
-            .push_bind(needle)
-            .push(") > 0");
-    }
 }
 
 // The shared SQL (`sql/`), compiled for this backend.

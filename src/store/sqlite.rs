@@ -1,5 +1,4 @@
-//! SQLite: WAL mode, write transactions that take the write lock up front (`BEGIN IMMEDIATE`),
-//! full-text search on an FTS5 index.
+//! SQLite: WAL mode, write transactions that take the write lock up front (`BEGIN IMMEDIATE`).
 
 use super::dialect::Dialect;
 use sqlx::sqlite::{
@@ -67,16 +66,8 @@ impl Dialect for SqliteDialect {
     const FOR_SHARE: &'static str = "";
     const NAME: &'static str = "sqlite";
     // Write transactions start with the database's write lock, which orders job inserts.
-    // Ids follow creation time, and the full-text index yields ids alone.
-    const SEARCH_ORDER: &'static str = "id DESC";
     const JOB_INSERT_LOCK: Option<&'static str> = None;
     const JOB_LOG_LOCK: Option<&'static str> = None;
-
-    fn push_contains_expr(qb: &mut sqlx::QueryBuilder<'_, Sqlite>, haystack: &str, needle: String) {
-        qb.push(format!("instr({haystack}, "))
-            .push_bind(needle)
-            .push(") > 0");
-    }
 }
 
 // The shared SQL (`sql/`), compiled for this backend.

@@ -42,6 +42,19 @@ pub async fn delete_expired_auth_failures(store: &dyn Store) -> StoreResult<u64>
     in_batches(|| store.delete_expired_auth_failures(super::AUTH_FAILURE_WINDOW_MS, BATCH)).await
 }
 
+/// How many of the newest job changes the log keeps: an index further behind than this is
+/// rebuilt from the tables rather than fed the log.
+pub const JOB_CHANGES_KEPT: i64 = 1_000_000;
+
+/// Deletes the job changes older than the newest `keep`.
+pub async fn trim_job_changes(store: &dyn Store, keep: i64) -> StoreResult<u64> {
+    let upto = store.newest_job_change().await? - keep;
+    if upto <= 0 {
+        return Ok(0);
+    }
+    in_batches(|| store.delete_job_changes_upto(upto, BATCH)).await
+}
+
 /// The API's own data: idempotency keys and sign-in failure counters.
 pub async fn api_upkeep(store: &dyn Store) -> StoreResult<(u64, u64)> {
     Ok((

@@ -80,6 +80,7 @@ async fn help_lists_every_command_and_variable() {
         "REDIS_KEY_PREFIX",
         "SEARCH_CACHE_TTL_SECS",
         "SEARCH_CACHE_MAX_MB",
+        "SEARCH_INDEX_DIR",
         "QUEUE",
         "SQS_QUEUE_URL",
         "SQS_DLQ_URL",
@@ -461,7 +462,7 @@ async fn migrate_creates_the_sqlite_database() {
     let again = run(dir.path(), &["migrate"], &vars).await;
     assert!(again.status.success(), "{}", again.stderr);
     assert!(
-        !dir.path().join("data").exists(),
+        !dir.path().join("data/jobboard.db").exists(),
         "the default database was not touched"
     );
 
@@ -655,12 +656,21 @@ async fn serve_and_stop(signal: &str) {
     assert_eq!(health.status().as_u16(), 200);
     let body: Value = health.json().await.unwrap();
     assert_eq!(body, serde_json::json!({"status": "ok"}));
-    let ready = client
-        .get(format!("http://{addr}/readyz"))
-        .send()
-        .await
-        .expect("readyz");
-    assert_eq!(ready.status().as_u16(), 200);
+    // Ready once its search index has caught up with the job-change log (at once here).
+    let mut ready = 0;
+    for _ in 0..100 {
+        let r = client
+            .get(format!("http://{addr}/readyz"))
+            .send()
+            .await
+            .expect("readyz");
+        ready = r.status().as_u16();
+        if ready == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(ready, 200);
     let jobs = client
         .get(format!("http://{addr}/api/jobs"))
         .send()
@@ -703,7 +713,7 @@ async fn serve_and_stop(signal: &str) {
     );
     assert!(db.exists());
     assert!(
-        !dir.path().join("data").exists(),
+        !dir.path().join("data/jobboard.db").exists(),
         "the default database was not touched"
     );
 }
@@ -828,13 +838,15 @@ async fn password_hashing_gives_its_memory_back() {
 
 /// The versions of this binary's PostgreSQL migrations (1 to the number of files).
 fn known_versions() -> Vec<i64> {
+    // The numbers the files start with (a number taken on another branch may be missing).
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/postgres");
-    let n = std::fs::read_dir(dir)
+    let mut versions: Vec<i64> = std::fs::read_dir(dir)
         .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "sql"))
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".sql")?.split('_').next()?.parse().ok()
         })
-        .count();
-    (1..=n as i64).collect()
+        .collect();
+    versions.sort_unstable();
+    versions
 }

@@ -186,6 +186,13 @@ impl TestApp {
         let state = jobboard::run::app_state(config, shutdown.clone(), true)
             .await
             .expect("build app");
+        // The app is ready once its search index has caught up with the log (`/readyz`).
+        for _ in 0..600 {
+            if state.search.is_caught_up() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");

@@ -17,6 +17,7 @@ mod docs;
 mod errors;
 mod headers;
 mod idempotency;
+mod index;
 mod index_proof;
 mod jobs;
 mod openapi;

@@ -109,7 +109,7 @@ async fn update_company_reindexes_its_jobs(store: Arc<dyn Store>) {
             ..JobSearch::default()
         };
         async move {
-            let found = store.search_jobs(&search).await.expect("search");
+            let found = crate::harness::searched(&store, &search).await;
             found.rows.iter().map(|r| r.id).collect::<Vec<_>>()
         }
     };

@@ -207,3 +207,18 @@ pub async fn scenario(store: &Arc<dyn Store>) -> Scenario {
         application,
     }
 }
+
+/// A search as the API answers it: from a search index (in a temporary folder) that has
+/// followed the store's job-change log from its start.
+pub async fn searched(
+    store: &Arc<dyn Store>,
+    search: &jobboard::store::JobSearch,
+) -> jobboard::search::Found {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let index = Arc::new(jobboard::search::SearchIndex::open(dir.path()).expect("open the index"));
+    let feed = jobboard::search::StoreFeed(store.clone());
+    jobboard::search::catch_up(&index, &feed)
+        .await
+        .expect("follow the log");
+    index.search(search).expect("search")
+}

@@ -12,6 +12,8 @@ const NEWEST: &str = "SELECT COALESCE(MAX(seq), 0) FROM job_changes";
 const OLDEST: &str = "SELECT MIN(seq) FROM job_changes";
 const AFTER: &str =
     "SELECT seq, job_id, company_id FROM job_changes WHERE seq > $1 ORDER BY seq LIMIT $2";
+const TRIM: &str = "DELETE FROM job_changes WHERE seq IN (SELECT seq FROM job_changes \
+     WHERE seq <= $1 ORDER BY seq LIMIT $2)";
 const COMPANY_JOBS: &str = const_format::concatcp!(sql::JOB_SELECT, " WHERE j.company_id = $1");
 const OPEN_AFTER: &str = const_format::concatcp!(
     sql::JOB_SELECT,
@@ -109,5 +111,15 @@ impl JobLogStore for S {
             .fetch_all(&self.pool)
             .await
             .context("reading open jobs for a rebuild")?)
+    }
+
+    async fn delete_job_changes_upto(&self, upto: i64, limit: i64) -> StoreResult<u64> {
+        Ok(sqlx::query(TRIM)
+            .bind(upto)
+            .bind(limit)
+            .execute(&self.pool)
+            .await
+            .context("trimming the job-change log")?
+            .rows_affected())
     }
 }

@@ -1,4 +1,6 @@
-//! Jobs; their search is in `search.rs`.
+//! Jobs. Their search is the search index's, which follows the job-change
+//! log; `search_terms` and `title_terms` are still written, so that a release before the index
+//! still finds the jobs after a rollback.
 
 use super::joblog::Changed;
 use super::{D, Db, S, sql};
@@ -87,19 +89,6 @@ impl S {
         }
         Self::log_change(&mut tx, Changed::Job(id)).await?;
         Self::commit_with(tx, idem, &()).await
-    }
-
-    pub(super) async fn search_jobs(&self, s: &JobSearch) -> StoreResult<SearchPage> {
-        if super::search::branches(s).len() > 1 {
-            // Several statements, one snapshot.
-            let mut tx = self.begin_read().await?;
-            let page = super::search::search(&mut tx, s).await?;
-            tx.commit().await?;
-            Ok(page)
-        } else {
-            let mut conn = self.pool.acquire().await?;
-            super::search::search(&mut conn, s).await
-        }
     }
 }
 

@@ -14,12 +14,8 @@ mod events;
 mod idempotency;
 mod joblog;
 mod jobs;
-mod search;
 mod statements;
 mod store_impl;
-
-#[allow(unused_imports)]
-pub(super) use search::explained as explained_search;
 
 use super::{D, Db, S};
 use crate::store::{ApplicationRow, Idem, JobRow};

@@ -202,10 +202,6 @@ impl Store for S {
         S::delete_job(self, id, idem).await
     }
 
-    async fn search_jobs(&self, s: &JobSearch) -> StoreResult<SearchPage> {
-        S::search_jobs(self, s).await
-    }
-
     async fn apply(
         &self,
         job_id: i64,

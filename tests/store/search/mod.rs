@@ -32,6 +32,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 mod corpus;
+mod props;
 mod queries;
 
 use corpus::{COMPANIES, Job, gen_corpus, gen_title};
