@@ -47,6 +47,7 @@ fn order() -> Vec<&'static str> {
     for kind in [Kind::Scale, Kind::Sqlite] {
         order.push(mix_detail_row(kind));
         order.extend(MIXES.iter().map(|m| m.row(kind)));
+        order.push(facets_row(kind));
     }
     order.extend([
         "job_detail",
@@ -103,6 +104,7 @@ impl Kind {
                 let (a, b) = self.search_names();
                 let mut rows = vec![a, b, mix_detail_row(self)];
                 rows.extend(MIXES.iter().map(|m| m.row(self)));
+                rows.push(facets_row(self));
                 rows
             }
         }
@@ -469,6 +471,35 @@ fn targets(section: &mut Section, measured: &[Measured], ceilings: Option<&Ceili
     for kind in [Kind::Scale, Kind::Sqlite] {
         let detail_name = mix_detail_row(kind);
         let detail = find(detail_name, 16);
+        // Facets have no target of their own yet: their cost, as ratios to the same run's
+        // job_detail and to the mixes without facets.
+        let facets_name = facets_row(kind);
+        if let (Some(f), Some(d)) = (find(facets_name, 16), detail) {
+            let plain: Vec<f64> = MIXES
+                .iter()
+                .filter_map(|m| find(m.row(kind), 16))
+                .map(|m| m.wrk.rps)
+                .collect();
+            let beside_plain = if plain.is_empty() {
+                "no mix without facets ran".to_string()
+            } else {
+                let mean = plain.iter().sum::<f64>() / plain.len() as f64;
+                format!(
+                    "{:.2}x the mean of the mixes without facets ({} req/s)",
+                    f.wrk.rps / mean,
+                    common::fmt_int(mean)
+                )
+            };
+            section.notes.push(format!(
+                "{facets_name} @16 conns: p99 {} ms = {:.2}x {detail_name}'s {} ms; {} req/s = \
+                 {:.2}x {detail_name}'s; {beside_plain}",
+                common::fmt_ms(f.wrk.latency_ms.p99),
+                f.wrk.latency_ms.p99 / d.wrk.latency_ms.p99,
+                common::fmt_ms(d.wrk.latency_ms.p99),
+                common::fmt_int(f.wrk.rps),
+                f.wrk.rps / d.wrk.rps,
+            ));
+        }
         for mix in MIXES {
             let name = mix.row(kind);
             if let Some(m) = find(name, 16) {
@@ -1209,7 +1240,8 @@ impl<'a> Bench<'a> {
             .filter(|m| self.opts.wants(m.row(kind)))
             .collect();
         let detail = mix_detail_row(kind);
-        if wanted.is_empty() && !self.opts.wants(detail) {
+        let facets = facets_row(kind);
+        if wanted.is_empty() && !self.opts.wants(detail) && !self.opts.wants(facets) {
             return;
         }
         let dir = self.dir.path().to_path_buf();
@@ -1264,6 +1296,31 @@ impl<'a> Bench<'a> {
                     self.run_levels(&mut sc, section, out, &MIX_LEVELS).await;
                 }
                 Err(e) => common::record_failure(section, name, &e),
+            }
+        }
+        if self.opts.wants(facets) {
+            // Every mix's searches, taken in turn, each asking for the three facets.
+            let lists: Vec<Vec<String>> = mixes
+                .iter()
+                .map(|(_, q)| q.iter().map(MixQuery::path).collect())
+                .collect();
+            let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
+            let paths: Vec<String> = (0..longest)
+                .flat_map(|i| lists.iter().filter_map(move |l| l.get(i)))
+                .map(|p| format!("{p}&facets={FACETS}"))
+                .collect();
+            match common::wrk_script(&dir, facets, include_str!("wrk_search_mix.lua")) {
+                Ok(s) => {
+                    let mut sc = MixScenario {
+                        name: facets,
+                        script: s,
+                        params: dir.join(format!("{facets}.params.lua")),
+                        paths,
+                        base: 0,
+                    };
+                    self.run_levels(&mut sc, section, out, &MIX_LEVELS).await;
+                }
+                Err(e) => common::record_failure(section, facets, &e),
             }
         }
         self.mixes = mixes;
@@ -2815,6 +2872,18 @@ impl Mix {
             (Mix::Posted, true) => "mix_posted_within_pg",
             (Mix::Posted, false) => "mix_posted_within_sqlite",
         }
+    }
+}
+
+/// The facets the `mix_facets` rows ask for: every one there is.
+const FACETS: &str = "employment_type,remote,company";
+
+/// The row of every mix's searches with [`FACETS`], on this kind of run.
+fn facets_row(kind: Kind) -> &'static str {
+    if kind == Kind::Sqlite {
+        "mix_facets_sqlite"
+    } else {
+        "mix_facets_pg"
     }
 }
 
