@@ -2971,8 +2971,9 @@ fn dir_bytes(dir: &Path) -> Result<u64> {
     Ok(total)
 }
 
-/// The facets the `mix_facets` rows ask for: every one there is.
-const FACETS: &str = "employment_type,remote,company";
+/// The facets the `mix_facets` rows ask for: every one there is (the commas encoded, since
+/// the wrk script's list of paths is comma-separated).
+const FACETS: &str = "employment_type%2Cremote%2Ccompany";
 
 /// The row of every mix's searches with [`FACETS`], on this kind of run.
 fn facets_row(kind: Kind) -> &'static str {
