@@ -47,6 +47,7 @@ fn order() -> Vec<&'static str> {
     for kind in [Kind::Scale, Kind::Sqlite] {
         order.push(mix_detail_row(kind));
         order.extend(MIXES.iter().map(|m| m.row(kind)));
+        order.push(facets_row(kind));
     }
     order.extend([
         "job_detail",
@@ -103,6 +104,7 @@ impl Kind {
                 let (a, b) = self.search_names();
                 let mut rows = vec![a, b, mix_detail_row(self)];
                 rows.extend(MIXES.iter().map(|m| m.row(self)));
+                rows.push(facets_row(self));
                 rows
             }
         }
@@ -469,6 +471,35 @@ fn targets(section: &mut Section, measured: &[Measured], ceilings: Option<&Ceili
     for kind in [Kind::Scale, Kind::Sqlite] {
         let detail_name = mix_detail_row(kind);
         let detail = find(detail_name, 16);
+        // Facets have no target of their own yet: their cost, as ratios to the same run's
+        // job_detail and to the mixes without facets.
+        let facets_name = facets_row(kind);
+        if let (Some(f), Some(d)) = (find(facets_name, 16), detail) {
+            let plain: Vec<f64> = MIXES
+                .iter()
+                .filter_map(|m| find(m.row(kind), 16))
+                .map(|m| m.wrk.rps)
+                .collect();
+            let beside_plain = if plain.is_empty() {
+                "no mix without facets ran".to_string()
+            } else {
+                let mean = plain.iter().sum::<f64>() / plain.len() as f64;
+                format!(
+                    "{:.2}x the mean of the mixes without facets ({} req/s)",
+                    f.wrk.rps / mean,
+                    common::fmt_int(mean)
+                )
+            };
+            section.notes.push(format!(
+                "{facets_name} @16 conns: p99 {} ms = {:.2}x {detail_name}'s {} ms; {} req/s = \
+                 {:.2}x {detail_name}'s; {beside_plain}",
+                common::fmt_ms(f.wrk.latency_ms.p99),
+                f.wrk.latency_ms.p99 / d.wrk.latency_ms.p99,
+                common::fmt_ms(d.wrk.latency_ms.p99),
+                common::fmt_int(f.wrk.rps),
+                f.wrk.rps / d.wrk.rps,
+            ));
+        }
         for mix in MIXES {
             let name = mix.row(kind);
             if let Some(m) = find(name, 16) {
@@ -578,6 +609,8 @@ struct Bench<'a> {
     /// The API's RSS before and after seeding (MiB).
     seed_rss: (Option<f64>, Option<f64>),
     redis_prefix: Option<String>,
+    /// `jobboard search rebuild` on the seeded database: seconds, MiB on disk.
+    index_build: Option<(f64, f64)>,
     /// Facts checked along the way (also in the JSON).
     checks: Vec<String>,
 }
@@ -634,6 +667,7 @@ impl<'a> Bench<'a> {
             cached_total: 0,
             seed_rss: (None, None),
             redis_prefix: None,
+            index_build: None,
             checks: Vec::new(),
         };
         bench.start_server(None).await?;
@@ -659,9 +693,13 @@ impl<'a> Bench<'a> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+        // The seed writes the tables, not the job-change log: the index is built from them,
+        // the API stopped, as an operator would after a restore.
+        bench.build_index().await?;
         // The measured runs start on a fresh process: what registering the accounts left in
         // memory is reported on its own (seed_rss), not mixed into every row.
         bench.start_server(None).await?;
+        bench.check_seeded().await?;
         Ok(bench)
     }
 
@@ -678,6 +716,8 @@ impl<'a> Bench<'a> {
             "cached_query_total": self.cached_total,
             "api_rss_before_seeding_mb": self.seed_rss.0,
             "api_rss_after_seeding_mb": self.seed_rss.1,
+            "index_build_s": self.index_build.map(|b| b.0),
+            "index_mb": self.index_build.map(|b| b.1),
         })
     }
 
@@ -694,6 +734,7 @@ impl<'a> Bench<'a> {
         let addr = common::free_addr()?;
         let mut env = vec![
             ("DATABASE_URL", db_url),
+            ("SEARCH_INDEX_DIR", self.index_dir().display().to_string()),
             ("BIND_ADDR", addr.to_string()),
             ("APP_ENV", "development".to_string()),
             ("JWT_SECRET", JWT_SECRET.to_string()),
@@ -729,6 +770,72 @@ impl<'a> Bench<'a> {
             format!("{what} serving on {} (pid {})", self.base, child.pid),
         );
         self.server = Some(child);
+        Ok(())
+    }
+
+    /// The API's search index, kept across its restarts.
+    fn index_dir(&self) -> PathBuf {
+        self.dir.path().join("search")
+    }
+
+    /// `jobboard search rebuild` on the seeded database (the API stopped), timed, with the
+    /// index's size on disk.
+    async fn build_index(&mut self) -> Result<()> {
+        if let Some(mut old) = self.server.take() {
+            old.stop()?;
+        }
+        let db_url = match (&self.db, &self.sqlite) {
+            (Some(d), _) => d.url.clone(),
+            (None, Some((url, _))) => url.clone(),
+            (None, None) => bail!("no database"),
+        };
+        let env = [
+            ("DATABASE_URL", db_url),
+            ("SEARCH_INDEX_DIR", self.index_dir().display().to_string()),
+            ("RUST_LOG", "warn".to_string()),
+            ("LOG_FORMAT", "json".to_string()),
+        ];
+        let t = Instant::now();
+        let out = tokio::process::Command::new(&self.opts.bin)
+            .args(["search", "rebuild"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(env)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .context("running jobboard search rebuild")?;
+        let secs = t.elapsed().as_secs_f64();
+        let log = String::from_utf8_lossy(&out.stdout).into_owned();
+        ensure!(
+            out.status.success(),
+            "jobboard search rebuild failed ({}): {log}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let documents: u64 = log
+            .split(": ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .with_context(|| format!("no document count in the rebuild's output: {log}"))?;
+        ensure!(
+            documents as i64 == self.njobs,
+            "the index holds {documents} documents for {} seeded jobs",
+            self.njobs
+        );
+        let mb = dir_bytes(&self.index_dir())? as f64 / (1024.0 * 1024.0);
+        self.index_build = Some((secs, mb));
+        common::progress(
+            SECTION,
+            format!(
+                "search index built: {documents} documents in {secs:.1} s, {mb:.1} MiB on disk"
+            ),
+        );
+        self.checks.push(format!(
+            "search index (`jobboard search rebuild` on the seeded database): {documents} \
+             documents in {secs:.1} s, {mb:.1} MiB on disk"
+        ));
         Ok(())
     }
 
@@ -940,7 +1047,12 @@ impl<'a> Bench<'a> {
             ),
         );
 
-        // The API finds what was seeded.
+        Ok(())
+    }
+
+    /// The API finds what was seeded.
+    async fn check_seeded(&mut self) -> Result<()> {
+        let client = common::http_client();
         let found: Value = api(client.get(format!("{}{CACHED_QUERY}", self.base)), 200)
             .await
             .context("searching the seeded jobs")?;
@@ -1209,7 +1321,8 @@ impl<'a> Bench<'a> {
             .filter(|m| self.opts.wants(m.row(kind)))
             .collect();
         let detail = mix_detail_row(kind);
-        if wanted.is_empty() && !self.opts.wants(detail) {
+        let facets = facets_row(kind);
+        if wanted.is_empty() && !self.opts.wants(detail) && !self.opts.wants(facets) {
             return;
         }
         let dir = self.dir.path().to_path_buf();
@@ -1264,6 +1377,31 @@ impl<'a> Bench<'a> {
                     self.run_levels(&mut sc, section, out, &MIX_LEVELS).await;
                 }
                 Err(e) => common::record_failure(section, name, &e),
+            }
+        }
+        if self.opts.wants(facets) {
+            // Every mix's searches, taken in turn, each asking for the three facets.
+            let lists: Vec<Vec<String>> = mixes
+                .iter()
+                .map(|(_, q)| q.iter().map(MixQuery::path).collect())
+                .collect();
+            let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
+            let paths: Vec<String> = (0..longest)
+                .flat_map(|i| lists.iter().filter_map(move |l| l.get(i)))
+                .map(|p| format!("{p}&facets={FACETS}"))
+                .collect();
+            match common::wrk_script(&dir, facets, include_str!("wrk_search_mix.lua")) {
+                Ok(s) => {
+                    let mut sc = MixScenario {
+                        name: facets,
+                        script: s,
+                        params: dir.join(format!("{facets}.params.lua")),
+                        paths,
+                        base: 0,
+                    };
+                    self.run_levels(&mut sc, section, out, &MIX_LEVELS).await;
+                }
+                Err(e) => common::record_failure(section, facets, &e),
             }
         }
         self.mixes = mixes;
@@ -2815,6 +2953,34 @@ impl Mix {
             (Mix::Posted, true) => "mix_posted_within_pg",
             (Mix::Posted, false) => "mix_posted_within_sqlite",
         }
+    }
+}
+
+/// The bytes of every file under `dir`.
+fn dir_bytes(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        total += if meta.is_dir() {
+            dir_bytes(&entry.path())?
+        } else {
+            meta.len()
+        };
+    }
+    Ok(total)
+}
+
+/// The facets the `mix_facets` rows ask for: every one there is (the commas encoded, since
+/// the wrk script's list of paths is comma-separated).
+const FACETS: &str = "employment_type%2Cremote%2Ccompany";
+
+/// The row of every mix's searches with [`FACETS`], on this kind of run.
+fn facets_row(kind: Kind) -> &'static str {
+    if kind == Kind::Sqlite {
+        "mix_facets_sqlite"
+    } else {
+        "mix_facets_pg"
     }
 }
 

@@ -19,6 +19,7 @@ mod errors;
 mod headers;
 mod idempotency;
 mod index;
+mod index_proof;
 mod jobs;
 mod openapi;
 mod ops;
