@@ -31,6 +31,15 @@ async fn a_starttls_first_refusal_is_an_outage() {
     session_outage(h, refusal, 2).await;
 }
 
+/// A server that accepts the connection and then says nothing (a tarpit, an overloaded relay):
+/// the session does not open within half the send's deadline, which is a refused session, not
+/// a send whose outcome is unknown: no attempt counted, nothing dead-lettered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_greets_is_an_outage() {
+    let h = Harness::new(Backend::Postgres, "lease").await;
+    session_outage(h, SessionRefusal::Silent, 25).await;
+}
+
 /// A server that greets with 554 serves no one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_greeting_is_an_outage() {
@@ -51,9 +60,12 @@ async fn session_outage(h: Harness, refusal: SessionRefusal, jobs: usize) {
     let ready = format!("http://{addr}/readyz");
 
     // Refused, and retried with backoff: a first refusal, then at least two more.
-    wait_until("three refused sessions", || async {
-        h.smtp.sessions_refused() >= 3
-    })
+    // (A silent server's sessions are counted when they begin, before the worker gives up on
+    // them: the worker says it is not ready once it has.)
+    wait_until(
+        "three refused sessions, and the worker not ready",
+        || async { h.smtp.sessions_refused() >= 3 && get(&ready).await.0 == 503 },
+    )
     .await;
     assert_eq!(dead_letters(&h).await, 0, "nothing dead-lettered");
     let (code, body) = get(&ready).await;
