@@ -140,20 +140,31 @@ impl SmtpMailer {
     }
 
     /// A new session: connected (with `TCP_NODELAY` unless the TLS wraps the socket from the
-    /// first byte), encrypted as `SMTP_URL` asks, logged in.
+    /// first byte), greeted, encrypted as `SMTP_URL` asks, logged in, all within half the send's
+    /// deadline: a server that accepts the connection and then says nothing (a tarpit, an
+    /// overloaded relay) refuses the session, and says so before the whole send runs out of time.
     /// Every failure here is the session's, not a message's: [`SendError::Unavailable`].
     async fn open(&self) -> Result<AsyncSmtpConnection, SendError> {
-        self.open_session().await.map_err(|e| match e {
-            SendError::Transient(m) | SendError::Permanent(m) => SendError::Unavailable(m),
-            unavailable => unavailable,
-        })
+        let within = self.timeout / 2;
+        match tokio::time::timeout(within, self.open_session()).await {
+            Ok(opened) => opened.map_err(|e| match e {
+                SendError::Transient(m) | SendError::Permanent(m) | SendError::Unknown(m) => {
+                    SendError::Unavailable(m)
+                }
+                unavailable => unavailable,
+            }),
+            Err(_) => Err(SendError::Unavailable(format!(
+                "no SMTP session within {}s (connection, greeting, TLS, EHLO or login)",
+                within.as_secs_f64()
+            ))),
+        }
     }
 
     async fn open_session(&self) -> Result<AsyncSmtpConnection, SendError> {
         let mut conn = match &self.tls {
             Tls::Wrapper(params) => AsyncSmtpConnection::connect_tokio1(
                 (self.host.as_str(), self.port),
-                Some(self.timeout),
+                None,
                 &self.hello,
                 Some(params.clone()),
                 None,
@@ -161,19 +172,13 @@ impl SmtpMailer {
             .await
             .map_err(classify)?,
             _ => {
-                // Half the send's deadline: a host that never answers is unreachable, and says
-                // so before the whole send runs out of time.
-                let connect = tokio::net::TcpStream::connect((self.host.as_str(), self.port));
-                let stream = tokio::time::timeout(self.timeout / 2, connect)
+                let stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
                     .await
-                    .map_err(|_| {
-                        SendError::Unavailable(format!(
-                            "connection error: no answer within {}s",
-                            (self.timeout / 2).as_secs_f64()
-                        ))
-                    })?
                     .map_err(|e| SendError::Unavailable(format!("connection error: {e}")))?;
-                let _ = stream.set_nodelay(true);
+                if let Err(e) = stream.set_nodelay(true) {
+                    // Only slower: each message's final `.` may wait for a delayed ACK.
+                    tracing::debug!(error = %e, "TCP_NODELAY not set on the SMTP connection");
+                }
                 AsyncSmtpConnection::connect_with_transport(Box::new(stream), &self.hello)
                     .await
                     .map_err(classify)?
@@ -203,7 +208,10 @@ fn retire(mut session: Session) {
         return;
     }
     tokio::spawn(async move {
-        let _ = tokio::time::timeout(QUIT_TIMEOUT, session.conn.quit()).await;
+        if let Ok(Err(e)) = tokio::time::timeout(QUIT_TIMEOUT, session.conn.quit()).await {
+            // The session is done with either way; the server closes it on its side too.
+            tracing::debug!(error = %e, "a retired SMTP session's QUIT failed");
+        }
     });
 }
 
