@@ -16,8 +16,9 @@ use async_trait::async_trait;
 use lettre::Message;
 use lettre::transport::smtp::authentication::{Credentials, DEFAULT_MECHANISMS};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, Tls, TlsParameters};
-use lettre::transport::smtp::commands::Rset;
-use lettre::transport::smtp::extension::ClientId;
+use lettre::transport::smtp::commands::{Data, Mail, Rcpt, Rset};
+use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -170,7 +171,7 @@ impl SmtpMailer {
                 None,
             )
             .await
-            .map_err(classify)?,
+            .map_err(refused)?,
             _ => {
                 let stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
                     .await
@@ -181,22 +182,22 @@ impl SmtpMailer {
                 }
                 AsyncSmtpConnection::connect_with_transport(Box::new(stream), &self.hello)
                     .await
-                    .map_err(classify)?
+                    .map_err(refused)?
             }
         };
         match &self.tls {
             Tls::Opportunistic(params) if conn.can_starttls() => conn
                 .starttls(params.clone(), &self.hello)
                 .await
-                .map_err(classify)?,
+                .map_err(refused)?,
             Tls::Required(params) => conn
                 .starttls(params.clone(), &self.hello)
                 .await
-                .map_err(classify)?,
+                .map_err(refused)?,
             _ => {}
         }
         if let Some(c) = &self.credentials {
-            conn.auth(DEFAULT_MECHANISMS, c).await.map_err(classify)?;
+            conn.auth(DEFAULT_MECHANISMS, c).await.map_err(refused)?;
         }
         Ok(conn)
     }
@@ -215,32 +216,121 @@ fn retire(mut session: Session) {
     });
 }
 
-/// Replies that refuse the session whatever the message, even when they answer one of its
-/// commands: 421 (the service is closing the channel), 454 (TLS or authentication unavailable
-/// for now), 530 (authentication or STARTTLS required first), 534 and 538 (a stronger login
-/// mechanism or encryption required), 535 (credentials refused).
-const SESSION_REFUSALS: [u16; 6] = [421, 454, 530, 534, 535, 538];
+/// Where a message's exchange stands: what a failure there says depends on it (CONTRACT.md §6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Step {
+    /// Opening the session: connection, greeting, STARTTLS and TLS, EHLO, AUTH; or the `RSET`
+    /// that checks an idle one.
+    Session = 0,
+    MailFrom = 1,
+    RcptTo = 2,
+    /// The `DATA` command, before any of the message is written.
+    Data = 3,
+    /// The message's content and its final `.`: from its first byte on, the server may have it.
+    Content = 4,
+}
 
-/// A message's failure: a session refusal ([`SESSION_REFUSALS`]) is the mail service's outage;
-/// otherwise 5xx refuses the message for good, and 4xx, connection trouble and timeouts fail it
-/// for now.
-fn classify(e: lettre::transport::smtp::Error) -> SendError {
+impl Step {
+    fn from_u8(n: u8) -> Step {
+        match n {
+            1 => Step::MailFrom,
+            2 => Step::RcptTo,
+            3 => Step::Data,
+            4 => Step::Content,
+            _ => Step::Session,
+        }
+    }
+}
+
+/// Replies that refuse the session's login whatever the command they answer: 530
+/// (authentication or STARTTLS required first), 534 and 538 (a stronger login mechanism or
+/// encryption required), 535 (credentials refused).
+const LOGIN_REFUSALS: [u16; 4] = [530, 534, 535, 538];
+
+/// Any failure while the session opens: the session's, not a message's.
+fn refused(e: lettre::transport::smtp::Error) -> SendError {
+    SendError::Unavailable(mask_addresses(&e.to_string()))
+}
+
+/// A failure of a message's exchange at `step` (CONTRACT.md §6):
+/// - a login refusal ([`LOGIN_REFUSALS`]) at any command, and 421 or 454 to `MAIL FROM` (the
+///   sender refused, the service closing), refuse the session: an outage of the mail service;
+/// - before the content is written, a 4xx (421 and 454 included) or a connection that drops
+///   fails this message for now, and a 5xx refuses it for good;
+/// - once the content is being written, a 4xx or 5xx to it still fails or refuses it, but a
+///   connection that drops, or a reply that cannot be read, leaves its outcome unknown.
+pub(crate) fn classify(step: Step, e: &lettre::transport::smtp::Error) -> SendError {
     let text = mask_addresses(&e.to_string());
-    match e.status().map(u16::from) {
-        Some(code) if SESSION_REFUSALS.contains(&code) => SendError::Unavailable(text),
+    let code = e.status().map(u16::from);
+    match (step, code) {
+        (Step::Session, _) => SendError::Unavailable(text),
+        (_, Some(c)) if LOGIN_REFUSALS.contains(&c) => SendError::Unavailable(text),
+        (Step::MailFrom, Some(421 | 454)) => SendError::Unavailable(text),
+        (Step::Content, None) if !e.is_client() => SendError::Unknown(text),
         _ if e.is_permanent() => SendError::Permanent(text),
         _ => SendError::Transient(text),
     }
 }
 
-/// A failure of a message's own exchange on an open session: as [`classify`], except that a
-/// connection that drops or answers nothing a reply code can be read from leaves the outcome
-/// unknown, since the message may have been handed over (lettre does not say at which command).
-fn classify_sent(e: lettre::transport::smtp::Error) -> SendError {
-    if e.status().is_none() && !e.is_client() && !e.is_tls() {
-        return SendError::Unknown(mask_addresses(&e.to_string()));
+/// A send whose deadline passed at `step`: before the content was written the server cannot
+/// have the message (a failure for now, or, while the session opens, a refused session); after,
+/// the outcome is unknown.
+pub(crate) fn timed_out(step: Step, deadline: Duration) -> SendError {
+    let text = format!(
+        "SMTP send timed out after {}s at {step:?}",
+        deadline.as_secs_f64()
+    );
+    match step {
+        Step::Session => SendError::Unavailable(text),
+        Step::MailFrom | Step::RcptTo | Step::Data => SendError::Transient(text),
+        Step::Content => SendError::Unknown(text),
     }
-    classify(e)
+}
+
+/// One message's transaction on an open session, command by command (as lettre's
+/// `AsyncSmtpConnection::send` runs it, which does not say at which command it failed), noting
+/// in `at` the step under way.
+async fn transact(
+    conn: &mut AsyncSmtpConnection,
+    message: &Message,
+    at: &AtomicU8,
+) -> Result<(), SendError> {
+    let envelope = message.envelope();
+    let body = message.formatted();
+    let step = |s: Step| at.store(s as u8, Ordering::SeqCst);
+    let fail = |s: Step| move |e: lettre::transport::smtp::Error| classify(s, &e);
+    let mut options = Vec::new();
+    let ascii = |a: &lettre::Address| AsRef::<str>::as_ref(a).is_ascii();
+    if !(envelope.from().is_none_or(ascii) && envelope.to().iter().all(ascii)) {
+        if !conn.server_info().supports_feature(Extension::SmtpUtfEight) {
+            return Err(SendError::Transient(
+                "an address is not ASCII and the server does not support SMTPUTF8".into(),
+            ));
+        }
+        options.push(MailParameter::SmtpUtfEight);
+    }
+    if !body.is_ascii() {
+        if !conn.server_info().supports_feature(Extension::EightBitMime) {
+            return Err(SendError::Transient(
+                "the message is not ASCII and the server does not support 8BITMIME".into(),
+            ));
+        }
+        options.push(MailParameter::Body(MailBodyParameter::EightBitMime));
+    }
+    step(Step::MailFrom);
+    let from = Mail::new(envelope.from().cloned(), options);
+    conn.command(from).await.map_err(fail(Step::MailFrom))?;
+    step(Step::RcptTo);
+    for to in envelope.to() {
+        let rcpt = Rcpt::new(to.clone(), vec![]);
+        conn.command(rcpt).await.map_err(fail(Step::RcptTo))?;
+    }
+    step(Step::Data);
+    conn.command(Data).await.map_err(fail(Step::Data))?;
+    step(Step::Content);
+    conn.message(&body).await.map_err(fail(Step::Content))?;
+    Ok(())
 }
 
 fn percent_decode(s: &str) -> String {
@@ -277,13 +367,10 @@ impl Mailer for SmtpMailer {
     /// A session goes back to the pool only after the server accepted the message: one whose
     /// send failed or ran out of time is dropped with the future that held it.
     async fn send(&self, message: &Message) -> Result<(), SendError> {
+        let at = AtomicU8::new(Step::Session as u8);
         let attempt = async {
             let mut session = self.checkout().await?;
-            session
-                .conn
-                .send(message.envelope(), &message.formatted())
-                .await
-                .map_err(classify_sent)?;
+            transact(&mut session.conn, message, &at).await?;
             session.sent += 1;
             Ok(session)
         };
@@ -293,10 +380,10 @@ impl Mailer for SmtpMailer {
                 Ok(())
             }
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(SendError::Unknown(format!(
-                "SMTP send timed out after {}s",
-                self.timeout.as_secs_f64()
-            ))),
+            Err(_) => Err(timed_out(
+                Step::from_u8(at.load(Ordering::SeqCst)),
+                self.timeout,
+            )),
         }
     }
 }
