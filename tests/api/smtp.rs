@@ -50,6 +50,56 @@ async fn a_refused_greeting_is_an_outage() {
     session_outage(h, refusal, 2).await;
 }
 
+/// A probe that opens a session (connected, logged in) ends an outage by itself, with nothing
+/// to send: `/readyz` says 200 again, and receiving resumes at once, not after the next backoff.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successful_probe_ends_the_outage() {
+    let h = Harness::new(Backend::Postgres, "lease").await;
+    let refusal = SessionRefusal::Auth("535 5.7.8 Authentication credentials invalid".into());
+    h.smtp.refuse_sessions(Some(refusal));
+    events(&h, 1).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("worker.log");
+    let _worker = spawn_worker(&h, &log);
+    let addr = worker_addr(&log).await;
+    let ready = format!("http://{addr}/readyz");
+    // Refused, then probed after 1 s, 2 s and 4 s: the next probe waits 8 s.
+    wait_until(
+        "four refused sessions, and the worker not ready",
+        || async { h.smtp.sessions_refused() >= 4 && get(&ready).await.0 == 503 },
+    )
+    .await;
+    // The refused events leave the queue (an operator purged them): nothing is left to send.
+    h.app.exec("DELETE FROM outbox").await;
+    h.smtp.refuse_sessions(None);
+    wait_until("ready again, with nothing sent", || async {
+        get(&ready).await.0 == 200
+    })
+    .await;
+    assert!(h.smtp.mails().is_empty(), "ended by a probe, not a send");
+    let logs = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        logs.matches("the mail service accepts sessions again")
+            .count(),
+        1,
+        "{logs}"
+    );
+
+    // Receiving resumes at once: new events go out well within the 8 s backoff the outage
+    // had reached.
+    let next = events(&h, 1).await;
+    let start = std::time::Instant::now();
+    wait_until("the next events emailed", || async {
+        next.iter().all(|e| h.smtp.count_for(e) == 1)
+    })
+    .await;
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "the next email waited {:?}",
+        start.elapsed()
+    );
+}
+
 /// `jobs` applications, each moved twice, while the server refuses every session as `refusal`
 /// says; a worker process runs meanwhile; then the server takes sessions again.
 async fn session_outage(h: Harness, refusal: SessionRefusal, jobs: usize) {
