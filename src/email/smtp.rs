@@ -9,7 +9,7 @@
 //! 40 ms longer than it has to. Implicit TLS (`smtps://`) is the exception: lettre has to open
 //! that socket to wrap it before the greeting, so those sessions keep Nagle's algorithm.
 
-use super::{Mailer, mask_addresses};
+use super::{Mailer, Probe, mask_addresses};
 use crate::domain::mail::SendError;
 use anyhow::Context;
 use async_trait::async_trait;
@@ -46,6 +46,9 @@ pub struct SmtpMailer {
     idle: Mutex<Vec<Session>>,
     /// At most this many idle sessions are kept: as many as messages are sent at once.
     max_idle: usize,
+    /// The sender a probe offers in `MAIL FROM` (then resets), so that a service refusing the
+    /// sender is found before a message is risked on it.
+    probe_from: Option<lettre::Address>,
 }
 
 /// One open session and what it has done.
@@ -93,7 +96,16 @@ impl SmtpMailer {
             hello: ClientId::default(),
             idle: Mutex::new(Vec::new()),
             max_idle: connections.max(1),
+            probe_from: None,
         })
+    }
+
+    /// Probes offer `from` in `MAIL FROM` too, as messages do.
+    pub fn probing_sender(self, from: Option<lettre::Address>) -> Self {
+        SmtpMailer {
+            probe_from: from,
+            ..self
+        }
     }
 
     /// An idle session that still answers, or a new one.
@@ -346,22 +358,31 @@ impl Mailer for SmtpMailer {
         "smtp"
     }
 
-    /// Opens a session (connected, encrypted, logged in) and keeps it for the next message.
-    async fn probe(&self) -> Result<(), SendError> {
-        let conn = tokio::time::timeout(self.timeout, self.open())
+    /// Opens a session (connected, encrypted, logged in), offers the sender and resets, and
+    /// keeps the session for the next message.
+    async fn probe(&self) -> Result<Probe, SendError> {
+        let opened = async {
+            let mut conn = self.open().await?;
+            if let Some(from) = &self.probe_from {
+                let offer = Mail::new(Some(from.clone()), vec![]);
+                conn.command(offer)
+                    .await
+                    .map_err(|e| classify(Step::MailFrom, &e))?;
+                conn.command(Rset)
+                    .await
+                    .map_err(|e| classify(Step::Session, &e))?;
+            }
+            Ok(conn)
+        };
+        let conn = tokio::time::timeout(self.timeout, opened)
             .await
-            .map_err(|_| {
-                SendError::Unavailable(format!(
-                    "no SMTP session within {}s",
-                    self.timeout.as_secs_f64()
-                ))
-            })??;
+            .map_err(|_| timed_out(Step::Session, self.timeout))??;
         self.checkin(Session {
             conn,
             sent: 0,
             idle_since: Instant::now(),
         });
-        Ok(())
+        Ok(Probe::Opened)
     }
 
     /// A session goes back to the pool only after the server accepted the message: one whose
