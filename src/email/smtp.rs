@@ -413,6 +413,7 @@ impl Mailer for SmtpMailer {
 mod tests {
     use super::*;
     use crate::email::tests::message;
+    use jobboard_protocol_model::{Mail, Seen as Modelled};
     use std::sync::Arc;
 
     #[test]
@@ -626,6 +627,207 @@ mod tests {
             matches!(probed, Err(SendError::Unavailable(_))),
             "{why}: {probed:?}"
         );
+    }
+
+    /// The command at which the table's server answers as a row says.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum At {
+        Greeting,
+        Ehlo,
+        StartTls,
+        Auth,
+        MailFrom,
+        RcptTo,
+        Data,
+        /// The reply to the message's content (its final `.`).
+        EndOfData,
+    }
+
+    /// How the table's server answers there.
+    #[derive(Clone, Copy, Debug)]
+    enum Reply {
+        Code(u16),
+        /// Nothing, until the client hangs up.
+        Stall,
+        /// The connection closed without a reply.
+        Drop,
+    }
+
+    /// An SMTP server that answers every command positively except the one at `at`, which it
+    /// answers with `reply`; it advertises STARTTLS only when that is the command refused, and
+    /// always AUTH PLAIN. Returns its port and whether it has the message (its whole content
+    /// arrived, whatever the reply).
+    async fn table_server(at: At, reply: Reply) -> (u16, Arc<std::sync::atomic::AtomicBool>) {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let taken = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let has = taken.clone();
+        tokio::spawn(async move {
+            let Ok((conn, _)) = listener.accept().await else {
+                return;
+            };
+            let (r, mut w) = conn.into_split();
+            let mut r = BufReader::new(r);
+            // Some(bytes): the reply; None: the session ends here as `reply` says.
+            let answer = |here: At, ok: &str| -> Option<String> {
+                if here != at {
+                    return Some(ok.to_string());
+                }
+                match reply {
+                    Reply::Code(code) => Some(format!("{code} {}\r\n", code / 100)),
+                    Reply::Stall | Reply::Drop => None,
+                }
+            };
+            let mut line = String::new();
+            let mut step = At::Greeting;
+            loop {
+                let ok = match step {
+                    At::Greeting => "220 table\r\n",
+                    At::Ehlo if at == At::StartTls => {
+                        "250-table\r\n250-STARTTLS\r\n250 AUTH PLAIN\r\n"
+                    }
+                    At::Ehlo => "250-table\r\n250 AUTH PLAIN\r\n",
+                    At::StartTls => "220 go ahead\r\n",
+                    At::Auth => "235 ok\r\n",
+                    At::Data => "354 go on\r\n",
+                    _ => "250 ok\r\n",
+                };
+                let Some(bytes) = answer(step, ok) else {
+                    if let Reply::Stall = reply {
+                        while r.read_line(&mut line).await.unwrap_or(0) > 0 {}
+                    }
+                    return;
+                };
+                if w.write_all(bytes.as_bytes()).await.is_err() || !bytes.starts_with(['2', '3']) {
+                    // A refusal ends the table's row: the client closes or moves on, unanswered.
+                    while r.read_line(&mut line).await.unwrap_or(0) > 0 {}
+                    return;
+                }
+                line.clear();
+                if r.read_line(&mut line).await.unwrap_or(0) == 0 {
+                    return;
+                }
+                let verb = line.get(..4).unwrap_or("").to_ascii_uppercase();
+                step = match verb.as_str() {
+                    "EHLO" => At::Ehlo,
+                    "STAR" => At::StartTls,
+                    "AUTH" => At::Auth,
+                    "MAIL" => At::MailFrom,
+                    "RCPT" => At::RcptTo,
+                    "DATA" => {
+                        if at == At::Data {
+                            At::Data
+                        } else {
+                            // The content up to its final `.`, then the reply to it.
+                            w.write_all(b"354 go on\r\n").await.ok();
+                            loop {
+                                line.clear();
+                                if r.read_line(&mut line).await.unwrap_or(0) == 0 {
+                                    return;
+                                }
+                                if line == ".\r\n" {
+                                    break;
+                                }
+                            }
+                            // Refused at its end, it is not kept; otherwise it is, whether
+                            // or not the reply reaches the client.
+                            let refused =
+                                at == At::EndOfData && matches!(reply, Reply::Code(c) if c >= 400);
+                            has.store(!refused, Ordering::SeqCst);
+                            At::EndOfData
+                        }
+                    }
+                    _ => return,
+                };
+            }
+        });
+        (port, taken)
+    }
+
+    /// What the model (tests/model) stands for with this result: the one outcome whose view from
+    /// the code, whose fate of the message, and whose reply class match. `None` when no modelled
+    /// outcome matches: the model's checks would not cover what the code does here.
+    fn modelled(result: &Result<(), SendError>, taken: bool, five: bool) -> Option<Mail> {
+        let seen = match result {
+            Ok(()) => Modelled::Sent,
+            Err(SendError::Transient(_)) => Modelled::Transient,
+            Err(SendError::Permanent(_)) => Modelled::Permanent,
+            Err(SendError::Unavailable(_)) => Modelled::Unavailable,
+            Err(SendError::Unknown(_)) => Modelled::Unknown,
+        };
+        let mut matching = Mail::ALL
+            .into_iter()
+            .filter(|m| m.seen() == seen && m.taken() == taken && m.five_hundred() == five);
+        let found = matching.next();
+        assert!(matching.next().is_none(), "ambiguous: {result:?}");
+        found
+    }
+
+    /// Every SMTP reply, command by command, through the real mailer and classifier, is the
+    /// model's outcome CONTRACT.md §6 gives it: a change to the classifier, or to what the model
+    /// takes an outcome to be, shows here. (SES's errors belong in the same table: each SES
+    /// failure through `SesMailer` to `modelled`.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_smtp_reply_is_a_modelled_outcome() {
+        use Mail::*;
+        let session = [At::Greeting, At::Ehlo, At::StartTls, At::Auth];
+        let mut rows: Vec<(At, Reply, Mail)> = vec![(At::EndOfData, Reply::Code(250), Accept)];
+        for at in session {
+            for code in [421, 432, 450, 451, 452, 454] {
+                rows.push((at, Reply::Code(code), SessionRefused));
+            }
+            rows.push((at, Reply::Code(554), SessionRefused5xx));
+            rows.push((at, Reply::Stall, SessionRefused));
+            rows.push((at, Reply::Drop, SessionRefused));
+        }
+        for code in [421, 454] {
+            rows.push((At::MailFrom, Reply::Code(code), SessionRefused));
+        }
+        for code in [530, 535] {
+            rows.push((At::MailFrom, Reply::Code(code), SessionRefused5xx));
+        }
+        for code in [432, 450, 451, 452] {
+            rows.push((At::MailFrom, Reply::Code(code), Refuse4xx));
+        }
+        rows.push((At::MailFrom, Reply::Code(550), Refuse5xx));
+        for at in [At::RcptTo, At::Data, At::EndOfData] {
+            for code in [421, 432, 450, 451, 452, 454] {
+                rows.push((at, Reply::Code(code), Refuse4xx));
+            }
+            rows.push((at, Reply::Code(550), Refuse5xx));
+            rows.push((at, Reply::Code(554), Refuse5xx));
+        }
+        for at in [At::MailFrom, At::RcptTo, At::Data] {
+            // Before the message was handed over: the server cannot have it.
+            rows.push((at, Reply::Stall, Refuse4xx));
+            rows.push((at, Reply::Drop, Refuse4xx));
+        }
+        // After it was handed over: the server may have it.
+        rows.push((At::EndOfData, Reply::Stall, AcceptLate));
+        rows.push((At::EndOfData, Reply::Drop, AcceptLate));
+
+        // All rows at once: a stalled row waits for its deadline.
+        let mut running = tokio::task::JoinSet::new();
+        for (at, reply, want) in rows {
+            running.spawn(async move {
+                let (port, taken) = table_server(at, reply).await;
+                // (TLS parameters load the system's roots: only where STARTTLS is the row.)
+                let tls = if at == At::StartTls {
+                    "opportunistic"
+                } else {
+                    "none"
+                };
+                let url = format!("smtp://user:pass@127.0.0.1:{port}?tls={tls}");
+                let result = mailer(&url, Duration::from_secs(2)).send(&message()).await;
+                let five = matches!(reply, Reply::Code(c) if c >= 500);
+                let got = modelled(&result, taken.load(Ordering::SeqCst), five);
+                (got != Some(want))
+                    .then(|| format!("{at:?} {reply:?}: want {want:?}, got {got:?} ({result:?})"))
+            });
+        }
+        let wrong: Vec<String> = running.join_all().await.into_iter().flatten().collect();
+        assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
     }
 
     #[tokio::test]
