@@ -629,6 +629,32 @@ mod tests {
         );
     }
 
+    /// With a sender to offer, a probe checks that the service takes it (`MAIL FROM`, then
+    /// `RSET`), so a service that refuses the sender is not taken for recovered.
+    #[tokio::test]
+    async fn smtp_probe_offers_the_sender_and_resets() {
+        let (port, seen) = scripted_server("250 test\r\n", First::Accept).await;
+        let from: lettre::Address = "jobs@acme.example".parse().unwrap();
+        let url = format!("smtp://127.0.0.1:{port}?tls=none");
+        let probing = mailer(&url, Duration::from_secs(5)).probing_sender(Some(from.clone()));
+        assert_eq!(probing.probe().await, Ok(Probe::Opened));
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(
+            seen[0][1..],
+            ["MAIL FROM:<jobs@acme.example>", "RSET"],
+            "{seen:?}"
+        );
+
+        let (port, _) = table_server(At::MailFrom, Reply::Code(454)).await;
+        let url = format!("smtp://127.0.0.1:{port}?tls=none");
+        let probing = mailer(&url, Duration::from_secs(5)).probing_sender(Some(from));
+        let probed = probing.probe().await;
+        assert!(
+            matches!(probed, Err(SendError::Unavailable(_))),
+            "{probed:?}"
+        );
+    }
+
     /// The command at which the table's server answers as a row says.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     enum At {
