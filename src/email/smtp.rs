@@ -271,7 +271,8 @@ fn refused(e: lettre::transport::smtp::Error) -> SendError {
 /// - before the content is written, a 4xx (421 and 454 included) or a connection that drops
 ///   fails this message for now, and a 5xx refuses it for good;
 /// - once the content is being written, a 4xx or 5xx to it still fails or refuses it, but a
-///   connection that drops, or a reply that cannot be read, leaves its outcome unknown.
+///   connection that drops, or a reply that cannot be read, leaves its outcome unknown (lettre
+///   reports no client error there: the content's checks ran before `MAIL FROM`).
 pub(crate) fn classify(step: Step, e: &lettre::transport::smtp::Error) -> SendError {
     let text = mask_addresses(&e.to_string());
     let code = e.status().map(u16::from);
@@ -279,7 +280,7 @@ pub(crate) fn classify(step: Step, e: &lettre::transport::smtp::Error) -> SendEr
         (Step::Session, _) => SendError::Unavailable(text),
         (_, Some(c)) if LOGIN_REFUSALS.contains(&c) => SendError::Unavailable(text),
         (Step::MailFrom, Some(421 | 454)) => SendError::Unavailable(text),
-        (Step::Content, None) if !e.is_client() => SendError::Unknown(text),
+        (Step::Content, None) => SendError::Unknown(text),
         _ if e.is_permanent() => SendError::Permanent(text),
         _ => SendError::Transient(text),
     }
@@ -653,6 +654,47 @@ mod tests {
             matches!(probed, Err(SendError::Unavailable(_))),
             "{probed:?}"
         );
+
+        // A session that takes the sender and then drops at RSET is no session either.
+        let (port, _) = table_server(At::EndOfData, Reply::Code(250)).await;
+        let url = format!("smtp://127.0.0.1:{port}?tls=none");
+        let from: lettre::Address = "jobs@acme.example".parse().unwrap();
+        let probing = mailer(&url, Duration::from_secs(5)).probing_sender(Some(from));
+        let probed = probing.probe().await;
+        assert!(
+            matches!(probed, Err(SendError::Unavailable(_))),
+            "{probed:?}"
+        );
+    }
+
+    /// A server that accepts the connection and never greets refuses the session by half the
+    /// send's deadline, the session's own, not the send's.
+    #[tokio::test]
+    async fn smtp_a_silent_server_refuses_the_session_at_half_the_deadline() {
+        let (port, _) = table_server(At::Greeting, Reply::Stall).await;
+        let url = format!("smtp://127.0.0.1:{port}?tls=none");
+        let sent = mailer(&url, Duration::from_secs(2)).send(&message()).await;
+        let Err(SendError::Unavailable(why)) = sent else {
+            panic!("a refused session: {sent:?}");
+        };
+        assert!(why.contains("no SMTP session within 1s"), "{why}");
+    }
+
+    /// A session carries its share of messages, then a fresh one is opened.
+    #[tokio::test]
+    async fn smtp_retires_a_session_after_its_share_of_messages() {
+        let (port, seen) = scripted_server("250 test\r\n", First::Accept).await;
+        let mailer = mailer(
+            &format!("smtp://127.0.0.1:{port}?tls=none"),
+            Duration::from_secs(5),
+        );
+        for _ in 0..=MAX_MESSAGES_PER_SESSION {
+            mailer.send(&message()).await.expect("sent");
+        }
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2, "{} connections", seen.len());
+        let data = seen[0].iter().filter(|l| *l == "DATA").count();
+        assert_eq!(data, MAX_MESSAGES_PER_SESSION as usize);
     }
 
     /// The command at which the table's server answers as a row says.
