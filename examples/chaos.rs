@@ -5,7 +5,8 @@
 //! - runs `--workers` worker processes and SIGKILLs a random one every 0.5–2 s, restarting it,
 //! - re-injects a share of the events into the queue as duplicates,
 //! - has the SMTP listener refuse a share of deliveries (451) and stall some past the send
-//!   timeout,
+//!   timeout, and, halfway through, accept new sessions without ever greeting them for
+//!   `--mail-stall-secs` (a tarpit, an overloaded relay: an outage, never a dead letter),
 //! - restarts PostgreSQL once mid-run (the API and the workers must recover on their own),
 //! - once switches half the workers to the other claim mode,
 //!
@@ -101,6 +102,10 @@ struct Opts {
     /// Share of deliveries the SMTP listener stalls past the send timeout.
     #[arg(long, default_value_t = 0.02)]
     stall_share: f64,
+    /// Halfway through the status changes, the SMTP listener accepts new sessions and never
+    /// greets them for this many seconds, then recovers (0: never).
+    #[arg(long, default_value_t = 5)]
+    mail_stall_secs: u64,
     /// The shell command that restarts PostgreSQL [default: JOBBOARD_TEST_PG_RESTART, the
     /// throwaway test cluster's, from the env file scripts/services writes]. Never the
     /// machine's own cluster unless given here.
@@ -619,6 +624,7 @@ async fn run_in(
     // two thirds.
     let chaos = {
         let (run, moves_done, driving) = (run.clone(), moves_done.clone(), driving.clone());
+        let (smtp, mut mail_stall) = (smtp.clone(), Some(opts.mail_stall_secs).filter(|s| *s > 0));
         tokio::spawn(async move {
             let (mut restarted, mut switched) = (0usize, 0usize);
             let mut restart = pg_restart;
@@ -640,6 +646,20 @@ async fn run_in(
                         bail!("restarting PostgreSQL failed ({status}): {cmd}");
                     }
                     restarted += 1;
+                }
+                if done * 2 >= total_moves
+                    && let Some(secs) = mail_stall.take()
+                {
+                    progress(format!(
+                        "the SMTP listener stops greeting new sessions for {secs} s"
+                    ));
+                    smtp.refuse_sessions(Some(smtp::SessionRefusal::Silent));
+                    let smtp = smtp.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_secs(secs)).await;
+                        smtp.refuse_sessions(None);
+                        progress("the SMTP listener greets new sessions again");
+                    });
                 }
                 if done * 3 >= total_moves * 2 && switched == 0 {
                     switched = run.switch_modes().await?;
@@ -793,6 +813,7 @@ async fn run_in(
         "reclaims": reclaims,
         "refused": refused,
         "stalled": stalled,
+        "sessions_never_greeted": smtp.sessions_refused(),
         "pg_restarts": pg_restarts,
         "mode_switches": mode_switches,
         "unknown_event_emails": strangers,
@@ -800,7 +821,7 @@ async fn run_in(
     });
     println!(
         "chaos queue={} mode={} email={} workers={}: events {} emails {} lost {} duplicated {} dead letters {} \
-         kills {} injections {} reclaims {} refused {} stalled {} pg restarts {} mode switches {} seconds {}",
+         kills {} injections {} reclaims {} refused {} stalled {} never greeted {} pg restarts {} mode switches {} seconds {}",
         result["queue"].as_str().unwrap_or(""),
         result["mode"].as_str().unwrap_or(""),
         result["email"].as_str().unwrap_or(""),
@@ -815,6 +836,7 @@ async fn run_in(
         reclaims,
         refused,
         stalled,
+        result["sessions_never_greeted"],
         pg_restarts,
         mode_switches,
         result["seconds"],

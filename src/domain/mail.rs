@@ -14,13 +14,15 @@ pub struct EmailData {
 /// A send's failure, as the mail server reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SendError {
-    /// This message failed for now (a 4xx, a connection lost before the message was under
-    /// way): try again later, counting the attempt.
+    /// This message failed for now (a 4xx to RCPT TO or DATA, 421 and 454 included; a
+    /// connection lost, or the deadline passed, before its content was written): try again
+    /// later, counting the attempt.
     Transient(String),
     /// The server refuses this message for good (5xx at the sender, a recipient or the data).
     Permanent(String),
-    /// The mail service refuses the session, whatever the message: it cannot be reached, TLS
-    /// fails, the greeting or the login is refused, it throttles the sender. An outage of the
+    /// The mail service refuses the session, whatever the message: it cannot be reached, the
+    /// session does not open within half the send's deadline, TLS fails, the greeting or the
+    /// login is refused, it refuses or throttles the sender (421 or 454 to MAIL FROM). An outage of the
     /// mail service, not a failure of this message: no attempt is counted.
     Unavailable(String),
     /// The outcome is unknown: the send's deadline passed, or the connection dropped once the

@@ -25,11 +25,20 @@ pub trait Mailer: Send + Sync + 'static {
     fn kind(&self) -> &'static str;
     async fn send(&self, message: &Message) -> Result<(), SendError>;
     /// Whether the mail service would take a session now, checked without sending anything
-    /// (while it refuses sessions, before a message is risked on it). `Ok` where a mailer
-    /// cannot tell without sending: the next message tells.
-    async fn probe(&self) -> Result<(), SendError> {
-        Ok(())
+    /// (while it refuses sessions, before a message is risked on it).
+    async fn probe(&self) -> Result<Probe, SendError> {
+        Ok(Probe::CannotTell)
     }
+}
+
+/// What a probe of the mail service found, when it did not refuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// A session opened as a message's would (for SMTP: connected, encrypted, logged in, the
+    /// sender taken): the service takes sessions again.
+    Opened,
+    /// This mailer cannot tell without sending: the next message tells.
+    CannotTell,
 }
 
 /// The `X-Jobboard-Event-Id` header.
@@ -58,6 +67,12 @@ pub struct Sender {
 }
 
 impl Sender {
+    /// `EMAIL_FROM` as an envelope address, if it is one.
+    pub fn address(&self) -> Option<lettre::Address> {
+        let mailbox: lettre::message::Mailbox = self.from.parse().ok()?;
+        Some(mailbox.email)
+    }
+
     /// `EMAIL_FROM` as it goes out: its domain in A-label form (see [`validate::sendable_address`]).
     pub fn from_config(config: &Config) -> Sender {
         let from = validate::sendable_address(&config.email_from)
@@ -142,11 +157,12 @@ pub async fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Mailer>> {
                 .smtp_url
                 .as_ref()
                 .context("SMTP_URL is required with EMAIL_BACKEND=smtp")?;
-            Arc::new(SmtpMailer::from_url(
+            let mailer = SmtpMailer::from_url(
                 secrecy::ExposeSecret::expose_secret(url),
                 timeout,
                 config.worker_concurrency,
-            )?)
+            )?;
+            Arc::new(mailer.probing_sender(Sender::from_config(config).address()))
         }
         EmailBackend::Ses => {
             Arc::new(SesMailer::connect(config.ses_endpoint_url.as_deref(), timeout).await)

@@ -9,15 +9,16 @@
 //! 40 ms longer than it has to. Implicit TLS (`smtps://`) is the exception: lettre has to open
 //! that socket to wrap it before the greeting, so those sessions keep Nagle's algorithm.
 
-use super::{Mailer, mask_addresses};
+use super::{Mailer, Probe, mask_addresses};
 use crate::domain::mail::SendError;
 use anyhow::Context;
 use async_trait::async_trait;
 use lettre::Message;
 use lettre::transport::smtp::authentication::{Credentials, DEFAULT_MECHANISMS};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, Tls, TlsParameters};
-use lettre::transport::smtp::commands::Rset;
-use lettre::transport::smtp::extension::ClientId;
+use lettre::transport::smtp::commands::{Data, Mail, Rcpt, Rset};
+use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -45,6 +46,9 @@ pub struct SmtpMailer {
     idle: Mutex<Vec<Session>>,
     /// At most this many idle sessions are kept: as many as messages are sent at once.
     max_idle: usize,
+    /// The sender a probe offers in `MAIL FROM` (then resets), so that a service refusing the
+    /// sender is found before a message is risked on it.
+    probe_from: Option<lettre::Address>,
 }
 
 /// One open session and what it has done.
@@ -92,7 +96,16 @@ impl SmtpMailer {
             hello: ClientId::default(),
             idle: Mutex::new(Vec::new()),
             max_idle: connections.max(1),
+            probe_from: None,
         })
+    }
+
+    /// Probes offer `from` in `MAIL FROM` too, as messages do.
+    pub fn probing_sender(self, from: Option<lettre::Address>) -> Self {
+        SmtpMailer {
+            probe_from: from,
+            ..self
+        }
     }
 
     /// An idle session that still answers, or a new one.
@@ -140,58 +153,63 @@ impl SmtpMailer {
     }
 
     /// A new session: connected (with `TCP_NODELAY` unless the TLS wraps the socket from the
-    /// first byte), encrypted as `SMTP_URL` asks, logged in.
+    /// first byte), greeted, encrypted as `SMTP_URL` asks, logged in, all within half the send's
+    /// deadline: a server that accepts the connection and then says nothing (a tarpit, an
+    /// overloaded relay) refuses the session, and says so before the whole send runs out of time.
     /// Every failure here is the session's, not a message's: [`SendError::Unavailable`].
     async fn open(&self) -> Result<AsyncSmtpConnection, SendError> {
-        self.open_session().await.map_err(|e| match e {
-            SendError::Transient(m) | SendError::Permanent(m) => SendError::Unavailable(m),
-            unavailable => unavailable,
-        })
+        let within = self.timeout / 2;
+        match tokio::time::timeout(within, self.open_session()).await {
+            Ok(opened) => opened.map_err(|e| match e {
+                SendError::Transient(m) | SendError::Permanent(m) | SendError::Unknown(m) => {
+                    SendError::Unavailable(m)
+                }
+                unavailable => unavailable,
+            }),
+            Err(_) => Err(SendError::Unavailable(format!(
+                "no SMTP session within {}s (connection, greeting, TLS, EHLO or login)",
+                within.as_secs_f64()
+            ))),
+        }
     }
 
     async fn open_session(&self) -> Result<AsyncSmtpConnection, SendError> {
         let mut conn = match &self.tls {
             Tls::Wrapper(params) => AsyncSmtpConnection::connect_tokio1(
                 (self.host.as_str(), self.port),
-                Some(self.timeout),
+                None,
                 &self.hello,
                 Some(params.clone()),
                 None,
             )
             .await
-            .map_err(classify)?,
+            .map_err(refused)?,
             _ => {
-                // Half the send's deadline: a host that never answers is unreachable, and says
-                // so before the whole send runs out of time.
-                let connect = tokio::net::TcpStream::connect((self.host.as_str(), self.port));
-                let stream = tokio::time::timeout(self.timeout / 2, connect)
+                let stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
                     .await
-                    .map_err(|_| {
-                        SendError::Unavailable(format!(
-                            "connection error: no answer within {}s",
-                            (self.timeout / 2).as_secs_f64()
-                        ))
-                    })?
                     .map_err(|e| SendError::Unavailable(format!("connection error: {e}")))?;
-                let _ = stream.set_nodelay(true);
+                if let Err(e) = stream.set_nodelay(true) {
+                    // Only slower: each message's final `.` may wait for a delayed ACK.
+                    tracing::debug!(error = %e, "TCP_NODELAY not set on the SMTP connection");
+                }
                 AsyncSmtpConnection::connect_with_transport(Box::new(stream), &self.hello)
                     .await
-                    .map_err(classify)?
+                    .map_err(refused)?
             }
         };
         match &self.tls {
             Tls::Opportunistic(params) if conn.can_starttls() => conn
                 .starttls(params.clone(), &self.hello)
                 .await
-                .map_err(classify)?,
+                .map_err(refused)?,
             Tls::Required(params) => conn
                 .starttls(params.clone(), &self.hello)
                 .await
-                .map_err(classify)?,
+                .map_err(refused)?,
             _ => {}
         }
         if let Some(c) = &self.credentials {
-            conn.auth(DEFAULT_MECHANISMS, c).await.map_err(classify)?;
+            conn.auth(DEFAULT_MECHANISMS, c).await.map_err(refused)?;
         }
         Ok(conn)
     }
@@ -203,36 +221,129 @@ fn retire(mut session: Session) {
         return;
     }
     tokio::spawn(async move {
-        let _ = tokio::time::timeout(QUIT_TIMEOUT, session.conn.quit()).await;
+        if let Ok(Err(e)) = tokio::time::timeout(QUIT_TIMEOUT, session.conn.quit()).await {
+            // The session is done with either way; the server closes it on its side too.
+            tracing::debug!(error = %e, "a retired SMTP session's QUIT failed");
+        }
     });
 }
 
-/// Replies that refuse the session whatever the message, even when they answer one of its
-/// commands: 421 (the service is closing the channel), 454 (TLS or authentication unavailable
-/// for now), 530 (authentication or STARTTLS required first), 534 and 538 (a stronger login
-/// mechanism or encryption required), 535 (credentials refused).
-const SESSION_REFUSALS: [u16; 6] = [421, 454, 530, 534, 535, 538];
+/// Where a message's exchange stands: what a failure there says depends on it (CONTRACT.md §6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Step {
+    /// Opening the session: connection, greeting, STARTTLS and TLS, EHLO, AUTH; or the `RSET`
+    /// that checks an idle one.
+    Session = 0,
+    MailFrom = 1,
+    RcptTo = 2,
+    /// The `DATA` command, before any of the message is written.
+    Data = 3,
+    /// The message's content and its final `.`: from its first byte on, the server may have it.
+    Content = 4,
+}
 
-/// A message's failure: a session refusal ([`SESSION_REFUSALS`]) is the mail service's outage;
-/// otherwise 5xx refuses the message for good, and 4xx, connection trouble and timeouts fail it
-/// for now.
-fn classify(e: lettre::transport::smtp::Error) -> SendError {
+impl Step {
+    fn from_u8(n: u8) -> Step {
+        match n {
+            1 => Step::MailFrom,
+            2 => Step::RcptTo,
+            3 => Step::Data,
+            4 => Step::Content,
+            _ => Step::Session,
+        }
+    }
+}
+
+/// Replies that refuse the session's login whatever the command they answer: 530
+/// (authentication or STARTTLS required first), 534 and 538 (a stronger login mechanism or
+/// encryption required), 535 (credentials refused).
+const LOGIN_REFUSALS: [u16; 4] = [530, 534, 535, 538];
+
+/// Any failure while the session opens: the session's, not a message's.
+fn refused(e: lettre::transport::smtp::Error) -> SendError {
+    SendError::Unavailable(mask_addresses(&e.to_string()))
+}
+
+/// A failure of a message's exchange at `step` (CONTRACT.md §6):
+/// - a login refusal ([`LOGIN_REFUSALS`]) at any command, and 421 or 454 to `MAIL FROM` (the
+///   sender refused, the service closing), refuse the session: an outage of the mail service;
+/// - before the content is written, a 4xx (421 and 454 included) or a connection that drops
+///   fails this message for now, and a 5xx refuses it for good;
+/// - once the content is being written, a 4xx or 5xx to it still fails or refuses it, but a
+///   connection that drops, or a reply that cannot be read, leaves its outcome unknown (lettre
+///   reports no client error there: the content's checks ran before `MAIL FROM`).
+pub(crate) fn classify(step: Step, e: &lettre::transport::smtp::Error) -> SendError {
     let text = mask_addresses(&e.to_string());
-    match e.status().map(u16::from) {
-        Some(code) if SESSION_REFUSALS.contains(&code) => SendError::Unavailable(text),
+    let code = e.status().map(u16::from);
+    match (step, code) {
+        (Step::Session, _) => SendError::Unavailable(text),
+        (_, Some(c)) if LOGIN_REFUSALS.contains(&c) => SendError::Unavailable(text),
+        (Step::MailFrom, Some(421 | 454)) => SendError::Unavailable(text),
+        (Step::Content, None) => SendError::Unknown(text),
         _ if e.is_permanent() => SendError::Permanent(text),
         _ => SendError::Transient(text),
     }
 }
 
-/// A failure of a message's own exchange on an open session: as [`classify`], except that a
-/// connection that drops or answers nothing a reply code can be read from leaves the outcome
-/// unknown, since the message may have been handed over (lettre does not say at which command).
-fn classify_sent(e: lettre::transport::smtp::Error) -> SendError {
-    if e.status().is_none() && !e.is_client() && !e.is_tls() {
-        return SendError::Unknown(mask_addresses(&e.to_string()));
+/// A send whose deadline passed at `step`: before the content was written the server cannot
+/// have the message (a failure for now, or, while the session opens, a refused session); after,
+/// the outcome is unknown.
+pub(crate) fn timed_out(step: Step, deadline: Duration) -> SendError {
+    let text = format!(
+        "SMTP send timed out after {}s at {step:?}",
+        deadline.as_secs_f64()
+    );
+    match step {
+        Step::Session => SendError::Unavailable(text),
+        Step::MailFrom | Step::RcptTo | Step::Data => SendError::Transient(text),
+        Step::Content => SendError::Unknown(text),
     }
-    classify(e)
+}
+
+/// One message's transaction on an open session, command by command (as lettre's
+/// `AsyncSmtpConnection::send` runs it, which does not say at which command it failed), noting
+/// in `at` the step under way.
+async fn transact(
+    conn: &mut AsyncSmtpConnection,
+    message: &Message,
+    at: &AtomicU8,
+) -> Result<(), SendError> {
+    let envelope = message.envelope();
+    let body = message.formatted();
+    let step = |s: Step| at.store(s as u8, Ordering::SeqCst);
+    let fail = |s: Step| move |e: lettre::transport::smtp::Error| classify(s, &e);
+    let mut options = Vec::new();
+    let ascii = |a: &lettre::Address| AsRef::<str>::as_ref(a).is_ascii();
+    if !(envelope.from().is_none_or(ascii) && envelope.to().iter().all(ascii)) {
+        if !conn.server_info().supports_feature(Extension::SmtpUtfEight) {
+            return Err(SendError::Transient(
+                "an address is not ASCII and the server does not support SMTPUTF8".into(),
+            ));
+        }
+        options.push(MailParameter::SmtpUtfEight);
+    }
+    if !body.is_ascii() {
+        if !conn.server_info().supports_feature(Extension::EightBitMime) {
+            return Err(SendError::Transient(
+                "the message is not ASCII and the server does not support 8BITMIME".into(),
+            ));
+        }
+        options.push(MailParameter::Body(MailBodyParameter::EightBitMime));
+    }
+    step(Step::MailFrom);
+    let from = Mail::new(envelope.from().cloned(), options);
+    conn.command(from).await.map_err(fail(Step::MailFrom))?;
+    step(Step::RcptTo);
+    for to in envelope.to() {
+        let rcpt = Rcpt::new(to.clone(), vec![]);
+        conn.command(rcpt).await.map_err(fail(Step::RcptTo))?;
+    }
+    step(Step::Data);
+    conn.command(Data).await.map_err(fail(Step::Data))?;
+    step(Step::Content);
+    conn.message(&body).await.map_err(fail(Step::Content))?;
+    Ok(())
 }
 
 fn percent_decode(s: &str) -> String {
@@ -248,34 +359,40 @@ impl Mailer for SmtpMailer {
         "smtp"
     }
 
-    /// Opens a session (connected, encrypted, logged in) and keeps it for the next message.
-    async fn probe(&self) -> Result<(), SendError> {
-        let conn = tokio::time::timeout(self.timeout, self.open())
+    /// Opens a session (connected, encrypted, logged in), offers the sender and resets, and
+    /// keeps the session for the next message.
+    async fn probe(&self) -> Result<Probe, SendError> {
+        let opened = async {
+            let mut conn = self.open().await?;
+            if let Some(from) = &self.probe_from {
+                let offer = Mail::new(Some(from.clone()), vec![]);
+                conn.command(offer)
+                    .await
+                    .map_err(|e| classify(Step::MailFrom, &e))?;
+                conn.command(Rset)
+                    .await
+                    .map_err(|e| classify(Step::Session, &e))?;
+            }
+            Ok(conn)
+        };
+        let conn = tokio::time::timeout(self.timeout, opened)
             .await
-            .map_err(|_| {
-                SendError::Unavailable(format!(
-                    "no SMTP session within {}s",
-                    self.timeout.as_secs_f64()
-                ))
-            })??;
+            .map_err(|_| timed_out(Step::Session, self.timeout))??;
         self.checkin(Session {
             conn,
             sent: 0,
             idle_since: Instant::now(),
         });
-        Ok(())
+        Ok(Probe::Opened)
     }
 
     /// A session goes back to the pool only after the server accepted the message: one whose
     /// send failed or ran out of time is dropped with the future that held it.
     async fn send(&self, message: &Message) -> Result<(), SendError> {
+        let at = AtomicU8::new(Step::Session as u8);
         let attempt = async {
             let mut session = self.checkout().await?;
-            session
-                .conn
-                .send(message.envelope(), &message.formatted())
-                .await
-                .map_err(classify_sent)?;
+            transact(&mut session.conn, message, &at).await?;
             session.sent += 1;
             Ok(session)
         };
@@ -285,10 +402,10 @@ impl Mailer for SmtpMailer {
                 Ok(())
             }
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(SendError::Unknown(format!(
-                "SMTP send timed out after {}s",
-                self.timeout.as_secs_f64()
-            ))),
+            Err(_) => Err(timed_out(
+                Step::from_u8(at.load(Ordering::SeqCst)),
+                self.timeout,
+            )),
         }
     }
 }
@@ -297,6 +414,7 @@ impl Mailer for SmtpMailer {
 mod tests {
     use super::*;
     use crate::email::tests::message;
+    use jobboard_protocol_model::{Mail, Seen as Modelled};
     use std::sync::Arc;
 
     #[test]
@@ -510,6 +628,274 @@ mod tests {
             matches!(probed, Err(SendError::Unavailable(_))),
             "{why}: {probed:?}"
         );
+    }
+
+    /// With a sender to offer, a probe checks that the service takes it (`MAIL FROM`, then
+    /// `RSET`), so a service that refuses the sender is not taken for recovered.
+    #[tokio::test]
+    async fn smtp_probe_offers_the_sender_and_resets() {
+        let (port, seen) = scripted_server("250 test\r\n", First::Accept).await;
+        let from: lettre::Address = "jobs@acme.example".parse().unwrap();
+        let url = format!("smtp://127.0.0.1:{port}?tls=none");
+        let probing = mailer(&url, Duration::from_secs(5)).probing_sender(Some(from.clone()));
+        assert_eq!(probing.probe().await, Ok(Probe::Opened));
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(
+            seen[0][1..],
+            ["MAIL FROM:<jobs@acme.example>", "RSET"],
+            "{seen:?}"
+        );
+
+        let (port, _) = table_server(At::MailFrom, Reply::Code(454)).await;
+        let url = format!("smtp://127.0.0.1:{port}?tls=none");
+        let probing = mailer(&url, Duration::from_secs(5)).probing_sender(Some(from));
+        let probed = probing.probe().await;
+        assert!(
+            matches!(probed, Err(SendError::Unavailable(_))),
+            "{probed:?}"
+        );
+
+        // A session that takes the sender and then drops at RSET is no session either.
+        let (port, _) = table_server(At::EndOfData, Reply::Code(250)).await;
+        let url = format!("smtp://127.0.0.1:{port}?tls=none");
+        let from: lettre::Address = "jobs@acme.example".parse().unwrap();
+        let probing = mailer(&url, Duration::from_secs(5)).probing_sender(Some(from));
+        let probed = probing.probe().await;
+        assert!(
+            matches!(probed, Err(SendError::Unavailable(_))),
+            "{probed:?}"
+        );
+    }
+
+    /// A server that accepts the connection and never greets refuses the session by half the
+    /// send's deadline, the session's own, not the send's.
+    #[tokio::test]
+    async fn smtp_a_silent_server_refuses_the_session_at_half_the_deadline() {
+        let (port, _) = table_server(At::Greeting, Reply::Stall).await;
+        let url = format!("smtp://127.0.0.1:{port}?tls=none");
+        let sent = mailer(&url, Duration::from_secs(2)).send(&message()).await;
+        let Err(SendError::Unavailable(why)) = sent else {
+            panic!("a refused session: {sent:?}");
+        };
+        assert!(why.contains("no SMTP session within 1s"), "{why}");
+    }
+
+    /// A session carries its share of messages, then a fresh one is opened.
+    #[tokio::test]
+    async fn smtp_retires_a_session_after_its_share_of_messages() {
+        let (port, seen) = scripted_server("250 test\r\n", First::Accept).await;
+        let mailer = mailer(
+            &format!("smtp://127.0.0.1:{port}?tls=none"),
+            Duration::from_secs(5),
+        );
+        for _ in 0..=MAX_MESSAGES_PER_SESSION {
+            mailer.send(&message()).await.expect("sent");
+        }
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2, "{} connections", seen.len());
+        let data = seen[0].iter().filter(|l| *l == "DATA").count();
+        assert_eq!(data, MAX_MESSAGES_PER_SESSION as usize);
+    }
+
+    /// The command at which the table's server answers as a row says.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum At {
+        Greeting,
+        Ehlo,
+        StartTls,
+        Auth,
+        MailFrom,
+        RcptTo,
+        Data,
+        /// The reply to the message's content (its final `.`).
+        EndOfData,
+    }
+
+    /// How the table's server answers there.
+    #[derive(Clone, Copy, Debug)]
+    enum Reply {
+        Code(u16),
+        /// Nothing, until the client hangs up.
+        Stall,
+        /// The connection closed without a reply.
+        Drop,
+    }
+
+    /// An SMTP server that answers every command positively except the one at `at`, which it
+    /// answers with `reply`; it advertises STARTTLS only when that is the command refused, and
+    /// always AUTH PLAIN. Returns its port and whether it has the message (its whole content
+    /// arrived, whatever the reply).
+    async fn table_server(at: At, reply: Reply) -> (u16, Arc<std::sync::atomic::AtomicBool>) {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let taken = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let has = taken.clone();
+        tokio::spawn(async move {
+            let Ok((conn, _)) = listener.accept().await else {
+                return;
+            };
+            let (r, mut w) = conn.into_split();
+            let mut r = BufReader::new(r);
+            // Some(bytes): the reply; None: the session ends here as `reply` says.
+            let answer = |here: At, ok: &str| -> Option<String> {
+                if here != at {
+                    return Some(ok.to_string());
+                }
+                match reply {
+                    Reply::Code(code) => Some(format!("{code} {}\r\n", code / 100)),
+                    Reply::Stall | Reply::Drop => None,
+                }
+            };
+            let mut line = String::new();
+            let mut step = At::Greeting;
+            loop {
+                let ok = match step {
+                    At::Greeting => "220 table\r\n",
+                    At::Ehlo if at == At::StartTls => {
+                        "250-table\r\n250-STARTTLS\r\n250 AUTH PLAIN\r\n"
+                    }
+                    At::Ehlo => "250-table\r\n250 AUTH PLAIN\r\n",
+                    At::StartTls => "220 go ahead\r\n",
+                    At::Auth => "235 ok\r\n",
+                    At::Data => "354 go on\r\n",
+                    _ => "250 ok\r\n",
+                };
+                let Some(bytes) = answer(step, ok) else {
+                    if let Reply::Stall = reply {
+                        while r.read_line(&mut line).await.unwrap_or(0) > 0 {}
+                    }
+                    return;
+                };
+                if w.write_all(bytes.as_bytes()).await.is_err() || !bytes.starts_with(['2', '3']) {
+                    // A refusal ends the table's row: the client closes or moves on, unanswered.
+                    while r.read_line(&mut line).await.unwrap_or(0) > 0 {}
+                    return;
+                }
+                line.clear();
+                if r.read_line(&mut line).await.unwrap_or(0) == 0 {
+                    return;
+                }
+                let verb = line.get(..4).unwrap_or("").to_ascii_uppercase();
+                step = match verb.as_str() {
+                    "EHLO" => At::Ehlo,
+                    "STAR" => At::StartTls,
+                    "AUTH" => At::Auth,
+                    "MAIL" => At::MailFrom,
+                    "RCPT" => At::RcptTo,
+                    "DATA" => {
+                        if at == At::Data {
+                            At::Data
+                        } else {
+                            // The content up to its final `.`, then the reply to it.
+                            w.write_all(b"354 go on\r\n").await.ok();
+                            loop {
+                                line.clear();
+                                if r.read_line(&mut line).await.unwrap_or(0) == 0 {
+                                    return;
+                                }
+                                if line == ".\r\n" {
+                                    break;
+                                }
+                            }
+                            // Refused at its end, it is not kept; otherwise it is, whether
+                            // or not the reply reaches the client.
+                            let refused =
+                                at == At::EndOfData && matches!(reply, Reply::Code(c) if c >= 400);
+                            has.store(!refused, Ordering::SeqCst);
+                            At::EndOfData
+                        }
+                    }
+                    _ => return,
+                };
+            }
+        });
+        (port, taken)
+    }
+
+    /// What the model (tests/model) stands for with this result: the one outcome whose view from
+    /// the code, whose fate of the message, and whose reply class match. `None` when no modelled
+    /// outcome matches: the model's checks would not cover what the code does here.
+    fn modelled(result: &Result<(), SendError>, taken: bool, five: bool) -> Option<Mail> {
+        let seen = match result {
+            Ok(()) => Modelled::Sent,
+            Err(SendError::Transient(_)) => Modelled::Transient,
+            Err(SendError::Permanent(_)) => Modelled::Permanent,
+            Err(SendError::Unavailable(_)) => Modelled::Unavailable,
+            Err(SendError::Unknown(_)) => Modelled::Unknown,
+        };
+        let mut matching = Mail::ALL
+            .into_iter()
+            .filter(|m| m.seen() == seen && m.taken() == taken && m.five_hundred() == five);
+        let found = matching.next();
+        assert!(matching.next().is_none(), "ambiguous: {result:?}");
+        found
+    }
+
+    /// Every SMTP reply, command by command, through the real mailer and classifier, is the
+    /// model's outcome CONTRACT.md §6 gives it: a change to the classifier, or to what the model
+    /// takes an outcome to be, shows here. (SES's errors belong in the same table: each SES
+    /// failure through `SesMailer` to `modelled`.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_smtp_reply_is_a_modelled_outcome() {
+        use Mail::*;
+        let session = [At::Greeting, At::Ehlo, At::StartTls, At::Auth];
+        let mut rows: Vec<(At, Reply, Mail)> = vec![(At::EndOfData, Reply::Code(250), Accept)];
+        for at in session {
+            for code in [421, 432, 450, 451, 452, 454] {
+                rows.push((at, Reply::Code(code), SessionRefused));
+            }
+            rows.push((at, Reply::Code(554), SessionRefused5xx));
+            rows.push((at, Reply::Stall, SessionRefused));
+            rows.push((at, Reply::Drop, SessionRefused));
+        }
+        for code in [421, 454] {
+            rows.push((At::MailFrom, Reply::Code(code), SessionRefused));
+        }
+        for code in [530, 535] {
+            rows.push((At::MailFrom, Reply::Code(code), SessionRefused5xx));
+        }
+        for code in [432, 450, 451, 452] {
+            rows.push((At::MailFrom, Reply::Code(code), Refuse4xx));
+        }
+        rows.push((At::MailFrom, Reply::Code(550), Refuse5xx));
+        for at in [At::RcptTo, At::Data, At::EndOfData] {
+            for code in [421, 432, 450, 451, 452, 454] {
+                rows.push((at, Reply::Code(code), Refuse4xx));
+            }
+            rows.push((at, Reply::Code(550), Refuse5xx));
+            rows.push((at, Reply::Code(554), Refuse5xx));
+        }
+        for at in [At::MailFrom, At::RcptTo, At::Data] {
+            // Before the message was handed over: the server cannot have it.
+            rows.push((at, Reply::Stall, Refuse4xx));
+            rows.push((at, Reply::Drop, Refuse4xx));
+        }
+        // After it was handed over: the server may have it.
+        rows.push((At::EndOfData, Reply::Stall, AcceptLate));
+        rows.push((At::EndOfData, Reply::Drop, AcceptLate));
+
+        // All rows at once: a stalled row waits for its deadline.
+        let mut running = tokio::task::JoinSet::new();
+        for (at, reply, want) in rows {
+            running.spawn(async move {
+                let (port, taken) = table_server(at, reply).await;
+                // (TLS parameters load the system's roots: only where STARTTLS is the row.)
+                let tls = if at == At::StartTls {
+                    "opportunistic"
+                } else {
+                    "none"
+                };
+                let url = format!("smtp://user:pass@127.0.0.1:{port}?tls={tls}");
+                let result = mailer(&url, Duration::from_secs(2)).send(&message()).await;
+                let five = matches!(reply, Reply::Code(c) if c >= 500);
+                let got = modelled(&result, taken.load(Ordering::SeqCst), five);
+                (got != Some(want))
+                    .then(|| format!("{at:?} {reply:?}: want {want:?}, got {got:?} ({result:?})"))
+            });
+        }
+        let wrong: Vec<String> = running.join_all().await.into_iter().flatten().collect();
+        assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
     }
 
     #[tokio::test]

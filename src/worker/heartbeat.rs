@@ -47,13 +47,14 @@ impl Worker {
                 }
             }
         };
+        let began = self.mail_recoveries();
         let sent = tokio::select! {
             sent = tokio::time::timeout(self.send_timeout, self.mailer.send(&message)) => {
                 sent.unwrap_or_else(|_| Err(SendError::Unknown(format!("timed out after {}s", self.send_timeout.as_secs()))))
             }
             _ = beat => unreachable!("the heartbeat never ends"),
         };
-        self.note_send(&sent);
+        self.note_send(&sent, began);
         sent
     }
 }

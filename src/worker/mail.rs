@@ -2,7 +2,8 @@
 //! service cannot be reached, TLS fails, the greeting or the login is refused, it throttles the
 //! sender) releases its claim with no attempt counted and puts its message back after the
 //! current backoff; the worker reports itself not ready, and its receive loop stops receiving
-//! and probes the service with backoff (1 s doubling to 30 s), until a send succeeds.
+//! and probes the service with backoff (1 s doubling to 30 s), until a probe opens a session or
+//! a send succeeds; receiving then resumes at once.
 
 use super::{Outcome, Worker};
 use crate::domain::event::StatusChanged;
@@ -22,26 +23,41 @@ impl Worker {
         self.mail_up.load(Ordering::SeqCst)
     }
 
-    /// Notes what a send says about the mail service: a success means it takes sessions, a
-    /// refused session that it does not. A refused message says nothing about the service.
-    pub(super) fn note_send(&self, result: &Result<(), SendError>) {
+    /// The outages ended so far: taken before a send or a probe, and handed back with what it
+    /// found.
+    pub(super) fn mail_recoveries(&self) -> u64 {
+        self.mail_recoveries.load(Ordering::SeqCst)
+    }
+
+    /// Notes what a send begun after `began` recoveries says about the mail service: a success
+    /// means it takes sessions, a refused session that it does not. A refused message says
+    /// nothing about the service.
+    pub(super) fn note_send(&self, result: &Result<(), SendError>, began: u64) {
         match result {
             Ok(()) => self.mail_accepts(),
-            Err(SendError::Unavailable(error)) => self.mail_refuses(error),
+            Err(SendError::Unavailable(error)) => self.mail_refuses(error, began),
             Err(_) => {}
         }
     }
 
-    fn mail_accepts(&self) {
+    /// The mail service took a session (a send, or a probe): an outage ends, logged once at
+    /// INFO, and a receive loop waiting to probe again wakes.
+    pub(super) fn mail_accepts(&self) {
         if !self.mail_up.swap(true, Ordering::SeqCst) {
+            self.mail_recoveries.fetch_add(1, Ordering::SeqCst);
             metrics::gauge!(t::MAIL_SERVICE_UP).set(1.0);
             tracing::info!("the mail service accepts sessions again; sending");
+            self.mail_recovered.notify_one();
         }
     }
 
-    /// Counts a refused session; the first of an outage is logged at ERROR, once.
-    pub(super) fn mail_refuses(&self, error: &str) {
+    /// Counts a refused session; the first of an outage is logged at ERROR, once. A session
+    /// begun before the last recovery (`began` is older) says nothing new: it starts no outage.
+    pub(super) fn mail_refuses(&self, error: &str, began: u64) {
         metrics::counter!(t::MAIL_SESSION_REFUSALS_TOTAL).increment(1);
+        if began != self.mail_recoveries() {
+            return;
+        }
         if self.mail_up.swap(false, Ordering::SeqCst) {
             metrics::gauge!(t::MAIL_SERVICE_UP).set(0.0);
             tracing::error!(

@@ -85,11 +85,16 @@ pub struct Worker {
     /// Set when handling a message failed: the database is checked before receiving more.
     store_trouble: AtomicBool,
     /// False while the mail service refuses its session (`checks.mail` of `/readyz`), from the
-    /// first refused session until a send succeeds.
+    /// first refused session until a send or a probe of the session succeeds.
     pub mail_up: Arc<AtomicBool>,
     /// The receive loop's current wait between probes of a refusing mail service, in ms: also
     /// how long a message that met the refusal stays invisible.
     mail_wait_ms: AtomicU64,
+    /// How many outages of the mail service have ended: a refusal from a session begun before
+    /// the last recovery does not start a new outage.
+    mail_recoveries: AtomicU64,
+    /// Wakes the receive loop from its wait between probes when a send ends the outage.
+    mail_recovered: tokio::sync::Notify,
 }
 
 impl Worker {
@@ -116,6 +121,8 @@ impl Worker {
             store_trouble: AtomicBool::new(false),
             mail_up: Arc::new(AtomicBool::new(true)),
             mail_wait_ms: AtomicU64::new(mail::MAIL_FIRST_WAIT.as_millis() as u64),
+            mail_recoveries: AtomicU64::new(0),
+            mail_recovered: tokio::sync::Notify::new(),
         }
     }
 

@@ -4,6 +4,7 @@
 use super::mail::{MAIL_FIRST_WAIT, MAIL_MAX_WAIT};
 use super::{Outcome, Worker};
 use crate::domain::mail::SendError;
+use crate::email::Probe;
 use crate::queue::Message;
 use crate::telemetry as t;
 use std::sync::Arc;
@@ -48,8 +49,9 @@ impl Worker {
                 joined(done);
             }
             // While the mail service refuses its session, receive nothing (as while the
-            // database is away): wait, probe it, and let one message through when the probe
-            // passes; the first accepted send ends the outage.
+            // database is away): wait, and probe it. A probe that opens a session ends the
+            // outage, and receiving resumes at once; where the mailer cannot tell without
+            // sending, one message goes through and its send tells.
             let mut probing = false;
             if self.mail_is_up() {
                 if mail_wait != MAIL_FIRST_WAIT {
@@ -57,20 +59,26 @@ impl Worker {
                     self.set_mail_wait(mail_wait);
                 }
             } else {
-                tokio::select! { _ = tokio::time::sleep(mail_wait) => {}, _ = shutdown.cancelled() => break }
-                mail_wait = (mail_wait * 2).min(MAIL_MAX_WAIT);
-                self.set_mail_wait(mail_wait);
+                tokio::select! {
+                    _ = tokio::time::sleep(mail_wait) => {},
+                    _ = self.mail_recovered.notified() => {},
+                    _ = shutdown.cancelled() => break,
+                }
                 if !self.mail_is_up() {
+                    mail_wait = (mail_wait * 2).min(MAIL_MAX_WAIT);
+                    self.set_mail_wait(mail_wait);
+                    let began = self.mail_recoveries();
                     match tokio::time::timeout(self.send_timeout, self.mailer.probe()).await {
+                        Ok(Ok(Probe::Opened)) => self.mail_accepts(),
                         Ok(Err(SendError::Unavailable(error))) => {
-                            self.mail_refuses(&error);
+                            self.mail_refuses(&error, began);
                             continue;
                         }
                         Err(_) => {
-                            self.mail_refuses("no session within the send's deadline");
+                            self.mail_refuses("no session within the send's deadline", began);
                             continue;
                         }
-                        Ok(_) => probing = true,
+                        Ok(Ok(Probe::CannotTell) | Err(_)) => probing = true,
                     }
                 }
             }

@@ -62,13 +62,14 @@ impl Worker {
                 }
             }
         };
+        let began = self.mail_recoveries();
         let outcome = tokio::select! {
             o = self.store.process_in_transaction(&e.event_id, e.application_id, self.max_attempts, send) => o?,
             _ = keep_hidden => unreachable!("the heartbeat never ends"),
         };
         match outcome {
             TxOutcome::Sent => {
-                self.note_send(&Ok(()));
+                self.note_send(&Ok(()), began);
                 self.queue.ack(m).await?;
                 if let Some(data) = sent_to.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
                     self.log_sent(data, e);
@@ -88,7 +89,7 @@ impl Worker {
                 Ok(Outcome::Missing)
             }
             TxOutcome::Released { error } => {
-                self.note_send(&Err(error.clone()));
+                self.note_send(&Err(error.clone()), began);
                 self.mail_unavailable(m, e, None, &error).await
             }
             TxOutcome::Failed { failure, error } => {

@@ -1,7 +1,7 @@
 //! A real SMTP server for tests: it listens on a port, speaks enough SMTP for any client, records
 //! what it accepted, and can be told to refuse the next messages (4xx or 5xx) or to answer slowly,
-//! to refuse whole sessions (the greeting, AUTH, or every message until STARTTLS); or, for the
-//! chaos run, to refuse and stall a random share of messages.
+//! to refuse whole sessions (no greeting at all, a refused greeting, AUTH, or every message until
+//! STARTTLS); or, for the chaos run, to refuse and stall a random share of messages.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -79,6 +79,9 @@ struct State {
 /// line, such as `535 5.7.8 Authentication credentials invalid`.
 #[derive(Clone, Debug)]
 pub enum SessionRefusal {
+    /// No greeting at all: the connection is accepted and then left silent, as a tarpit or an
+    /// overloaded relay does, until the client hangs up.
+    Silent,
     /// The greeting itself (a server that serves no one, such as `554`), then the connection
     /// is closed.
     Greeting(String),
@@ -216,6 +219,22 @@ async fn session(socket: tokio::net::TcpStream, state: Arc<Mutex<State>>) -> std
         }
         reply.map(|r| format!("{r}\r\n"))
     };
+    let silent = {
+        let mut st = state.lock().unwrap();
+        let silent = matches!(st.session_refusal, Some(SessionRefusal::Silent));
+        if silent {
+            st.sessions_refused += 1;
+        }
+        silent
+    };
+    if silent {
+        // Whatever the client says goes unanswered, until it gives up.
+        let mut line = String::new();
+        while lines.read_line(&mut line).await? > 0 {
+            line.clear();
+        }
+        return Ok(());
+    }
     if let Some(reply) = refusal(|r| match r {
         SessionRefusal::Greeting(reply) => Some(reply),
         _ => None,

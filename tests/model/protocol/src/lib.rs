@@ -76,6 +76,54 @@ pub enum Mail {
     AcceptLate,
 }
 
+/// What the worker's code is handed for a send: the mailer's result (`SendError`'s variants).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Seen {
+    Sent,
+    /// `SendError::Transient`: failed for now, counted, released.
+    Transient,
+    /// `SendError::Permanent`: refused for good, dead-lettered.
+    Permanent,
+    /// `SendError::Unavailable`: a refused session, nothing counted, released.
+    Unavailable,
+    /// `SendError::Unknown`: counted, the claim kept until its lease lapses.
+    Unknown,
+}
+
+impl Mail {
+    pub const ALL: [Mail; 6] = [
+        Mail::Accept,
+        Mail::Refuse4xx,
+        Mail::Refuse5xx,
+        Mail::SessionRefused,
+        Mail::SessionRefused5xx,
+        Mail::AcceptLate,
+    ];
+
+    /// What the code makes of this outcome. The table in `src/email/smtp.rs`'s tests
+    /// (`every_smtp_reply_is_a_modelled_outcome`) ties every SMTP reply, command by command,
+    /// to one of these through the real classifier; [`Protocol`]'s `send` acts on this.
+    pub fn seen(self) -> Seen {
+        match self {
+            Mail::Accept => Seen::Sent,
+            Mail::Refuse4xx => Seen::Transient,
+            Mail::Refuse5xx => Seen::Permanent,
+            Mail::SessionRefused | Mail::SessionRefused5xx => Seen::Unavailable,
+            Mail::AcceptLate => Seen::Unknown,
+        }
+    }
+
+    /// Whether the mail server has the message afterwards.
+    pub fn taken(self) -> bool {
+        matches!(self, Mail::Accept | Mail::AcceptLate)
+    }
+
+    /// Whether the server's reply was a 5xx.
+    pub fn five_hundred(self) -> bool {
+        matches!(self, Mail::Refuse5xx | Mail::SessionRefused5xx)
+    }
+}
+
 /// The bounds of one check: how much of each fault the environment may spend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Bounds {
@@ -755,7 +803,7 @@ impl Protocol {
             // The send closure: WARN "reclaiming expired claim", events_reclaimed_total.
             st.reclaims[e] += 1;
         }
-        if matches!(mail, Mail::Accept | Mail::AcceptLate) {
+        if mail.taken() {
             st.accepted[e] = (st.accepted[e] + 1).min(3);
             // The claim is dead (and not redriven), but this send's claim was never taken
             // over: the event was dead-lettered under a live holder.
@@ -763,18 +811,23 @@ impl Protocol {
                 st.send_after_dead = true;
             }
         }
-        if matches!(mail, Mail::Refuse4xx | Mail::Refuse5xx | Mail::AcceptLate) {
+        if matches!(
+            mail.seen(),
+            Seen::Transient | Seen::Permanent | Seen::Unknown
+        ) {
             st.failed_sends[e] += 1;
         }
         if mail != Mail::Accept {
             st.left.refusals -= 1;
         }
         // Each error is what the code makes of it: SendError::Transient, Permanent or Unknown.
-        let permanent = matches!(mail, Mail::Refuse5xx | Mail::SessionRefused5xx);
-        let kept = mail == Mail::AcceptLate && !self.mutated(Mutation::UnknownOutcomeReleased);
+        // (A 5xx refused session is what the code made permanent before SendError::Unavailable,
+        // as SessionRefusalCounted restores.)
+        let permanent = mail.five_hundred();
+        let kept = mail.seen() == Seen::Unknown && !self.mutated(Mutation::UnknownOutcomeReleased);
         // SendError::Unavailable: the claim is released, nothing counted.
-        let counted = !matches!(mail, Mail::SessionRefused | Mail::SessionRefused5xx)
-            || self.mutated(Mutation::SessionRefusalCounted);
+        let counted =
+            mail.seen() != Seen::Unavailable || self.mutated(Mutation::SessionRefusalCounted);
         let permanent = permanent && counted;
         t.phase = match (t.phase, mail) {
             (Phase::Send, Mail::Accept) => Phase::Accepted,
