@@ -834,8 +834,8 @@ mod tests {
 
     /// Every SMTP reply, command by command, through the real mailer and classifier, is the
     /// model's outcome CONTRACT.md §6 gives it: a change to the classifier, or to what the model
-    /// takes an outcome to be, shows here. (SES's errors belong in the same table: each SES
-    /// failure through `SesMailer` to `modelled`.)
+    /// takes an outcome to be, shows here. SES's errors answer to the same `Mail::seen` in
+    /// `tests/model/ses_outcomes.rs`.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_smtp_reply_is_a_modelled_outcome() {
         use Mail::*;

@@ -7,7 +7,7 @@
 use jobboard::domain::ApplicationStatus;
 use jobboard::domain::mail::{EmailData, SendError};
 use jobboard::email::{Mailer, Sender, SesMailer, status_email};
-use jobboard_protocol_model::Mail;
+use jobboard_protocol_model::{Mail, Seen};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -16,29 +16,20 @@ use tokio::net::{TcpListener, TcpStream};
 const DEADLINE: Duration = Duration::from_secs(2);
 const FROM: &str = "jobs@acme.example";
 
-/// The `SendError` the worker must see for each of the model's mail outcomes (what
-/// `Protocol::send` makes of it: counted or not, the claim released or kept, a dead letter).
-fn modelled(mail: Mail) -> Option<&'static str> {
-    match mail {
-        Mail::Accept => None,
-        // Counted, released, retried with backoff.
-        Mail::Refuse4xx => Some("Transient"),
-        // Counted, dead-lettered at once.
-        Mail::Refuse5xx => Some("Permanent"),
-        // A refused session, whatever its code: released, nothing counted.
-        Mail::SessionRefused | Mail::SessionRefused5xx => Some("Unavailable"),
-        // Counted, the claim kept to lapse: the retry is a counted reclaim.
-        Mail::AcceptLate => Some("Unknown"),
-    }
+/// The `SendError` the worker must see for each of the model's mail outcomes: the model's own
+/// statement of it (`Mail::seen`, which `Protocol::send` acts on), so this table and the SMTP one
+/// in `src/email/smtp.rs` answer to the same definition.
+fn modelled(mail: Mail) -> Seen {
+    mail.seen()
 }
 
-fn kind(result: &Result<(), SendError>) -> Option<&'static str> {
+fn kind(result: &Result<(), SendError>) -> Seen {
     match result {
-        Ok(()) => None,
-        Err(SendError::Transient(_)) => Some("Transient"),
-        Err(SendError::Permanent(_)) => Some("Permanent"),
-        Err(SendError::Unavailable(_)) => Some("Unavailable"),
-        Err(SendError::Unknown(_)) => Some("Unknown"),
+        Ok(()) => Seen::Sent,
+        Err(SendError::Transient(_)) => Seen::Transient,
+        Err(SendError::Permanent(_)) => Seen::Permanent,
+        Err(SendError::Unavailable(_)) => Seen::Unavailable,
+        Err(SendError::Unknown(_)) => Seen::Unknown,
     }
 }
 
