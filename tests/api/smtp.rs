@@ -165,16 +165,7 @@ async fn session_outage(h: Harness, refusal: SessionRefusal, jobs: usize) {
     assert_eq!(status.code(), Some(0), "graceful stop");
     // One ERROR when the outage begins, one INFO when it ends.
     let logs = std::fs::read_to_string(&log).unwrap();
-    let lines: Vec<Value> = logs
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("JSON log line: {l}")))
-        .collect();
-    let with = |level: &str, words: &str| {
-        lines
-            .iter()
-            .filter(|l| l["level"] == level && l["message"].as_str().unwrap_or("").contains(words))
-            .count()
-    };
+    let with = |level: &str, words: &str| count_logged(&logs, level, words);
     assert_eq!(with("ERROR", "mail service refuses"), 1, "{logs}");
     assert_eq!(with("INFO", "mail service accepts"), 1, "{logs}");
     assert_eq!(with("ERROR", "dead-lettered"), 0, "{logs}");
@@ -295,20 +286,19 @@ async fn a_4xx_at_rcpt_from_postfix_fails_that_message_only() {
     worker.start_kill().unwrap();
     worker.wait().await.unwrap();
     let logs = std::fs::read_to_string(&log).unwrap();
-    let lines: Vec<Value> = logs
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("JSON log line: {l}")))
-        .collect();
-    let with = |level: &str, words: &str| {
-        lines
-            .iter()
-            .filter(|l| l["level"] == level && l["message"].as_str().unwrap_or("").contains(words))
-            .count()
-    };
+    let with = |level: &str, words: &str| count_logged(&logs, level, words);
     assert_eq!(with("ERROR", "mail service refuses"), 0, "{logs}");
     assert_eq!(with("WARN", "send failed (attempt 1 of 2)"), 1, "{logs}");
     assert_eq!(with("ERROR", "event dead-lettered"), 1, "{logs}");
     assert!(!logs.contains(&denied.email), "addresses masked: {logs}");
+}
+
+/// How many lines of a JSON-format log have this level and a message containing `words`.
+fn count_logged(logs: &str, level: &str, words: &str) -> usize {
+    logs.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|_| panic!("JSON log line: {l}")))
+        .filter(|l| l["level"] == level && l["message"].as_str().unwrap_or("").contains(words))
+        .count()
 }
 
 /// A candidate whose address is at `domain`.
