@@ -1,10 +1,181 @@
-//! The event a status change emits (CONTRACT.md §5), written to the outbox in the same
-//! transaction as the change.
+//! The events of CONTRACT.md §5, each one email to one person, written to the outbox in the
+//! same transaction as what they report (a request's write, or the upkeep's).
 
 use super::ApplicationStatus;
 use chrono::{DateTime, Utc};
 
 pub const STATUS_CHANGED: &str = "application.status_changed";
+pub const SUBMITTED: &str = "application.submitted";
+pub const JOB_EXPIRING: &str = "job.expiring";
+pub const JOB_EXPIRED: &str = "job.expired";
+pub const JOB_REVIEWED: &str = "job.reviewed";
+pub const APPLICATIONS_DIGEST: &str = "applications.digest";
+pub const ALERT_DIGEST: &str = "alert.digest";
+
+/// Every type of §5, in the contract's order.
+pub const TYPES: [&str; 7] = [
+    STATUS_CHANGED,
+    SUBMITTED,
+    JOB_EXPIRING,
+    JOB_EXPIRED,
+    JOB_REVIEWED,
+    APPLICATIONS_DIGEST,
+    ALERT_DIGEST,
+];
+
+/// An operator's decision on a job waiting for review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approved,
+    Rejected,
+}
+
+/// What an event reports: its `type` and the fields of that type (§5).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "type")]
+pub enum EventKind {
+    /// To the candidate, with the move.
+    #[serde(rename = "application.status_changed")]
+    StatusChanged {
+        application_id: i64,
+        old_status: ApplicationStatus,
+        new_status: ApplicationStatus,
+    },
+    /// To the candidate, with the application.
+    #[serde(rename = "application.submitted")]
+    Submitted { application_id: i64 },
+    /// To one member of the job's company, `JOB_EXPIRY_NOTICE_DAYS` before `expires_at`.
+    #[serde(rename = "job.expiring")]
+    JobExpiring {
+        job_id: i64,
+        user_id: i64,
+        #[serde(with = "crate::timefmt")]
+        expires_at: DateTime<Utc>,
+    },
+    /// To one member of the job's company, when the job expires.
+    #[serde(rename = "job.expired")]
+    JobExpired {
+        job_id: i64,
+        user_id: i64,
+        #[serde(with = "crate::timefmt")]
+        expires_at: DateTime<Utc>,
+    },
+    /// To one member of the job's company, with an operator's decision.
+    #[serde(rename = "job.reviewed")]
+    JobReviewed {
+        job_id: i64,
+        user_id: i64,
+        decision: Decision,
+    },
+    /// To one member: the applications their companies' jobs received in one hour (the list
+    /// is fixed when the event is written).
+    #[serde(rename = "applications.digest")]
+    ApplicationsDigest {
+        user_id: i64,
+        #[serde(with = "crate::timefmt")]
+        hour: DateTime<Utc>,
+        applications: Vec<i64>,
+    },
+    /// To an alert's owner: the alert's new matches of one period (fixed when written).
+    #[serde(rename = "alert.digest")]
+    AlertDigest {
+        alert_id: i64,
+        period: String,
+        jobs: Vec<i64>,
+    },
+}
+
+impl EventKind {
+    /// The event's `type`, as it travels on the queue.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventKind::StatusChanged { .. } => STATUS_CHANGED,
+            EventKind::Submitted { .. } => SUBMITTED,
+            EventKind::JobExpiring { .. } => JOB_EXPIRING,
+            EventKind::JobExpired { .. } => JOB_EXPIRED,
+            EventKind::JobReviewed { .. } => JOB_REVIEWED,
+            EventKind::ApplicationsDigest { .. } => APPLICATIONS_DIGEST,
+            EventKind::AlertDigest { .. } => ALERT_DIGEST,
+        }
+    }
+
+    /// The application the event reports, for the types that report one.
+    pub fn application_id(&self) -> Option<i64> {
+        match self {
+            EventKind::StatusChanged { application_id, .. }
+            | EventKind::Submitted { application_id } => Some(*application_id),
+            _ => None,
+        }
+    }
+
+    /// The id the upkeep gives this event, made from what it is about, so that writing it
+    /// twice (two runs, or two workers at once) is refused by the outbox the second time.
+    /// `None` for the types written with a request's change, which get a UUID.
+    pub fn derived_id(&self) -> Option<String> {
+        match self {
+            EventKind::JobExpiring {
+                job_id,
+                user_id,
+                expires_at,
+            } => Some(format!(
+                "job-expiring-{job_id}-{}-{user_id}",
+                expires_at.timestamp()
+            )),
+            EventKind::JobExpired {
+                job_id,
+                user_id,
+                expires_at,
+            } => Some(format!(
+                "job-expired-{job_id}-{}-{user_id}",
+                expires_at.timestamp()
+            )),
+            EventKind::ApplicationsDigest { user_id, hour, .. } => Some(format!(
+                "applications-digest-{user_id}-{}",
+                hour.timestamp()
+            )),
+            EventKind::AlertDigest {
+                alert_id, period, ..
+            } => Some(format!("alert-{alert_id}-{period}")),
+            EventKind::StatusChanged { .. }
+            | EventKind::Submitted { .. }
+            | EventKind::JobReviewed { .. } => None,
+        }
+    }
+}
+
+/// An event as it travels on the queue: `type`, `event_id`, `occurred_at` and the type's fields.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Event {
+    pub event_id: String,
+    #[serde(with = "crate::timefmt")]
+    pub occurred_at: DateTime<Utc>,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+impl Event {
+    /// A new event: its derived id for the upkeep's types, else a fresh UUID.
+    pub fn new(kind: EventKind, occurred_at: DateTime<Utc>) -> Self {
+        let event_id = kind
+            .derived_id()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        debug_assert!(valid_event_id(&event_id), "{event_id}");
+        Event {
+            event_id,
+            occurred_at,
+            kind,
+        }
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        self.kind.type_name()
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("an event always serialises")
+    }
+}
 
 /// `application.status_changed`, as it travels on the queue.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -105,6 +276,72 @@ pub fn parse_message(body: &str) -> Result<StatusChanged, InvalidMessage> {
         .map_err(|e| bad(format!("invalid field: {e}")))
 }
 
+/// Parses a queue message body of any type of §5, naming exactly what is wrong with a bad one.
+pub fn parse_event(body: &str) -> Result<Event, InvalidMessage> {
+    let value: serde_json::Value = serde_json::from_str(body).map_err(|e| InvalidMessage {
+        event_id: None,
+        reason: format!("not JSON: {e}"),
+    })?;
+    let event_id = event_id_of(&value)?;
+    let bad = |reason: String| InvalidMessage {
+        event_id: Some(event_id.clone()),
+        reason,
+    };
+    match value.get("type") {
+        Some(serde_json::Value::String(t)) if TYPES.contains(&t.as_str()) => {}
+        Some(serde_json::Value::String(t)) => return Err(bad(format!("unknown type {t:?}"))),
+        Some(_) => return Err(bad("type must be a string".into())),
+        None => return Err(bad("field type is missing".into())),
+    }
+    let event = serde_json::from_value::<Event>(value.clone())
+        .map_err(|e| bad(format!("invalid field: {e}")))?;
+    if let EventKind::AlertDigest { period, .. } = &event.kind {
+        if !valid_period(period) {
+            return Err(bad(format!(
+                "invalid field: period {period:?} is neither YYYY-MM-DD nor YYYY-Www"
+            )));
+        }
+    }
+    Ok(event)
+}
+
+/// The message's event id, checked: the first thing a bad message is judged by.
+fn event_id_of(value: &serde_json::Value) -> Result<String, InvalidMessage> {
+    let Some(obj) = value.as_object() else {
+        return Err(InvalidMessage {
+            event_id: None,
+            reason: "not a JSON object".into(),
+        });
+    };
+    let reason = match obj.get("event_id") {
+        Some(serde_json::Value::String(s)) if valid_event_id(s) => return Ok(s.clone()),
+        Some(serde_json::Value::String(_)) => "event_id must match ^[A-Za-z0-9._-]{1,64}$",
+        Some(_) => "event_id must be a string",
+        None => "field event_id is missing",
+    };
+    Err(InvalidMessage {
+        event_id: None,
+        reason: reason.into(),
+    })
+}
+
+/// An alert digest's period: a UTC day `2026-12-04` or an ISO week `2026-W49`.
+pub fn valid_period(p: &str) -> bool {
+    if let Some((year, week)) = p.split_once("-W") {
+        return year.len() == 4
+            && week.len() == 2
+            && year.bytes().chain(week.bytes()).all(|b| b.is_ascii_digit())
+            && week
+                .parse::<u32>()
+                .ok()
+                .and_then(|w| year.parse::<i32>().ok().map(|y| (y, w)))
+                .is_some_and(|(y, w)| {
+                    chrono::NaiveDate::from_isoywd_opt(y, w, chrono::Weekday::Mon).is_some()
+                });
+    }
+    p.len() == 10 && chrono::NaiveDate::parse_from_str(p, "%Y-%m-%d").is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +437,176 @@ mod tests {
             let e = parse_message(&body).unwrap_err();
             assert_eq!(e.event_id.as_deref(), id, "{body}");
             assert!(e.reason.contains(reason), "{body}: {}", e.reason);
+        }
+    }
+
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    /// One event of every type of §5.
+    fn one_of_each() -> Vec<EventKind> {
+        vec![
+            EventKind::StatusChanged {
+                application_id: 3,
+                old_status: ApplicationStatus::Reviewing,
+                new_status: ApplicationStatus::Interview,
+            },
+            EventKind::Submitted { application_id: 4 },
+            EventKind::JobExpiring {
+                job_id: 5,
+                user_id: 6,
+                expires_at: t("2026-12-09T10:00:00Z"),
+            },
+            EventKind::JobExpired {
+                job_id: 5,
+                user_id: 6,
+                expires_at: t("2026-12-09T10:00:00Z"),
+            },
+            EventKind::JobReviewed {
+                job_id: 5,
+                user_id: 6,
+                decision: Decision::Rejected,
+            },
+            EventKind::ApplicationsDigest {
+                user_id: 6,
+                hour: t("2026-12-04T10:00:00Z"),
+                applications: vec![7, 8],
+            },
+            EventKind::AlertDigest {
+                alert_id: 9,
+                period: "2026-W49".into(),
+                jobs: vec![10, 11],
+            },
+        ]
+    }
+
+    #[test]
+    fn every_type_travels_and_parses_back() {
+        let kinds = one_of_each();
+        assert_eq!(
+            kinds.iter().map(|k| k.type_name()).collect::<Vec<_>>(),
+            TYPES.to_vec()
+        );
+        for kind in kinds {
+            let e = Event::new(kind, t("2026-12-04T11:00:00Z"));
+            let json: serde_json::Value = serde_json::from_str(&e.to_json()).unwrap();
+            assert_eq!(json["type"], e.type_name(), "{json}");
+            assert_eq!(json["occurred_at"], "2026-12-04T11:00:00.000000Z");
+            assert_eq!(parse_event(&e.to_json()).unwrap(), e);
+        }
+    }
+
+    #[test]
+    fn the_contract_example_parses_as_an_event() {
+        let e = parse_event(&good().to_string()).unwrap();
+        assert_eq!(e.event_id, "test-1");
+        assert_eq!(e.kind.application_id(), Some(3));
+    }
+
+    #[test]
+    fn upkeep_ids_are_made_from_what_they_are_about() {
+        let kinds = one_of_each();
+        let ids: Vec<Option<String>> = kinds.iter().map(|k| k.derived_id()).collect();
+        assert_eq!(
+            ids,
+            vec![
+                None,
+                None,
+                Some("job-expiring-5-1796810400-6".to_string()),
+                Some("job-expired-5-1796810400-6".to_string()),
+                None,
+                Some("applications-digest-6-1796378400".to_string()),
+                Some("alert-9-2026-W49".to_string()),
+            ]
+        );
+        for kind in kinds {
+            let a = Event::new(kind.clone(), t("2026-12-04T11:00:00Z"));
+            let b = Event::new(kind, t("2026-12-04T12:00:00Z"));
+            assert!(valid_event_id(&a.event_id), "{}", a.event_id);
+            // Two writings of an upkeep event are the same event; a request's are two.
+            assert_eq!(a.event_id == b.event_id, a.kind.derived_id().is_some());
+        }
+        // The longest derived id still fits the 64 characters of an event id.
+        let long = EventKind::JobExpiring {
+            job_id: (1 << 53) - 1,
+            user_id: (1 << 53) - 1,
+            expires_at: t("9999-12-31T23:59:59Z"),
+        };
+        assert!(valid_event_id(&long.derived_id().unwrap()));
+    }
+
+    #[test]
+    fn each_type_names_its_bad_field() {
+        let cases: Vec<(serde_json::Value, &str)> = vec![
+            (
+                serde_json::json!({"type": "application.submitted", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z"}),
+                "application_id",
+            ),
+            (
+                serde_json::json!({"type": "job.expiring", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z",
+                    "job_id": 1, "user_id": 2, "expires_at": "tomorrow"}),
+                "invalid field",
+            ),
+            (
+                serde_json::json!({"type": "job.reviewed", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z",
+                    "job_id": 1, "user_id": 2, "decision": "maybe"}),
+                "invalid field",
+            ),
+            (
+                serde_json::json!({"type": "applications.digest", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z",
+                    "user_id": 2, "hour": "2026-12-02T10:00:00Z", "applications": "1,2"}),
+                "invalid field",
+            ),
+            (
+                serde_json::json!({"type": "alert.digest", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z",
+                    "alert_id": 2, "period": "2026-W54", "jobs": [1]}),
+                "period",
+            ),
+            (
+                serde_json::json!({"type": "alert.digest", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z",
+                    "alert_id": 2, "period": "2026-02-30", "jobs": [1]}),
+                "period",
+            ),
+            (
+                serde_json::json!({"type": "job.expired", "event_id": "e", "job_id": 1, "user_id": 2,
+                    "expires_at": "2026-12-02T10:00:00Z"}),
+                "occurred_at",
+            ),
+            (
+                serde_json::json!({"type": 7, "event_id": "e"}),
+                "type must be a string",
+            ),
+            (
+                serde_json::json!({"type": "job.opened", "event_id": "e"}),
+                "unknown type",
+            ),
+        ];
+        for (body, reason) in cases {
+            let e = parse_event(&body.to_string()).unwrap_err();
+            assert_eq!(e.event_id.as_deref(), Some("e"), "{body}");
+            assert!(e.reason.contains(reason), "{body}: {}", e.reason);
+        }
+        let e = parse_event(r#"{"type": "job.expired", "event_id": "a b"}"#).unwrap_err();
+        assert_eq!(e.event_id, None);
+    }
+
+    #[test]
+    fn periods() {
+        for good in ["2026-12-04", "2026-W49", "2026-W01", "2020-W53"] {
+            assert!(valid_period(good), "{good}");
+        }
+        for bad in [
+            "2026-12-4",
+            "2026-W9",
+            "2026-W00",
+            "2026-W54",
+            "2021-W53",
+            "2026-13-01",
+            "26-W10",
+            "x",
+        ] {
+            assert!(!valid_period(bad), "{bad}");
         }
     }
 

@@ -90,7 +90,14 @@ impl S {
         let mut event_id = None;
         if moves {
             let now = crate::timefmt::now();
-            let event = crate::domain::event::StatusChanged::new(id, from, to, now);
+            let event = crate::domain::event::Event::new(
+                crate::domain::event::EventKind::StatusChanged {
+                    application_id: id,
+                    old_status: from,
+                    new_status: to,
+                },
+                now,
+            );
             sqlx::query(sql::APPLICATION_SET_STATUS)
                 .bind(to.as_str())
                 .bind(now)
@@ -107,13 +114,7 @@ impl S {
                 .execute(&mut *tx)
                 .await?;
             // The transactional outbox: the event commits with the change or not at all.
-            sqlx::query(sql::OUTBOX_INSERT)
-                .bind(&event.event_id)
-                .bind(id)
-                .bind(event.to_json())
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
+            Self::write_event(&mut tx, &event).await?;
             event_id = Some(event.event_id);
         }
         let application = Self::application_in(&mut *tx, id).await?;

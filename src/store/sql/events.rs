@@ -7,6 +7,40 @@ use crate::store::events::*;
 use crate::store::{StoreError, StoreResult};
 
 impl S {
+    /// Writes `event` to the outbox inside `tx`, the transaction of what it reports, with its
+    /// record in `events` (a status change's record is its history row, which the caller
+    /// writes). `false`, and nothing written, when an event with that id was written before:
+    /// the upkeep's derived ids make a second writing of one event a no-op.
+    pub(super) async fn write_event(
+        tx: &mut Tx,
+        event: &crate::domain::event::Event,
+    ) -> StoreResult<bool> {
+        let body = event.to_json();
+        if !matches!(
+            event.kind,
+            crate::domain::event::EventKind::StatusChanged { .. }
+        ) {
+            let recorded = sqlx::query(sql::EVENT_RECORD_INSERT)
+                .bind(&event.event_id)
+                .bind(event.type_name())
+                .bind(&body)
+                .bind(event.occurred_at)
+                .execute(&mut **tx)
+                .await?;
+            if recorded.rows_affected() == 0 {
+                return Ok(false);
+            }
+        }
+        sqlx::query(sql::OUTBOX_INSERT)
+            .bind(&event.event_id)
+            .bind(event.kind.application_id())
+            .bind(&body)
+            .bind(event.occurred_at)
+            .execute(&mut **tx)
+            .await?;
+        Ok(true)
+    }
+
     async fn dead_letter_in(tx: &mut Tx, d: &NewDeadLetter) -> StoreResult<()> {
         sqlx::query(sql::DEAD_LETTER_INSERT)
             .bind(&d.event_id)

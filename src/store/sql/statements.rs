@@ -158,6 +158,10 @@ pub const OUTBOX_INSERT: &str = concatcp!(
     NOW,
     ") RETURNING id"
 );
+/// An event's record (not a status change's: see migration 0013); a second writing of an id is
+/// refused without an error, and the caller then writes no outbox row.
+pub const EVENT_RECORD_INSERT: &str = "INSERT INTO events (event_id, type, body, created_at) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (event_id) DO NOTHING";
 pub const QUEUE_RECEIVE: &str = concatcp!(
     "UPDATE outbox SET visible_at = ",
     NOW,
