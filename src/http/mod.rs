@@ -3,12 +3,14 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod admin_jobs;
 pub mod applications;
 pub mod companies;
 pub mod console;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
+mod job_patch;
 pub mod jobs;
 pub mod openapi;
 pub mod ops;
@@ -94,6 +96,7 @@ pub fn router(state: AppState) -> Router {
         .merge(applications::router())
         .merge(ops::router())
         .merge(admin::router())
+        .merge(admin_jobs::router())
         .merge(console::router());
     if state.config.metrics_addr.is_none() {
         app = app.merge(ops::metrics_router());

@@ -1,6 +1,6 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
 
-use super::{accounts, admin, applications, companies, console, jobs, ops, search};
+use super::{accounts, admin, admin_jobs, applications, companies, console, jobs, ops, search};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
@@ -214,12 +214,13 @@ impl Modify for CommonResponses {
         accounts::register, accounts::token, accounts::me, accounts::change_password, accounts::delete_me,
         companies::create, companies::list, companies::show, companies::update, companies::remove,
         companies::members, companies::add_member, companies::remove_member,
-        jobs::create, search::search_jobs, jobs::show, jobs::update, jobs::remove,
+        jobs::create, search::search_jobs, jobs::show, jobs::update, jobs::remove, jobs::renew,
         applications::apply, applications::list, applications::show, applications::change_status,
         applications::withdraw, applications::remove, applications::history,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::docs, ops::docs_css, ops::docs_js,
         console::console, console::console_css, console::console_js,
         admin::queue, admin::dead_letters, admin::redrive, admin::purge, admin::event,
+        admin_jobs::list, admin_jobs::approve, admin_jobs::reject,
     ),
     components(schemas(Problem, search::CacheResult, search::SearchOrder)),
     modifiers(&BearerAuth, &CommonResponses),
@@ -229,7 +230,7 @@ impl Modify for CommonResponses {
         (name = "jobs", description = "Publishing and searching jobs"),
         (name = "applications", description = "Applications and their status workflow"),
         (name = "operations", description = "Health, readiness, metrics, and the pages the binary serves: the API reference and the operator console"),
-        (name = "operators", description = "The queue, dead letters and events, for accounts with operator rights (`jobboard admin grant`); 404 to anyone else"),
+        (name = "operators", description = "The queue, dead letters and events, and the review of jobs under moderation, for accounts with operator rights (`jobboard admin grant`); 404 to anyone else"),
     )
 )]
 pub struct ApiDoc;

@@ -21,6 +21,8 @@ mod idempotency;
 mod index;
 mod index_proof;
 mod jobs;
+mod lifecycle;
+mod moderation;
 mod openapi;
 mod ops;
 mod proxy;
