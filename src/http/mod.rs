@@ -10,11 +10,13 @@ pub mod error;
 pub mod extract;
 pub mod idempotency;
 pub mod jobs;
+pub mod notifications;
 pub mod openapi;
 pub mod ops;
 pub mod search;
 mod serve;
 mod state;
+pub mod unsubscribe;
 
 pub use serve::{bind, serve};
 pub use state::AppState;
@@ -94,7 +96,9 @@ pub fn router(state: AppState) -> Router {
         .merge(applications::router())
         .merge(ops::router())
         .merge(admin::router())
-        .merge(console::router());
+        .merge(console::router())
+        .merge(notifications::router())
+        .merge(unsubscribe::router());
     if state.config.metrics_addr.is_none() {
         app = app.merge(ops::metrics_router());
     }
@@ -126,7 +130,7 @@ pub fn router(state: AppState) -> Router {
                 .get(&REQUEST_ID)
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("");
-            tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %request_id)
+            tracing::info_span!("request", method = %req.method(), path = %unsubscribe::logged_path(req.uri().path()), request_id = %request_id)
         }),
     )
     .layer(PropagateRequestIdLayer::new(REQUEST_ID))

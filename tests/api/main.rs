@@ -21,6 +21,7 @@ mod idempotency;
 mod index;
 mod index_proof;
 mod jobs;
+mod notifications;
 mod openapi;
 mod ops;
 mod proxy;

@@ -20,6 +20,11 @@ pub const USER_INSERT: &str = "INSERT INTO users (email, email_key, name, role, 
 pub const USER_SET_PASSWORD: &str = "UPDATE users SET password_hash = $1, \
      token_generation = token_generation + 1 WHERE id = $2";
 pub const USER_DELETE: &str = "DELETE FROM users WHERE id = $1";
+pub const USER_NOTIFICATIONS: &str = "SELECT application_digest FROM users WHERE id = $1";
+/// `$1` the new `application_digest`, or NULL to keep it.
+pub const USER_NOTIFICATIONS_UPDATE: &str = "UPDATE users SET \
+     application_digest = COALESCE($1, application_digest) WHERE id = $2 \
+     RETURNING application_digest";
 /// What `AUTH_FAILURES_*` return per counter: its kind, the failures of its current window and
 /// the ms until that window ends. `$1` the email counter's key, `$2` the address's, `$3` the
 /// window in ms.
