@@ -432,3 +432,75 @@ async fn hostile_text_shows_as_text_and_nothing_runs() {
     assert!(!b.visible("#console").await);
     b.close().await;
 }
+
+/// setTimeout's longest delay: 2^31 − 1 ms (24.8 days); a longer one fires at once.
+const LONGEST_TIMER_MS: i64 = 2_147_483_647;
+
+/// A token that lives longer than setTimeout can wait (`JWT_TTL_SECS` at its 30-day maximum):
+/// the page keeps the session, arming its sign-out timer for at most the longest delay and
+/// again for what is left when that one fires, instead of signing out at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_longer_than_any_timer_keeps_the_session() {
+    let ttl_secs: i64 = 2_592_000;
+    let app = TestApp::spawn_with(
+        Backend::Sqlite,
+        CacheKind::Memory,
+        &[("JWT_TTL_SECS", &ttl_secs.to_string())],
+    )
+    .await;
+    let op = app.operator().await;
+    let b = Browser::start("long-token").await;
+    b.goto(&app.url("/console")).await;
+    // Every delay the page asks of setTimeout is noted; one of the longest delay fires after
+    // 100 ms instead, with the clock (`Date.now`) moved on by that delay, as if those 24.8
+    // days had passed.
+    b.js(&format!(
+        "const orig = window.setTimeout.bind(window); const now = Date.now.bind(Date); \
+         window.__delays = []; window.__skipped = 0; \
+         Date.now = () => now() + window.__skipped; \
+         window.setTimeout = (f, d, ...rest) => {{ window.__delays.push(d); \
+           if (d < {LONGEST_TIMER_MS}) return orig(f, d, ...rest); \
+           return orig(() => {{ window.__skipped += d; f(...rest); }}, 100); }}; \
+         return true"
+    ))
+    .await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#whoami", "the operator's email", |t| t == op.email)
+        .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        b.visible("#console").await,
+        "still signed in: {:?}",
+        b.text("#signin-error").await
+    );
+    assert!(!b.visible("#signin-error").await);
+    let delays = b.js("return window.__delays").await;
+    let delays: Vec<i64> = delays
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_f64().unwrap() as i64)
+        .collect();
+    assert!(
+        delays.iter().all(|d| *d <= LONGEST_TIMER_MS),
+        "no timer longer than setTimeout can wait: {delays:?}"
+    );
+    // The first sign-out timer waited the longest delay (cut short here); the next one is armed
+    // for what is left of the token's life.
+    assert!(delays.contains(&LONGEST_TIMER_MS), "{delays:?}");
+    let left = ttl_secs * 1000 - LONGEST_TIMER_MS;
+    assert!(
+        delays.iter().any(|d| (left - 60_000..=left).contains(d)),
+        "re-armed for the {left} ms left: {delays:?}"
+    );
+    // And the session works: the figures are read again.
+    app.exec(
+        "INSERT INTO dead_letters (event_id, reason, attempts, body, first_failed_at, \
+         last_failed_at, invalid) VALUES (NULL, 'invalid message: x', 0, 'x', 0, 0, FALSE)",
+    )
+    .await;
+    b.wait_text("#fig-dead_letters", "the new dead letter", is("1"))
+        .await;
+    assert!(b.visible("#console").await);
+    b.close().await;
+}
