@@ -6,9 +6,13 @@
 
   const REFRESH_MS = 5000;
   const PAGE_SIZE = 20;
+  // setTimeout's longest delay, 2^31 − 1 ms (24.8 days): a longer one fires at once.
+  const LONGEST_DELAY_MS = 2147483647;
   let token = null;
   let timer = null;
   let expiry = null;
+  // When the token expires (ms since the epoch, by Date.now).
+  let expiresAt = null;
   let page = 1;
   // The dead-letter figure last seen: the list is read again when it changes. (With SQS the
   // figure is the queue's approximate count, which may never equal the list's total.)
@@ -116,6 +120,8 @@
       return;
     }
     $("signin-submit").disabled = true;
+    // The token's life is counted from before it was asked for, so the page never outlives it.
+    const asked = Date.now();
     try {
       const res = await fetch("/api/auth/token", {
         method: "POST",
@@ -150,7 +156,8 @@
       hide("signin");
       $("console").hidden = false;
       if (issued.expires_in > 0) {
-        expiry = setTimeout(() => signOut("Signed out: the session has expired. Sign in again."), issued.expires_in * 1000);
+        expiresAt = asked + issued.expires_in * 1000;
+        armExpiry();
       }
       const f = renderFigures(await probe.json());
       lastFigure = f.dead_letters;
@@ -164,6 +171,17 @@
     }
   }
 
+  // Signs out when the token expires: a timer of at most the longest delay setTimeout can
+  // wait (a token may live 30 days), armed again for what the clock says is left when it fires.
+  function armExpiry() {
+    const left = expiresAt - Date.now();
+    if (left <= 0) {
+      signOut("Signed out: the session has expired. Sign in again.");
+      return;
+    }
+    expiry = setTimeout(armExpiry, Math.min(left, LONGEST_DELAY_MS));
+  }
+
   function signOut(message) {
     token = null;
     lastFigure = null;
@@ -172,6 +190,7 @@
     if (expiry) clearTimeout(expiry);
     timer = null;
     expiry = null;
+    expiresAt = null;
     if ($("confirm").open) $("confirm").close("no");
     $("notice").textContent = "";
     $("console").hidden = true;
