@@ -34,6 +34,23 @@ mod sqs {
     }
 }
 
+/// A mail server's refusal of 90 000 characters, on either queue.
+mod long_refusal {
+    use super::*;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn db_sqlite() {
+        a_long_refusal_is_stored_cut(Harness::new(Backend::Sqlite, "lease").await).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn db_postgres() {
+        a_long_refusal_is_stored_cut(Harness::new(Backend::Postgres, "lease").await).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqs_postgres() {
+        a_long_refusal_is_stored_cut(Harness::new_sqs(Backend::Postgres, "lease").await).await
+    }
+}
+
 crate::each_store!(
     grant_and_revoke_say_what_changed,
     admin_routes_are_404_to_everyone_else,
@@ -349,4 +366,77 @@ async fn figures_count_sent_and_failed_in_the_last_hour(app: TestApp) {
         story["processed"]["lease_expires_at"].is_string(),
         "{story}"
     );
+}
+
+/// The most characters of a last error or a dead letter's reason that are stored.
+const STORED_MAX_CHARS: usize = 2000;
+
+/// A mail server's refusal of about 90 000 characters: 100 lines of a multi-line 554 reply,
+/// each under the 1 000 bytes a client reads of one line.
+fn long_refusal() -> String {
+    let mut lines = vec!["554-5.7.1 BEGIN-OF-REFUSAL".to_string()];
+    for i in 0..100 {
+        lines.push(format!(
+            "554-5.7.1 line {i:03}: {}",
+            "the message was refused by policy; ".repeat(26)
+        ));
+    }
+    lines.push("554 5.7.1 END-OF-REFUSAL".to_string());
+    lines.join("\r\n")
+}
+
+/// Whatever a mail server answers, the worker's last error and the dead letter's reason are
+/// stored cut to their first characters, saying so; and so they are answered.
+async fn a_long_refusal_is_stored_cut(h: Harness) {
+    let app = &h.app;
+    let (_, event_id) = h.status_change().await;
+    let refusal = long_refusal();
+    assert!(refusal.len() > 90_000);
+    h.smtp.reject_next_with(&refusal);
+    let worker = h.worker().await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::DeadLettered]
+    );
+    let op = app.operator().await;
+    let story = app
+        .get(&format!("/api/admin/events/{event_id}"), Some(&op.token))
+        .await;
+    let story = story.expect(200).clone();
+    let list = listed(app, &op.token).await;
+    for (what, text) in [
+        ("the last error", &story["processed"]["last_error"]),
+        ("the story's dead letter", &story["dead_letter"]["reason"]),
+        ("the listed dead letter", &list["items"][0]["reason"]),
+    ] {
+        let text = text
+            .as_str()
+            .unwrap_or_else(|| panic!("{what}: {story} {list}"));
+        let chars = text.chars().count();
+        assert!(chars <= STORED_MAX_CHARS, "{what} has {chars} characters");
+        assert!(
+            chars > STORED_MAX_CHARS - 100,
+            "{what} keeps what fits: {chars}"
+        );
+        assert!(text.contains("BEGIN-OF-REFUSAL"), "{what} keeps its start");
+        assert!(!text.contains("END-OF-REFUSAL"), "{what} is cut");
+        let tail: String = text.chars().skip(chars.saturating_sub(60)).collect();
+        assert!(
+            tail.contains("[cut: ") && tail.ends_with(" characters in all]"),
+            "{what} says it was cut: …{tail}"
+        );
+    }
+    // What is stored, not only what is answered.
+    let table = if h.sqs.is_some() {
+        "sqs_dead_letters"
+    } else {
+        "dead_letters"
+    };
+    for sql in [
+        format!("SELECT CAST(MAX(LENGTH(reason)) AS BIGINT) FROM {table}"),
+        "SELECT CAST(MAX(LENGTH(last_error)) AS BIGINT) FROM processed_events".to_string(),
+    ] {
+        let stored = app.scalar_i64(&sql).await;
+        assert!(stored <= STORED_MAX_CHARS as i64, "{sql}: {stored}");
+    }
 }

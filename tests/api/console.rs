@@ -504,3 +504,84 @@ async fn a_token_longer_than_any_timer_keeps_the_session() {
     assert!(b.visible("#console").await);
     b.close().await;
 }
+
+/// A text of `n` characters as a mail server could word it, between two markers.
+fn long_text(n: usize) -> String {
+    let mut text = "BEGIN-OF-TEXT 554 5.7.1 ".to_string();
+    while text.len() < n - 12 {
+        text.push_str("the message was refused by policy; ");
+    }
+    text.truncate(n - 12);
+    text.push_str(" END-OF-TEXT");
+    text
+}
+
+/// A mail server's refusal of 90 000 characters, stored whole (as a release before the cap
+/// stored it), and a poison message as long: each is shown folded, to be opened on demand,
+/// and the page stays a few screens tall, opened or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_very_long_text_is_shown_folded() {
+    let h = Harness::new(Backend::Sqlite, "lease").await;
+    let app = &h.app;
+    let (_, event_id, worker) = h.dead_lettered_change().await;
+    let long = long_text(90_000);
+    app.exec(&format!("UPDATE dead_letters SET reason = '{long}'"))
+        .await;
+    app.exec(&format!(
+        "UPDATE processed_events SET last_error = '{long}'"
+    ))
+    .await;
+    h.enqueue(&long).await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::Invalid]
+    );
+    let op = app.operator().await;
+
+    let b = Browser::start("long-text").await;
+    b.goto(&app.url("/console")).await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#dl-total", "2 dead letters", is("2")).await;
+    b.find("#event-id")
+        .await
+        .send_keys(&format!("{event_id}\u{E007}"))
+        .await
+        .unwrap();
+    b.wait_text("#timeline", "the dead letter", |t| {
+        t.contains("dead letters")
+    })
+    .await;
+    let height = || async {
+        b.js("return document.documentElement.scrollHeight")
+            .await
+            .as_i64()
+            .unwrap()
+    };
+    let folded = height().await;
+    b.shot("1-folded").await;
+    assert!(folded < 3000, "the page is {folded} px tall");
+
+    // Each long text is folded: the list's reason and body, the story's last error and reason.
+    let closed = "details.fold:not([open])";
+    assert_eq!(
+        b.count(&format!("#dl-list {closed}")).await,
+        2,
+        "the event's reason and the poison message's body"
+    );
+    assert_eq!(b.count(&format!("#timeline {closed}")).await, 2);
+    // Opened from the keyboard, a text is there whole, in a box of its own height.
+    let summary = b.find("#dl-list details.fold.reason > summary").await;
+    summary.send_keys(" ").await.unwrap();
+    b.find("#dl-list details.fold.reason[open]").await;
+    let whole = b
+        .js("return document.querySelector('#dl-list details.fold.reason[open] .whole').textContent")
+        .await;
+    assert_eq!(whole, json!(long), "the whole text, opened");
+    let opened = height().await;
+    b.shot("2-opened").await;
+    assert!(
+        opened < folded + 1000,
+        "opened, the page is {opened} px tall"
+    );
+    b.close().await;
+}
