@@ -38,6 +38,35 @@
     return node;
   }
 
+  // A text is folded past this many characters or lines: its start in a <summary>, the whole
+  // of it once opened, in a box of its own height (a mail server's refusal may run to 90 000
+  // characters, stored before the store cut them).
+  const FOLD_CHARS = 600;
+  const FOLD_LINES = 8;
+  const PREVIEW_CHARS = 160;
+
+  // A text as received, in a `tag` element of class `cls`; folded when long (a <details>
+  // of class `fold cls`, whose `.whole` holds the text).
+  function shown(text, tag, cls) {
+    text = String(text);
+    const chars = Array.from(text);
+    if (chars.length <= FOLD_CHARS && text.split("\n").length <= FOLD_LINES) {
+      return el(tag, { class: cls, text });
+    }
+    const preview = chars.slice(0, PREVIEW_CHARS).join("").replace(/\s+/g, " ");
+    return el(
+      "details",
+      { class: "fold " + cls },
+      el(
+        "summary",
+        {},
+        el("span", { class: "preview", text: preview + " …" }),
+        el("span", { class: "muted small count", text: " " + chars.length.toLocaleString("en") + " characters" })
+      ),
+      el(tag === "pre" ? "pre" : "div", { class: "whole", text })
+    );
+  }
+
   function show(id, text) {
     const node = $(id);
     node.textContent = text;
@@ -292,8 +321,8 @@
         el("span", { class: "muted small", text: d.attempts + (d.attempts === 1 ? " attempt" : " attempts") }),
         el("span", { class: "muted small", text: "last failed " + when(d.last_failed_at) })
       ),
-      el("p", { class: "reason", text: d.reason }),
-      el("pre", { class: "body", text: d.body }),
+      shown(d.reason, "p", "reason"),
+      shown(d.body, "pre", "body"),
       el("div", { class: "actions" }, redrive, purge)
     );
   }
@@ -443,7 +472,7 @@
           what,
           kind,
           p.attempts + (p.attempts === 1 ? " attempt" : " attempts") + ", status " + p.status + ".",
-          p.last_error ? el("pre", { class: "last-error", text: p.last_error }) : null,
+          p.last_error ? shown(p.last_error, "pre", "last-error") : null,
           p.lease_expires_at ? "Lease until " + when(p.lease_expires_at) + "." : null
         )
       );
@@ -459,7 +488,7 @@
           d.last_failed_at,
           "In the dead letters",
           "bad",
-          el("p", { class: "detail reason", text: d.reason }),
+          shown(d.reason, "p", "detail reason"),
           el("div", { class: "actions" }, redrive)
         )
       );

@@ -615,10 +615,9 @@ impl Queue for SqsQueue {
         let dlq = &self.dlq_url;
         let now = chrono::Utc::now().timestamp_millis();
         let mut attributes = HashMap::new();
-        attributes.insert(
-            "reason".to_string(),
-            attr(r.reason.chars().take(1000).collect::<String>())?,
-        );
+        // Cut as the store cuts it, so the DLQ's copy and the record say the same.
+        let reason = crate::store::stored_text(&r.reason).into_owned();
+        attributes.insert("reason".to_string(), attr(reason.clone())?);
         attributes.insert("attempts".to_string(), attr(r.attempts.to_string())?);
         attributes.insert(
             "first_failed_at".to_string(),
@@ -640,7 +639,7 @@ impl Queue for SqsQueue {
                 .sqs_dead_letter_record(&SqsDeadLetterRow {
                     message_id,
                     event_id: r.event_id.clone(),
-                    reason: r.reason.chars().take(1000).collect(),
+                    reason,
                     attempts: r.attempts,
                     body: m.body.clone(),
                     first_failed_at: r.first_failed_at.unwrap_or(now),

@@ -8,9 +8,10 @@ use crate::store::{StoreError, StoreResult};
 
 impl S {
     async fn dead_letter_in(tx: &mut Tx, d: &NewDeadLetter) -> StoreResult<()> {
+        let reason = stored_text(&d.reason);
         sqlx::query(sql::DEAD_LETTER_INSERT)
             .bind(&d.event_id)
-            .bind(&d.reason)
+            .bind(reason.as_ref())
             .bind(d.attempts)
             .bind(&d.body)
             .bind(d.first_failed_at)
@@ -39,9 +40,10 @@ impl S {
             (Some(_), true) => sql::CLAIM_KEEP_LEASED,
             (None, true) => sql::CLAIM_KEEP_UNLEASED,
         };
+        let error = stored_text(error);
         let query = sqlx::query_as::<_, (i64, String, i64)>(statement)
             .bind(event_id)
-            .bind(error)
+            .bind(error.as_ref())
             .bind(permanent)
             .bind(max_attempts);
         let query = match lease_id {
@@ -384,9 +386,10 @@ impl EventStore for S {
         lease_id: Option<&str>,
         error: &str,
     ) -> StoreResult<bool> {
+        let error = stored_text(error);
         let done = sqlx::query(sql::CLAIM_RELEASE)
             .bind(event_id)
-            .bind(error)
+            .bind(error.as_ref())
             .bind(lease_id)
             .execute(&self.pool)
             .await?;
