@@ -585,3 +585,106 @@ async fn a_very_long_text_is_shown_folded() {
     );
     b.close().await;
 }
+
+/// `n` dead letters of events (each refused for good by the mail server), written straight into
+/// the database queue's table: enough of them make the page several screens tall. Returns their
+/// event ids, oldest first (the list shows them newest first).
+async fn many_dead_letters(app: &TestApp, n: usize) -> Vec<String> {
+    let ids: Vec<String> = (0..n).map(|i| format!("ev-many-{i:03}")).collect();
+    let rows: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            format!(
+                "('{id}', 'rejected by the mail server: permanent error (554): 5.7.1 message \
+                 rejected', 1, '{{\"event_id\": \"{id}\"}}', 1700000000000, 1700000000000, FALSE)"
+            )
+        })
+        .collect();
+    app.exec(&format!(
+        "INSERT INTO dead_letters (event_id, reason, attempts, body, first_failed_at, \
+         last_failed_at, invalid) VALUES {}",
+        rows.join(", ")
+    ))
+    .await;
+    ids
+}
+
+/// Whether the element `css` finds is within the window, top and bottom.
+const IN_VIEW: &str = "const r = document.querySelector(arguments[0]).getBoundingClientRect(); \
+     return r.top >= 0 && r.bottom <= window.innerHeight";
+
+impl Browser {
+    async fn in_view(&self, css: &str) -> bool {
+        self.client
+            .execute(IN_VIEW, vec![json!(css)])
+            .await
+            .expect("script")
+            .as_bool()
+            .expect("a boolean")
+    }
+
+    /// The id of the element that has the focus.
+    async fn focused_id(&self) -> String {
+        let id = self.js("return document.activeElement.id").await;
+        id.as_str().unwrap_or_default().to_string()
+    }
+
+    /// Waits (up to 20 s) until the element with this id has the focus.
+    async fn wait_focus(&self, id: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let focused = self.focused_id().await;
+            if focused == id {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "#{id} never got the focus; #{focused:?} has it"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// An event id in the list, far down the page, opens the event's story, which is drawn above
+/// the list: the story comes into view with the focus on it, from the keyboard and the mouse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_story_opened_from_the_list_comes_into_view_with_the_focus() {
+    let app = TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await;
+    let ids = many_dead_letters(&app, 20).await;
+    let op = app.operator().await;
+    let b = Browser::start("story-focus").await;
+    b.goto(&app.url("/console")).await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#dl-total", "20 dead letters", is("20")).await;
+
+    // The oldest letter, at the foot of the page, from the keyboard: Enter on its event id.
+    let last = "#dl-list .letter:last-child .event-link";
+    let link = b.find(last).await;
+    assert_eq!(link.text().await.unwrap(), ids[0]);
+    link.send_keys("\u{E007}").await.unwrap();
+    b.wait_text("#story-heading", "the oldest event", |t| {
+        t.contains(&ids[0])
+    })
+    .await;
+    b.wait_focus("story-heading").await;
+    assert!(b.in_view("#story-heading").await, "the story is in view");
+    b.shot("1-from-the-keyboard").await;
+
+    // Another one, clicked, from the foot of the page again.
+    b.js("window.scrollTo(0, document.documentElement.scrollHeight); return true")
+        .await;
+    assert!(
+        !b.in_view("#story-heading").await,
+        "the page is tall enough for the story to be out of view"
+    );
+    let second = "#dl-list .letter:nth-last-child(2) .event-link";
+    b.find(second).await.click().await.unwrap();
+    b.wait_text("#story-heading", "the second event", |t| {
+        t.contains(&ids[1])
+    })
+    .await;
+    b.wait_focus("story-heading").await;
+    assert!(b.in_view("#story-heading").await, "the story is in view");
+    b.close().await;
+}
