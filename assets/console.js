@@ -305,7 +305,7 @@
     const event = d.event_id
       ? el("button", { type: "button", class: "link event-link", text: d.event_id, "aria-label": "Show the story of event " + d.event_id })
       : el("span", { class: "muted", text: "not an event" });
-    if (d.event_id) event.addEventListener("click", () => openStory(d.event_id));
+    if (d.event_id) event.addEventListener("click", () => openStory(d.event_id, true));
     const label = d.event_id ? "the dead letter of event " + d.event_id : "dead letter " + d.id;
     const redrive = el("button", { type: "button", class: "redrive", text: "Redrive", "aria-label": "Redrive " + label });
     redrive.addEventListener("click", () => redriveIds([d.id], d.event_id || d.id));
@@ -389,7 +389,7 @@
     await loadDeadLetters(page);
     $("dl-title").focus();
     const shown = $("story").hidden ? null : $("story").dataset.eventId;
-    if (shown) await openStory(shown);
+    if (shown) await openStory(shown, false);
   }
 
   // ------------------------------------------------------------------ an event's story
@@ -401,27 +401,42 @@
       show("story-error", "Give an event id.");
       return;
     }
-    await openStory(id);
+    await openStory(id, true);
   }
 
-  async function openStory(id) {
+  // Reads and draws the story of event `id`. `focus`: the operator asked for it (from the form,
+  // or an event id in the list, which may be far below the story): the story is scrolled into
+  // view and its heading takes the focus, so keyboard and screen-reader users land on it too.
+  async function openStory(id, focus) {
     hide("story-error");
     $("event-id").value = id;
+    // What was drawn (the story, or why there is none) is brought into view when asked for.
+    const bring = (node) => {
+      if (!focus) return;
+      node.scrollIntoView({ block: "start" });
+      node.focus({ preventScroll: true });
+    };
     try {
       const res = await api("GET", "/api/admin/events/" + encodeURIComponent(id));
       if (res.status === 404) {
         hide("story");
         show("story-error", "Nothing is known of event " + id + ".");
+        bring($("story-error"));
         return;
       }
       if (!res.ok) {
         hide("story");
         show("story-error", await problemText(res));
+        bring($("story-error"));
         return;
       }
       renderStory(await res.json());
+      bring($("story-heading"));
     } catch (e) {
-      if (!(e instanceof Gone)) show("story-error", "Not read: " + e.message);
+      if (!(e instanceof Gone)) {
+        show("story-error", "Not read: " + e.message);
+        bring($("story-error"));
+      }
     }
   }
 
