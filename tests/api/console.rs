@@ -688,3 +688,49 @@ async fn a_story_opened_from_the_list_comes_into_view_with_the_focus() {
     assert!(b.in_view("#story-heading").await, "the story is in view");
     b.close().await;
 }
+
+/// Moving to another page of dead letters, from the foot of the list, goes to the top of the
+/// new page: the list's heading in view and focused, the first letter of the page below it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_page_of_dead_letters_starts_at_its_top() {
+    let app = TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await;
+    many_dead_letters(&app, 45).await;
+    let op = app.operator().await;
+    let b = Browser::start("paging").await;
+    b.goto(&app.url("/console")).await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#dl-page", "three pages", is("page 1 of 3"))
+        .await;
+
+    // Older, from the keyboard at the foot of page 1.
+    b.find("#dl-next")
+        .await
+        .send_keys("\u{E007}")
+        .await
+        .unwrap();
+    b.wait_text("#dl-page", "page 2", is("page 2 of 3")).await;
+    b.wait_focus("dl-title").await;
+    assert!(
+        b.in_view("#dl-title").await,
+        "the list's heading is in view"
+    );
+    assert_eq!(
+        b.text("#dl-list .letter:first-child .event-link").await,
+        "ev-many-024",
+        "page 2 starts with the 21st newest"
+    );
+    b.shot("1-page-2").await;
+
+    // Newer, clicked at the foot of page 2.
+    b.js("window.scrollTo(0, document.documentElement.scrollHeight); return true")
+        .await;
+    assert!(!b.in_view("#dl-title").await);
+    b.find("#dl-prev").await.click().await.unwrap();
+    b.wait_text("#dl-page", "page 1", is("page 1 of 3")).await;
+    b.wait_focus("dl-title").await;
+    assert!(
+        b.in_view("#dl-title").await,
+        "the list's heading is in view"
+    );
+    b.close().await;
+}
