@@ -301,6 +301,16 @@
     $("dl-next").disabled = page >= pages;
   }
 
+  // Another page, asked for with the pager at the foot of the list: the new page is read from
+  // its top, so the list's heading is scrolled into view and takes the focus (the letters
+  // follow it; the pager is the next stop of Tab after them).
+  async function turnPage(want) {
+    await loadDeadLetters(want);
+    const heading = $("dl-title");
+    heading.scrollIntoView({ block: "start" });
+    heading.focus({ preventScroll: true });
+  }
+
   function letterItem(d) {
     const event = d.event_id
       ? el("button", { type: "button", class: "link event-link", text: d.event_id, "aria-label": "Show the story of event " + d.event_id })
@@ -534,7 +544,7 @@
     )
   );
   $("redrive-all").addEventListener("click", () => redriveIds(null, null));
-  $("dl-prev").addEventListener("click", () => reading(loadDeadLetters(Math.max(1, page - 1))));
-  $("dl-next").addEventListener("click", () => reading(loadDeadLetters(page + 1)));
+  $("dl-prev").addEventListener("click", () => reading(turnPage(Math.max(1, page - 1))));
+  $("dl-next").addEventListener("click", () => reading(turnPage(page + 1)));
   $("email").focus();
 })();
