@@ -734,3 +734,126 @@ async fn another_page_of_dead_letters_starts_at_its_top() {
     );
     b.close().await;
 }
+
+/// The bidi controls: embeddings and overrides, isolates, marks.
+const BIDI_CONTROLS: &str = "\u{202A}\u{202B}\u{202C}\u{202D}\u{202E}\u{2066}\u{2067}\u{2068}\u{2069}\u{200E}\u{200F}\u{061C}";
+
+/// The first element from the one holding the text node up that isolates its content from
+/// the text around it, and that content; for every text node under `root` containing `marker`.
+const ISOLATED: &str = "const [root, marker] = arguments; const out = []; \
+     const walk = document.createTreeWalker(document.querySelector(root), NodeFilter.SHOW_TEXT); \
+     while (walk.nextNode()) { const t = walk.currentNode; if (!t.data.includes(marker)) continue; \
+       let e = t.parentElement; \
+       while (e && !['isolate', 'isolate-override', 'plaintext'].includes(getComputedStyle(e).unicodeBidi)) \
+         e = e.parentElement; \
+       out.push(e ? e.textContent : null); } \
+     return out";
+
+impl Browser {
+    /// For each text node under `root` containing `marker`: the text of the nearest element
+    /// that isolates it (`None` if none does).
+    async fn isolated(&self, root: &str, marker: &str) -> Vec<Option<String>> {
+        let v = self
+            .client
+            .execute(ISOLATED, vec![json!(root), json!(marker)])
+            .await
+            .expect("script");
+        serde_json::from_value(v).expect("a list")
+    }
+}
+
+/// A right-to-left override (and every other bidi control) in a job's title, a reason, a last
+/// error and a message body: each is shown as a marked escape (`\u{202E}`), never as the
+/// control itself, and each piece of outside text is isolated (`<bdi>`), so none can reorder
+/// the text around it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bidi_controls_are_shown_and_cannot_reorder_the_page() {
+    let h = Harness::new(Backend::Sqlite, "lease").await;
+    let app = &h.app;
+    let (s, event_id, worker) = h.dead_lettered_change().await;
+    // The title through the API, which takes it (it is no control character of Unicode's Cc).
+    let title = "Payroll \u{202E}fdp.exe";
+    app.patch(
+        &format!("/api/jobs/{}", s.job_id),
+        Some(&s.employer.token),
+        json!({ "title": title }),
+    )
+    .await
+    .expect(200);
+    let reason = format!("refused \u{202E}olleh{BIDI_CONTROLS} by policy");
+    app.exec(&format!(
+        "UPDATE dead_letters SET reason = '{reason}'; UPDATE processed_events SET last_error = '{reason}'"
+    ))
+    .await;
+    let body = "poison \u{2067}\u{202E}tfel\u{2069} body";
+    h.enqueue(body).await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::Invalid]
+    );
+    let op = app.operator().await;
+
+    let b = Browser::start("bidi").await;
+    b.goto(&app.url("/console")).await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#dl-total", "2 dead letters", is("2")).await;
+    b.find("#event-id")
+        .await
+        .send_keys(&format!("{event_id}\u{E007}"))
+        .await
+        .unwrap();
+    b.wait_text("#timeline", "the dead letter", |t| {
+        t.contains("dead letters")
+    })
+    .await;
+    b.shot("1-bidi").await;
+
+    // No control is left in the page's text; each shows as its escape.
+    let shown = b.js("return document.body.innerText").await;
+    let shown = shown.as_str().unwrap();
+    for c in BIDI_CONTROLS.chars() {
+        assert!(
+            !shown.contains(c),
+            "U+{:04X} is in the page's text as it is",
+            c as u32
+        );
+    }
+    let escaped_title = "Payroll \\u{202E}fdp.exe";
+    let escaped_reason = "refused \\u{202E}olleh\\u{202A}\\u{202B}\\u{202C}\\u{202D}\\u{202E}\
+         \\u{2066}\\u{2067}\\u{2068}\\u{2069}\\u{200E}\\u{200F}\\u{061C} by policy";
+    let escaped_body = "poison \\u{2067}\\u{202E}tfel\\u{2069} body";
+    let timeline = b.text("#timeline").await;
+    assert!(timeline.contains(escaped_title), "{timeline}");
+    assert!(timeline.contains(escaped_reason), "{timeline}");
+    let list = b.text("#dl-list").await;
+    assert!(list.contains(escaped_reason), "{list}");
+    assert!(list.contains(escaped_body), "{list}");
+    // The escapes are marked as such, not the text's own backslashes.
+    assert!(b.count("#timeline .control").await >= 13);
+
+    // Each piece of outside text is isolated, alone: the title from the sentence around it,
+    // each reason, last error and body from its neighbours.
+    assert_eq!(
+        b.isolated("#timeline", "Payroll").await,
+        vec![Some(escaped_title.to_string())]
+    );
+    for root in ["#timeline", "#dl-list"] {
+        let pieces = b.isolated(root, "olleh").await;
+        assert!(!pieces.is_empty());
+        for piece in pieces {
+            assert_eq!(piece.as_deref(), Some(escaped_reason), "in {root}");
+        }
+    }
+    assert_eq!(
+        b.isolated("#dl-list", "poison").await,
+        vec![Some(escaped_body.to_string())]
+    );
+    // Event ids too.
+    for piece in b.isolated("#console", &event_id).await {
+        assert!(
+            piece.is_some(),
+            "event {event_id} is isolated wherever it shows"
+        );
+    }
+    b.close().await;
+}
