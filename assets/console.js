@@ -1,5 +1,7 @@
 // The operator console. Everything received is put into the page as text (textContent), never
-// as HTML: a dead letter's body and reason are whatever a queue held. The access token lives in
+// as HTML: a dead letter's body and reason are whatever a queue held. Every piece of such
+// outside text is isolated (<bdi>, `unicode-bidi: isolate`) and shows its bidi controls as
+// marked escapes, so none can reorder the text around it. The access token lives in
 // this closure only, never in localStorage, sessionStorage or a cookie; a reload signs in again.
 (function () {
   "use strict";
@@ -51,7 +53,7 @@
     text = String(text);
     const chars = Array.from(text);
     if (chars.length <= FOLD_CHARS && text.split("\n").length <= FOLD_LINES) {
-      return el(tag, { class: cls, text });
+      return outside(text, tag, cls);
     }
     const preview = chars.slice(0, PREVIEW_CHARS).join("").replace(/\s+/g, " ");
     return el(
@@ -60,16 +62,62 @@
       el(
         "summary",
         {},
-        el("span", { class: "preview", text: preview + " …" }),
+        outside(preview, "span", "preview"),
+        " …",
         el("span", { class: "muted small count", text: " " + chars.length.toLocaleString("en") + " characters" })
       ),
-      el(tag === "pre" ? "pre" : "div", { class: "whole", text })
+      outside(text, tag === "pre" ? "pre" : "div", "whole")
     );
   }
 
-  function show(id, text) {
+  // The bidi controls: embeddings and overrides (U+202A–U+202E), isolates (U+2066–U+2069) and
+  // the marks (U+200E, U+200F, U+061C). Shown raw, an override in a reason would reorder the
+  // text after it ("exe.fdp" read as "pdf.exe"); each is shown as its escape instead.
+  const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/g;
+  const CONTROL_NAMES = {
+    "\u202A": "left-to-right embedding",
+    "\u202B": "right-to-left embedding",
+    "\u202C": "pop directional formatting",
+    "\u202D": "left-to-right override",
+    "\u202E": "right-to-left override",
+    "\u2066": "left-to-right isolate",
+    "\u2067": "right-to-left isolate",
+    "\u2068": "first strong isolate",
+    "\u2069": "pop directional isolate",
+    "\u200E": "left-to-right mark",
+    "\u200F": "right-to-left mark",
+    "\u061C": "Arabic letter mark",
+  };
+
+  function escapeOf(c) {
+    return "\\u{" + c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "}";
+  }
+
+  // Outside text for an attribute (an aria-label): its controls as escapes.
+  function plain(text) {
+    return String(text).replace(BIDI_CONTROLS, escapeOf);
+  }
+
+  // Outside text (anything the API passes on from users, mail servers or queues) in an element
+  // of its own (a <bdi> unless `tag` says otherwise; every one is isolated, see .outside), its
+  // bidi controls shown as marked escapes.
+  function outside(text, tag, cls) {
+    text = String(text);
+    const node = el(tag || "bdi", { class: cls ? "outside " + cls : "outside" });
+    let at = 0;
+    for (const m of text.matchAll(BIDI_CONTROLS)) {
+      if (m.index > at) node.append(text.slice(at, m.index));
+      node.append(el("span", { class: "control", title: CONTROL_NAMES[m[0]], text: escapeOf(m[0]) }));
+      at = m.index + m[0].length;
+    }
+    if (at < text.length) node.append(text.slice(at));
+    return node;
+  }
+
+  // Shows the element `id` with these parts (strings, or nodes such as outside text).
+  function show(id, ...parts) {
     const node = $(id);
-    node.textContent = text;
+    node.replaceChildren(...parts);
     node.hidden = false;
   }
 
@@ -171,7 +219,7 @@
       });
       if (probe.status === 404) {
         $("password").value = "";
-        show("signin-error", "This account has no operator rights (jobboard admin grant " + email + ").");
+        show("signin-error", "This account has no operator rights (jobboard admin grant ", outside(email), ").");
         return;
       }
       if (!probe.ok) {
@@ -180,7 +228,7 @@
       }
       token = candidate;
       $("password").value = "";
-      show("whoami", email);
+      show("whoami", outside(email));
       $("signout").hidden = false;
       hide("signin");
       $("console").hidden = false;
@@ -313,12 +361,14 @@
 
   function letterItem(d) {
     const event = d.event_id
-      ? el("button", { type: "button", class: "link event-link", text: d.event_id, "aria-label": "Show the story of event " + d.event_id })
+      ? el("button", { type: "button", class: "link event-link", "aria-label": "Show the story of event " + plain(d.event_id) }, outside(d.event_id))
       : el("span", { class: "muted", text: "not an event" });
     if (d.event_id) event.addEventListener("click", () => openStory(d.event_id, true));
-    const label = d.event_id ? "the dead letter of event " + d.event_id : "dead letter " + d.id;
+    const label = d.event_id ? "the dead letter of event " + plain(d.event_id) : "dead letter " + plain(d.id);
     const redrive = el("button", { type: "button", class: "redrive", text: "Redrive", "aria-label": "Redrive " + label });
-    redrive.addEventListener("click", () => redriveIds([d.id], d.event_id || d.id));
+    redrive.addEventListener("click", () =>
+      redriveIds([d.id], d.event_id ? ["the dead letter of event ", outside(d.event_id)] : ["dead letter ", outside(d.id)])
+    );
     const purge = el("button", { type: "button", class: "purge danger", text: "Purge", "aria-label": "Purge " + label });
     purge.addEventListener("click", () => purgeOne(d));
     return el(
@@ -338,9 +388,10 @@
   }
 
   // Asks first; resolves to whether the operator confirmed.
-  function confirmed(text) {
+  // `parts`: strings, or nodes such as outside text.
+  function confirmed(...parts) {
     const dialog = $("confirm");
-    $("confirm-text").textContent = text;
+    $("confirm-text").replaceChildren(...parts);
     dialog.returnValue = "";
     return new Promise((resolve) => {
       dialog.addEventListener("close", () => resolve(dialog.returnValue === "yes"), { once: true });
@@ -354,12 +405,13 @@
     node.className = bad ? "notice error" : "notice";
   }
 
+  // `label`: what the letter is called in the question, as parts (see `confirmed`).
   async function redriveIds(ids, label) {
     const all = ids === null;
     const question = all
-      ? "Redrive every dead letter? Their emails are sent again."
-      : "Redrive " + label + "? Its email is sent again.";
-    if (!(await confirmed(question))) return;
+      ? ["Redrive every dead letter? Their emails are sent again."]
+      : ["Redrive ", ...label, "? Its email is sent again."];
+    if (!(await confirmed(...question))) return;
     try {
       const res = await api("POST", "/api/admin/dead-letters/redrive", all ? { all: true } : { ids });
       if (!res.ok) {
@@ -378,8 +430,8 @@
   }
 
   async function purgeOne(d) {
-    const label = d.event_id ? "the dead letter of event " + d.event_id : "this dead letter (not an event)";
-    if (!(await confirmed("Purge " + label + "? It is deleted for good and never sent."))) return;
+    const label = d.event_id ? ["the dead letter of event ", outside(d.event_id)] : ["this dead letter (not an event)"];
+    if (!(await confirmed("Purge ", ...label, "? It is deleted for good and never sent."))) return;
     try {
       const res = await api("DELETE", "/api/admin/dead-letters/" + encodeURIComponent(d.id));
       if (res.status === 204) notice("Purged.", false);
@@ -430,7 +482,7 @@
       const res = await api("GET", "/api/admin/events/" + encodeURIComponent(id));
       if (res.status === 404) {
         hide("story");
-        show("story-error", "Nothing is known of event " + id + ".");
+        show("story-error", "Nothing is known of event ", outside(id), ".");
         bring($("story-error"));
         return;
       }
@@ -450,6 +502,8 @@
     }
   }
 
+  // A step of the story; each detail is a string, a node, or a list of parts (strings and
+  // nodes) making one sentence.
   function step(at, what, kind, ...details) {
     return {
       at,
@@ -458,7 +512,9 @@
         { class: kind || "" },
         el("time", { text: at ? when(at) : "time unknown" }),
         el("span", { class: "what", text: what }),
-        ...details.filter((d) => d).map((d) => (d instanceof Node ? d : el("p", { class: "detail", text: d })))
+        ...details
+          .filter((d) => d)
+          .map((d) => (d instanceof Node ? d : el("p", { class: "detail" }, ...(Array.isArray(d) ? d : [d]))))
       ),
     };
   }
@@ -467,13 +523,15 @@
     const steps = [];
     const c = s.change;
     if (c) {
-      const job = c.job_id ? "job " + c.job_id + (c.job_title ? " (" + c.job_title + ")" : "") : "an application since deleted";
+      const job = c.job_id
+        ? ["job " + c.job_id, ...(c.job_title ? [" (", outside(c.job_title), ")"] : [])]
+        : ["an application since deleted"];
       steps.push(
         step(
           c.at,
           "Status changed: " + (c.old_status || "none") + " → " + c.new_status,
           "",
-          "Application " + c.application_id + ", " + job + ".",
+          ["Application " + c.application_id + ", ", ...job, "."],
           "By user " + c.changed_by + (c.candidate_id ? "; the candidate is user " + c.candidate_id + "." : ".")
         )
       );
@@ -507,7 +565,7 @@
     const d = s.dead_letter;
     if (d) {
       const redrive = el("button", { type: "button", class: "redrive", text: "Redrive" });
-      redrive.addEventListener("click", () => redriveIds([d.id], "event " + s.event_id));
+      redrive.addEventListener("click", () => redriveIds([d.id], ["event ", outside(s.event_id)]));
       steps.push(
         step(
           d.last_failed_at,
@@ -520,7 +578,7 @@
     }
     steps.sort((a, b) => (a.at && b.at ? new Date(a.at) - new Date(b.at) : 0));
     $("story").dataset.eventId = s.event_id;
-    $("story-heading").textContent = "Event " + s.event_id;
+    $("story-heading").replaceChildren("Event ", outside(s.event_id));
     $("timeline").replaceChildren(...steps.map((x) => x.node));
     $("story").hidden = false;
   }
