@@ -857,3 +857,68 @@ async fn bidi_controls_are_shown_and_cannot_reorder_the_page() {
     }
     b.close().await;
 }
+
+/// The server out of reach (a proxy in front of it cut): the figures stay, marked stale, with
+/// the time they were last read and that the server cannot be reached; once it answers again
+/// the mark goes and the figures are current.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn figures_say_so_when_the_server_cannot_be_reached() {
+    let app = TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await;
+    let proxy = crate::proxy::TcpProxy::start(&app.addr.to_string()).await;
+    let op = app.operator().await;
+    let b = Browser::start("stale").await;
+    b.goto(&format!("http://127.0.0.1:{}/console", proxy.port))
+        .await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#fig-dead_letters", "no dead letter", is("0"))
+        .await;
+    let fresh = b
+        .wait_text("#figures-updated", "the time it was read", |t| {
+            t.starts_with("last updated ")
+        })
+        .await;
+    assert!(!b.visible("#figures-stale").await);
+    assert_eq!(b.count(".figures.stale").await, 0);
+
+    proxy.cut();
+    let stale = b
+        .wait_text("#figures-updated", "the failed refresh", |t| {
+            t.contains("cannot reach the server")
+        })
+        .await;
+    // The time of the last figures read, which may be a refresh after `fresh`.
+    assert!(
+        stale.starts_with("last updated ")
+            && stale.contains(" — cannot reach the server")
+            && stale.len() > fresh.len(),
+        "{stale:?}"
+    );
+    assert!(
+        b.visible("#figures-stale").await,
+        "the figures are marked stale"
+    );
+    assert_eq!(b.count(".figures.stale").await, 1);
+    assert_eq!(
+        b.text("#fig-dead_letters").await,
+        "0",
+        "the last figures stay"
+    );
+    b.shot("1-stale").await;
+
+    // Back: the next refresh clears the mark and shows what changed meanwhile.
+    app.exec(
+        "INSERT INTO dead_letters (event_id, reason, attempts, body, first_failed_at, \
+         last_failed_at, invalid) VALUES (NULL, 'invalid message: x', 0, 'x', 0, 0, FALSE)",
+    )
+    .await;
+    proxy.restore();
+    b.wait_text("#fig-dead_letters", "the new dead letter", is("1"))
+        .await;
+    b.wait_text("#figures-updated", "a fresh time", |t| {
+        t.starts_with("last updated ") && !t.contains("cannot")
+    })
+    .await;
+    assert!(!b.visible("#figures-stale").await);
+    assert_eq!(b.count(".figures.stale").await, 0);
+    b.close().await;
+}
