@@ -21,6 +21,8 @@
   let lastFigure = null;
   // Only the newest read of the list is drawn, whatever order the answers arrive in.
   let listRequest = 0;
+  // When the figures shown were read (the page's clock, as text).
+  let figuresTime = null;
 
   const $ = (id) => document.getElementById(id);
 
@@ -270,6 +272,8 @@
     expiresAt = null;
     if ($("confirm").open) $("confirm").close("no");
     $("notice").textContent = "";
+    figuresTime = null;
+    markStale(null);
     $("console").hidden = true;
     hide("whoami");
     $("signout").hidden = true;
@@ -290,14 +294,39 @@
       $("fig-" + key).textContent = value === null || value === undefined ? "–" : String(value);
     }
     $("fig-oldest_pending_age_seconds").textContent = age(f.oldest_pending_age_seconds);
-    $("figures-updated").textContent = "read at " + new Date().toLocaleTimeString();
+    figuresTime = new Date().toLocaleTimeString();
+    markStale(null);
     return f;
   }
 
+  // The figures shown are no longer current (`why` says why they could not be read since) or
+  // current again (null). Stale ones stay, dimmed and marked, with the time they were read.
+  function markStale(why) {
+    $("figures-stale").hidden = !why;
+    $("figures").classList.toggle("stale", Boolean(why));
+    $("figures-note").classList.toggle("stale-note", Boolean(why));
+    $("figures-updated").textContent =
+      (figuresTime ? "last updated " + figuresTime : "not yet read") + (why ? " — " + why : "");
+  }
+
   async function loadFigures() {
-    const res = await api("GET", "/api/admin/queue");
-    if (!res.ok) throw new Error(await problemText(res));
-    return renderFigures(await res.json());
+    let res;
+    try {
+      res = await api("GET", "/api/admin/queue");
+    } catch (e) {
+      // fetch fails only when no answer came: the server, or the way to it, is down.
+      if (!(e instanceof Gone)) markStale("cannot reach the server");
+      throw e;
+    }
+    let f;
+    try {
+      if (!res.ok) throw new Error(await problemText(res));
+      f = await res.json();
+    } catch (e) {
+      markStale("cannot read the figures: " + e.message);
+      throw e;
+    }
+    return renderFigures(f);
   }
 
   // The next refresh, once this one has finished (a slow server never gets them stacked).
@@ -318,7 +347,8 @@
         await loadDeadLetters(page);
       }
     } catch (e) {
-      if (!(e instanceof Gone)) $("figures-updated").textContent = "not read: " + e.message;
+      // A failed read of the figures is shown beside them (markStale); of the list, here.
+      if (!(e instanceof Gone) && $("figures-stale").hidden) notice("The dead letters were not read: " + e.message, true);
     }
   }
 
