@@ -51,6 +51,25 @@ mod long_refusal {
     }
 }
 
+/// A dead letter redriven twice, by the API and as the CLI does, on either queue.
+mod redrive_trace {
+    use super::*;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn db_sqlite() {
+        a_redrive_leaves_its_trace_in_the_story(Harness::new(Backend::Sqlite, "lease").await).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn db_postgres() {
+        a_redrive_leaves_its_trace_in_the_story(Harness::new(Backend::Postgres, "lease").await)
+            .await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqs_postgres() {
+        a_redrive_leaves_its_trace_in_the_story(Harness::new_sqs(Backend::Postgres, "lease").await)
+            .await
+    }
+}
+
 crate::each_store!(
     grant_and_revoke_say_what_changed,
     admin_routes_are_404_to_everyone_else,
@@ -439,4 +458,82 @@ async fn a_long_refusal_is_stored_cut(h: Harness) {
         let stored = app.scalar_i64(&sql).await;
         assert!(stored <= STORED_MAX_CHARS as i64, "{sql}: {stored}");
     }
+}
+
+/// An event's story keeps the trace of each redrive (by the API or as `jobboard dlq redrive`),
+/// which forgets the event's failed sends: how many redrives, the last one's time, and the
+/// failed sends they forgot.
+async fn a_redrive_leaves_its_trace_in_the_story(h: Harness) {
+    let app = &h.app;
+    let (_, event_id, worker) = h.dead_lettered_change().await;
+    let op = app.operator().await;
+    let token = op.token.as_str();
+    let path = format!("/api/admin/events/{event_id}");
+    let s = app.get(&path, Some(token)).await.expect(200).clone();
+    assert_eq!(s["redrive"], Value::Null, "never redriven: {s}");
+
+    // Redriven by the API: the trace counts it and the failed send it forgot.
+    let before = chrono::Utc::now().timestamp_millis();
+    let id = listed(app, token).await["items"][0]["id"].clone();
+    app.post(
+        "/api/admin/dead-letters/redrive",
+        Some(token),
+        json!({ "ids": [id] }),
+    )
+    .await
+    .expect(200);
+    let s = app.get(&path, Some(token)).await.expect(200).clone();
+    assert_eq!(s["redrive"]["count"], 1, "{s}");
+    assert_eq!(s["redrive"]["attempts_before"], 1, "{s}");
+    let first = s["redrive"]["last_at"]
+        .as_str()
+        .expect("a time")
+        .to_string();
+    let first = chrono::DateTime::parse_from_rfc3339(&first).unwrap();
+    assert!(
+        (first.timestamp_millis() - before).abs() < 10_000,
+        "{first} is the redrive's time"
+    );
+    assert_eq!(
+        s["processed"],
+        Value::Null,
+        "the failures are forgotten: {s}"
+    );
+
+    // Refused for good again, then redriven as the CLI does: two redrives, two failed sends.
+    h.smtp.reject_next();
+    h.later().await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::DeadLettered]
+    );
+    let s = app.get(&path, Some(token)).await.expect(200).clone();
+    assert_eq!(s["processed"]["status"], "dead", "{s}");
+    assert_eq!(s["redrive"]["count"], 1, "{s}");
+    // Through the queue `jobboard dlq redrive --all` builds (the CLI's process would need the
+    // test's AWS settings, which it is not given).
+    let queue = jobboard::run::build_queue(&app.config(&[]), app.state.store.clone())
+        .await
+        .unwrap();
+    let r = queue
+        .redrive(jobboard::queue::Selection::All, false)
+        .await
+        .unwrap();
+    assert_eq!(r.redriven, 1);
+    h.later().await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+    let s = app.get(&path, Some(token)).await.expect(200).clone();
+    assert_eq!(s["processed"]["status"], "done", "{s}");
+    assert_eq!(
+        s["processed"]["attempts"], 0,
+        "sent on the first try after it: {s}"
+    );
+    assert_eq!(s["redrive"]["count"], 2, "{s}");
+    assert_eq!(s["redrive"]["attempts_before"], 2, "{s}");
+    let last = s["redrive"]["last_at"].as_str().unwrap();
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(last).unwrap() >= first,
+        "{last} is the later redrive"
+    );
 }

@@ -922,3 +922,91 @@ async fn figures_say_so_when_the_server_cannot_be_reached() {
     assert_eq!(b.count(".figures.stale").await, 0);
     b.close().await;
 }
+
+/// A sent email's story says how it went (on the first try, or after how many failed sends)
+/// rather than a bare "0 attempts"; a dead letter an operator redrove leaves the redrive in the
+/// story, before the send it led to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_story_tells_how_the_email_was_sent_and_that_it_was_redriven() {
+    let h = Harness::new(Backend::Sqlite, "lease").await;
+    let app = &h.app;
+    // Sent on the first try.
+    let (_, first_try) = h.status_change().await;
+    let worker = h.worker().await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    // Sent after one failed send.
+    let (_, second_try) = h.status_change().await;
+    h.smtp.fail_next(1);
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::Failed]
+    );
+    h.later().await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    // Refused for good, redriven by an operator, then sent.
+    let (_, redriven, _) = h.dead_lettered_change().await;
+    let op = app.operator().await;
+    let list = app.get("/api/admin/dead-letters", Some(&op.token)).await;
+    let id = list.expect(200)["items"][0]["id"].clone();
+    app.post(
+        "/api/admin/dead-letters/redrive",
+        Some(&op.token),
+        json!({ "ids": [id] }),
+    )
+    .await
+    .expect(200);
+    h.later().await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+
+    let b = Browser::start("sent").await;
+    b.goto(&app.url("/console")).await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#fig-sent_last_hour", "three sent emails", is("3"))
+        .await;
+    let story = |event_id: String| {
+        let b = &b;
+        async move {
+            let input = b.find("#event-id").await;
+            input.clear().await.unwrap();
+            input
+                .send_keys(&format!("{event_id}\u{E007}"))
+                .await
+                .unwrap();
+            b.wait_text("#story-heading", "the event", |t| t.contains(&event_id))
+                .await;
+            b.wait_text("#timeline", "the send", |t| t.contains("Email sent"))
+                .await
+        }
+    };
+
+    let timeline = story(first_try).await;
+    assert!(timeline.contains("Sent on the first try."), "{timeline}");
+    assert!(!timeline.contains("0 attempts"), "{timeline}");
+
+    let timeline = story(second_try).await;
+    assert!(
+        timeline.contains("Sent after 1 failed attempt."),
+        "{timeline}"
+    );
+
+    let timeline = story(redriven).await;
+    b.shot("1-redriven").await;
+    assert!(!timeline.contains("0 attempts"), "{timeline}");
+    let redrive = timeline
+        .find("Redriven by an operator")
+        .unwrap_or_else(|| panic!("the redrive is in the story: {timeline}"));
+    let sent = timeline.find("Email sent").unwrap();
+    assert!(
+        redrive < sent,
+        "the redrive comes before the send: {timeline}"
+    );
+    assert!(
+        timeline.contains("1 failed attempt before it"),
+        "{timeline}"
+    );
+    assert!(
+        timeline.contains("Sent on the first try after the redrive."),
+        "{timeline}"
+    );
+    b.close().await;
+}
