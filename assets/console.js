@@ -133,6 +133,10 @@
     return isNaN(d) ? String(value) : d.toLocaleString();
   }
 
+  function plural(n, word) {
+    return n + " " + word + (n === 1 ? "" : "s");
+  }
+
   function age(seconds) {
     if (seconds === null || seconds === undefined) return "–";
     const s = Math.round(seconds);
@@ -566,6 +570,22 @@
         )
       );
     }
+    // A redrive forgot the failed sends before it: the worker's record counts from there.
+    const r = s.redrive;
+    if (r) {
+      steps.push(
+        step(
+          r.last_at,
+          "Redriven by an operator",
+          "",
+          (r.count === 1 ? "Put back on the queue once; " : "Put back on the queue " + r.count + " times, the last time here; ") +
+            plural(r.attempts_before, "failed attempt") +
+            (r.count === 1 ? " before it" : " before them") +
+            ", no longer counted."
+        )
+      );
+    }
+    const since = r ? " since the redrive" : "";
     const p = s.processed;
     if (p) {
       if (p.first_failed_at) {
@@ -579,18 +599,30 @@
         missing: "Nothing sent: the application is gone",
         dead: "Given up: dead-lettered",
       }[p.status] || "Worker: " + p.status;
+      // How it went, rather than a bare "0 attempts" for an email sent at once.
+      let count;
+      if (p.status === "done") {
+        count =
+          p.attempts === 0
+            ? "Sent on the first try" + (r ? " after the redrive" : "") + "."
+            : "Sent after " + plural(p.attempts, "failed attempt") + since + ".";
+      } else if (p.attempts === 0) {
+        count = "No failed send" + since + ", status " + p.status + ".";
+      } else {
+        count = plural(p.attempts, "attempt") + since + ", status " + p.status + ".";
+      }
       steps.push(
         step(
           p.updated_at,
           what,
           kind,
-          p.attempts + (p.attempts === 1 ? " attempt" : " attempts") + ", status " + p.status + ".",
+          count,
           p.last_error ? shown(p.last_error, "pre", "last-error") : null,
           p.lease_expires_at ? "Lease until " + when(p.lease_expires_at) + "." : null
         )
       );
-    } else if (c) {
-      steps.push(step(null, "No worker has recorded it yet", ""));
+    } else if (c || r) {
+      steps.push(step(null, r ? "No worker has taken the redriven copy yet" : "No worker has recorded it yet", ""));
     }
     const d = s.dead_letter;
     if (d) {
@@ -606,7 +638,9 @@
         )
       );
     }
-    steps.sort((a, b) => (a.at && b.at ? new Date(a.at) - new Date(b.at) : 0));
+    // In time order; a step with no time (nothing recorded yet) comes last.
+    const time = (x) => (x.at ? new Date(x.at).getTime() : Infinity);
+    steps.sort((a, b) => time(a) - time(b) || 0);
     $("story").dataset.eventId = s.event_id;
     $("story-heading").replaceChildren("Event ", outside(s.event_id));
     $("timeline").replaceChildren(...steps.map((x) => x.node));

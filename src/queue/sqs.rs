@@ -217,7 +217,8 @@ impl SqsQueue {
     }
 
     /// Moves one dead letter back to the queue: its failures forgotten first (a worker may
-    /// receive the copy the moment it is sent), the copy sent, then the dead letter deleted.
+    /// receive the copy the moment it is sent), the copy sent and the redrive noted in the
+    /// event's story, then the dead letter deleted.
     async fn redrive_one(
         &self,
         dlq: &str,
@@ -231,9 +232,28 @@ impl SqsQueue {
                 .await
                 .with_context(|| format!("forgetting the failures of event {e}"))?;
         }
+        // The redrive's time is taken before the copy can be sent and received, so the story
+        // never shows it after the send it led to.
+        let at = chrono::Utc::now().timestamp_millis();
         self.send_to(&self.url, m.body().unwrap_or_default(), HashMap::new())
             .await
             .with_context(|| format!("sending dead letter {id} back to the queue"))?;
+        if let Some(e) = event_id {
+            // The copy is on its way: a trace that could not be written is logged, and the
+            // redrive stands.
+            if let Err(err) = self
+                .store
+                .note_redrive(e, record_of(m).attempts, Some(at))
+                .await
+            {
+                tracing::warn!(
+                    error = format!("{err:#}"),
+                    event_id = e,
+                    "a dead letter was redriven but its trace could not be written; the event's \
+                     story will not show this redrive"
+                );
+            }
+        }
         self.client
             .delete_message()
             .queue_url(dlq)

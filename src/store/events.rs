@@ -306,6 +306,16 @@ pub trait EventStore: Send + Sync {
     async fn purge_dead_letters(&self, ids: Option<&[i64]>) -> StoreResult<u64>;
     /// Forgets a dead-lettered event's failures, so that a redriven copy starts from zero.
     async fn reset_dead_event(&self, event_id: &str) -> StoreResult<()>;
+    /// Notes that `event_id` was redriven (its copy is on the queue), its dead letter having
+    /// counted `attempts` failed sends, at `at_ms` (ms since the epoch; `None`: the database's
+    /// clock): the trace the event's story keeps, since the redrive forgot its failures.
+    /// [`redrive`](Self::redrive) notes its own, in its transaction.
+    async fn note_redrive(
+        &self,
+        event_id: &str,
+        attempts: i64,
+        at_ms: Option<i64>,
+    ) -> StoreResult<()>;
     /// Publishes up to `limit` outbox rows with `publish`, which returns the indexes the queue
     /// accepted; those rows are deleted and the rest made visible again. The rows are taken for
     /// `lease_ms` by a statement that commits before `publish` runs, so no transaction waits on
@@ -320,7 +330,9 @@ pub trait EventStore: Send + Sync {
     /// Rows waiting in the outbox.
     async fn outbox_pending(&self) -> StoreResult<i64>;
 
-    /// Deletes up to `batch` finished processed-event records older than `older_than_ms`.
+    /// Deletes up to `batch` finished processed-event records older than `older_than_ms`, and up
+    /// to `batch` redrive traces last written before then of events that have no record left;
+    /// returns how many rows went.
     async fn delete_processed_events(&self, older_than_ms: i64, batch: i64) -> StoreResult<u64>;
     /// The database clock, ms since the epoch.
     async fn now_ms(&self) -> StoreResult<i64>;

@@ -573,9 +573,15 @@ impl EventStore for S {
                 .execute(&mut *tx)
                 .await?;
             if let Some(event_id) = &d.event_id {
-                // Attempts start again from zero.
+                // Attempts start again from zero; the story keeps a trace of the redrive.
                 sqlx::query(sql::CLAIM_RESET)
                     .bind(event_id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(sql::REDRIVE_TRACE)
+                    .bind(event_id)
+                    .bind(d.attempts)
+                    .bind(None::<i64>)
                     .execute(&mut *tx)
                     .await?;
             }
@@ -616,6 +622,21 @@ impl EventStore for S {
     async fn reset_dead_event(&self, event_id: &str) -> StoreResult<()> {
         sqlx::query(sql::CLAIM_RESET)
             .bind(event_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn note_redrive(
+        &self,
+        event_id: &str,
+        attempts: i64,
+        at_ms: Option<i64>,
+    ) -> StoreResult<()> {
+        sqlx::query(sql::REDRIVE_TRACE)
+            .bind(event_id)
+            .bind(attempts)
+            .bind(at_ms)
             .execute(&self.pool)
             .await?;
         Ok(())
@@ -667,12 +688,17 @@ impl EventStore for S {
     }
 
     async fn delete_processed_events(&self, older_than_ms: i64, batch: i64) -> StoreResult<u64> {
-        let done = sqlx::query(sql::CLAIMS_EXPIRED_DELETE)
+        let records = sqlx::query(sql::CLAIMS_EXPIRED_DELETE)
             .bind(older_than_ms)
             .bind(batch)
             .execute(&self.pool)
             .await?;
-        Ok(done.rows_affected())
+        let traces = sqlx::query(sql::REDRIVE_TRACES_EXPIRED_DELETE)
+            .bind(older_than_ms)
+            .bind(batch)
+            .execute(&self.pool)
+            .await?;
+        Ok(records.rows_affected() + traces.rows_affected())
     }
 
     async fn now_ms(&self) -> StoreResult<i64> {
