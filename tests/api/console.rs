@@ -1010,3 +1010,92 @@ async fn a_story_tells_how_the_email_was_sent_and_that_it_was_redriven() {
     );
     b.close().await;
 }
+
+/// The pages and their assets are revalidated on each use (`Cache-Control: no-cache`: their
+/// URLs do not change from one release to the next, so a copy kept without asking would pair
+/// an old script with a new API) and carry an ETag from their content, so that asking costs a
+/// 304 without a body while nothing changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_and_assets_are_revalidated_by_their_etag() {
+    let app = TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await;
+    let mut etags = std::collections::BTreeSet::new();
+    for path in [
+        "/console",
+        "/console/console.css",
+        "/console/console.js",
+        "/docs",
+        "/docs/docs.css",
+        "/docs/docs.js",
+    ] {
+        let url = app.url(path);
+        let r = app.client.get(&url).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        let header = |r: &reqwest::Response, name: &str| {
+            r.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        assert_eq!(
+            header(&r, "cache-control").as_deref(),
+            Some("no-cache"),
+            "{path}"
+        );
+        let policy = header(&r, "content-security-policy");
+        assert!(
+            policy
+                .as_deref()
+                .is_some_and(|p| p.contains("script-src 'self'")),
+            "{path}: the pages' policy"
+        );
+        let etag = header(&r, "etag").unwrap_or_else(|| panic!("{path} has an ETag"));
+        assert!(
+            etag.starts_with('"') && etag.ends_with('"') && etag.len() > 10,
+            "{path}: a strong ETag, {etag}"
+        );
+        assert!(etags.insert(etag.clone()), "{path}: each its own ETag");
+        let body = r.bytes().await.unwrap();
+        assert!(!body.is_empty());
+        // The same again: the same ETag.
+        let again = app.client.get(&url).send().await.unwrap();
+        assert_eq!(header(&again, "etag").as_ref(), Some(&etag), "{path}");
+
+        // Revalidated: 304 without a body while the ETag matches (also weakly, in a list, or
+        // `*`), with the headers a 200 would have had.
+        for matching in [
+            etag.clone(),
+            format!("W/{etag}"),
+            format!("\"other\", {etag}"),
+            "*".to_string(),
+        ] {
+            let r = app
+                .client
+                .get(&url)
+                .header("if-none-match", &matching)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 304, "{path} with If-None-Match: {matching}");
+            assert_eq!(header(&r, "etag").as_ref(), Some(&etag), "{path}");
+            assert_eq!(
+                header(&r, "cache-control").as_deref(),
+                Some("no-cache"),
+                "{path}"
+            );
+            // A browser keeps the headers of a 304 in place of those it stored: the page's own
+            // policy, not the API's `default-src 'none'`, which would block its script.
+            assert_eq!(header(&r, "content-security-policy"), policy, "{path}");
+            assert!(r.bytes().await.unwrap().is_empty(), "{path}: no body");
+        }
+        // An ETag of another version: the whole answer.
+        let r = app
+            .client
+            .get(&url)
+            .header("if-none-match", "\"0000000000000000\"")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        assert_eq!(r.bytes().await.unwrap(), body, "{path}");
+    }
+}
