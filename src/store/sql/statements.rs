@@ -374,6 +374,21 @@ pub const DEAD_LETTER_INSERT: &str = concatcp!(
     ", $6) ON CONFLICT (event_id) WHERE NOT invalid DO NOTHING"
 );
 pub const DEAD_LETTER_COUNT: &str = "SELECT COUNT(*) FROM dead_letters";
+/// Notes a redrive of event `$1`, whose dead letter had counted `$2` failed sends, at `$3` (ms
+/// since the epoch; NULL: the database's clock): the trace an event's story keeps of it.
+pub const REDRIVE_TRACE: &str = concatcp!(
+    "INSERT INTO event_redrives (event_id, redrives, attempts_before, last_redriven_at) \
+     VALUES ($1, 1, $2, COALESCE($3, ",
+    NOW,
+    ")) ON CONFLICT (event_id) DO UPDATE SET redrives = event_redrives.redrives + 1, \
+     attempts_before = event_redrives.attempts_before + EXCLUDED.attempts_before, \
+     last_redriven_at = EXCLUDED.last_redriven_at"
+);
+/// Up to `$2` redrive traces last written before `$1` of events with no processed-event record
+/// left: a trace lasts as long as the record of the send it led to.
+pub const REDRIVE_TRACES_EXPIRED_DELETE: &str = "DELETE FROM event_redrives WHERE event_id IN \
+     (SELECT r.event_id FROM event_redrives r WHERE r.last_redriven_at < $1 AND NOT EXISTS \
+     (SELECT 1 FROM processed_events p WHERE p.event_id = r.event_id) LIMIT $2)";
 pub const DEAD_LETTER_DELETE: &str = "DELETE FROM dead_letters WHERE id = $1";
 pub const DEAD_LETTERS_DELETE_ALL: &str = "DELETE FROM dead_letters";
 
