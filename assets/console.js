@@ -1,20 +1,28 @@
 // The operator console. Everything received is put into the page as text (textContent), never
-// as HTML: a dead letter's body and reason are whatever a queue held. The access token lives in
+// as HTML: a dead letter's body and reason are whatever a queue held. Every piece of such
+// outside text is isolated (<bdi>, `unicode-bidi: isolate`) and shows its bidi controls as
+// marked escapes, so none can reorder the text around it. The access token lives in
 // this closure only, never in localStorage, sessionStorage or a cookie; a reload signs in again.
 (function () {
   "use strict";
 
   const REFRESH_MS = 5000;
   const PAGE_SIZE = 20;
+  // setTimeout's longest delay, 2^31 − 1 ms (24.8 days): a longer one fires at once.
+  const LONGEST_DELAY_MS = 2147483647;
   let token = null;
   let timer = null;
   let expiry = null;
+  // When the token expires (ms since the epoch, by Date.now).
+  let expiresAt = null;
   let page = 1;
   // The dead-letter figure last seen: the list is read again when it changes. (With SQS the
   // figure is the queue's approximate count, which may never equal the list's total.)
   let lastFigure = null;
   // Only the newest read of the list is drawn, whatever order the answers arrive in.
   let listRequest = 0;
+  // When the figures shown were read (the page's clock, as text).
+  let figuresTime = null;
 
   const $ = (id) => document.getElementById(id);
 
@@ -34,9 +42,84 @@
     return node;
   }
 
-  function show(id, text) {
+  // A text is folded past this many characters or lines: its start in a <summary>, the whole
+  // of it once opened, in a box of its own height (a mail server's refusal may run to 90 000
+  // characters, stored before the store cut them).
+  const FOLD_CHARS = 600;
+  const FOLD_LINES = 8;
+  const PREVIEW_CHARS = 160;
+
+  // A text as received, in a `tag` element of class `cls`; folded when long (a <details>
+  // of class `fold cls`, whose `.whole` holds the text).
+  function shown(text, tag, cls) {
+    text = String(text);
+    const chars = Array.from(text);
+    if (chars.length <= FOLD_CHARS && text.split("\n").length <= FOLD_LINES) {
+      return outside(text, tag, cls);
+    }
+    const preview = chars.slice(0, PREVIEW_CHARS).join("").replace(/\s+/g, " ");
+    return el(
+      "details",
+      { class: "fold " + cls },
+      el(
+        "summary",
+        {},
+        outside(preview, "span", "preview"),
+        " …",
+        el("span", { class: "muted small count", text: " " + chars.length.toLocaleString("en") + " characters" })
+      ),
+      outside(text, tag === "pre" ? "pre" : "div", "whole")
+    );
+  }
+
+  // The bidi controls: embeddings and overrides (U+202A–U+202E), isolates (U+2066–U+2069) and
+  // the marks (U+200E, U+200F, U+061C). Shown raw, an override in a reason would reorder the
+  // text after it ("exe.fdp" read as "pdf.exe"); each is shown as its escape instead.
+  const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/g;
+  const CONTROL_NAMES = {
+    "\u202A": "left-to-right embedding",
+    "\u202B": "right-to-left embedding",
+    "\u202C": "pop directional formatting",
+    "\u202D": "left-to-right override",
+    "\u202E": "right-to-left override",
+    "\u2066": "left-to-right isolate",
+    "\u2067": "right-to-left isolate",
+    "\u2068": "first strong isolate",
+    "\u2069": "pop directional isolate",
+    "\u200E": "left-to-right mark",
+    "\u200F": "right-to-left mark",
+    "\u061C": "Arabic letter mark",
+  };
+
+  function escapeOf(c) {
+    return "\\u{" + c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "}";
+  }
+
+  // Outside text for an attribute (an aria-label): its controls as escapes.
+  function plain(text) {
+    return String(text).replace(BIDI_CONTROLS, escapeOf);
+  }
+
+  // Outside text (anything the API passes on from users, mail servers or queues) in an element
+  // of its own (a <bdi> unless `tag` says otherwise; every one is isolated, see .outside), its
+  // bidi controls shown as marked escapes.
+  function outside(text, tag, cls) {
+    text = String(text);
+    const node = el(tag || "bdi", { class: cls ? "outside " + cls : "outside" });
+    let at = 0;
+    for (const m of text.matchAll(BIDI_CONTROLS)) {
+      if (m.index > at) node.append(text.slice(at, m.index));
+      node.append(el("span", { class: "control", title: CONTROL_NAMES[m[0]], text: escapeOf(m[0]) }));
+      at = m.index + m[0].length;
+    }
+    if (at < text.length) node.append(text.slice(at));
+    return node;
+  }
+
+  // Shows the element `id` with these parts (strings, or nodes such as outside text).
+  function show(id, ...parts) {
     const node = $(id);
-    node.textContent = text;
+    node.replaceChildren(...parts);
     node.hidden = false;
   }
 
@@ -48,6 +131,10 @@
     if (!value) return "";
     const d = new Date(value);
     return isNaN(d) ? String(value) : d.toLocaleString();
+  }
+
+  function plural(n, word) {
+    return n + " " + word + (n === 1 ? "" : "s");
   }
 
   function age(seconds) {
@@ -116,6 +203,8 @@
       return;
     }
     $("signin-submit").disabled = true;
+    // The token's life is counted from before it was asked for, so the page never outlives it.
+    const asked = Date.now();
     try {
       const res = await fetch("/api/auth/token", {
         method: "POST",
@@ -136,7 +225,7 @@
       });
       if (probe.status === 404) {
         $("password").value = "";
-        show("signin-error", "This account has no operator rights (jobboard admin grant " + email + ").");
+        show("signin-error", "This account has no operator rights (jobboard admin grant ", outside(email), ").");
         return;
       }
       if (!probe.ok) {
@@ -145,12 +234,13 @@
       }
       token = candidate;
       $("password").value = "";
-      show("whoami", email);
+      show("whoami", outside(email));
       $("signout").hidden = false;
       hide("signin");
       $("console").hidden = false;
       if (issued.expires_in > 0) {
-        expiry = setTimeout(() => signOut("Signed out: the session has expired. Sign in again."), issued.expires_in * 1000);
+        expiresAt = asked + issued.expires_in * 1000;
+        armExpiry();
       }
       const f = renderFigures(await probe.json());
       lastFigure = f.dead_letters;
@@ -164,6 +254,17 @@
     }
   }
 
+  // Signs out when the token expires: a timer of at most the longest delay setTimeout can
+  // wait (a token may live 30 days), armed again for what the clock says is left when it fires.
+  function armExpiry() {
+    const left = expiresAt - Date.now();
+    if (left <= 0) {
+      signOut("Signed out: the session has expired. Sign in again.");
+      return;
+    }
+    expiry = setTimeout(armExpiry, Math.min(left, LONGEST_DELAY_MS));
+  }
+
   function signOut(message) {
     token = null;
     lastFigure = null;
@@ -172,8 +273,11 @@
     if (expiry) clearTimeout(expiry);
     timer = null;
     expiry = null;
+    expiresAt = null;
     if ($("confirm").open) $("confirm").close("no");
     $("notice").textContent = "";
+    figuresTime = null;
+    markStale(null);
     $("console").hidden = true;
     hide("whoami");
     $("signout").hidden = true;
@@ -194,14 +298,39 @@
       $("fig-" + key).textContent = value === null || value === undefined ? "–" : String(value);
     }
     $("fig-oldest_pending_age_seconds").textContent = age(f.oldest_pending_age_seconds);
-    $("figures-updated").textContent = "read at " + new Date().toLocaleTimeString();
+    figuresTime = new Date().toLocaleTimeString();
+    markStale(null);
     return f;
   }
 
+  // The figures shown are no longer current (`why` says why they could not be read since) or
+  // current again (null). Stale ones stay, dimmed and marked, with the time they were read.
+  function markStale(why) {
+    $("figures-stale").hidden = !why;
+    $("figures").classList.toggle("stale", Boolean(why));
+    $("figures-note").classList.toggle("stale-note", Boolean(why));
+    $("figures-updated").textContent =
+      (figuresTime ? "last updated " + figuresTime : "not yet read") + (why ? " — " + why : "");
+  }
+
   async function loadFigures() {
-    const res = await api("GET", "/api/admin/queue");
-    if (!res.ok) throw new Error(await problemText(res));
-    return renderFigures(await res.json());
+    let res;
+    try {
+      res = await api("GET", "/api/admin/queue");
+    } catch (e) {
+      // fetch fails only when no answer came: the server, or the way to it, is down.
+      if (!(e instanceof Gone)) markStale("cannot reach the server");
+      throw e;
+    }
+    let f;
+    try {
+      if (!res.ok) throw new Error(await problemText(res));
+      f = await res.json();
+    } catch (e) {
+      markStale("cannot read the figures: " + e.message);
+      throw e;
+    }
+    return renderFigures(f);
   }
 
   // The next refresh, once this one has finished (a slow server never gets them stacked).
@@ -222,7 +351,8 @@
         await loadDeadLetters(page);
       }
     } catch (e) {
-      if (!(e instanceof Gone)) $("figures-updated").textContent = "not read: " + e.message;
+      // A failed read of the figures is shown beside them (markStale); of the list, here.
+      if (!(e instanceof Gone) && $("figures-stale").hidden) notice("The dead letters were not read: " + e.message, true);
     }
   }
 
@@ -253,14 +383,26 @@
     $("dl-next").disabled = page >= pages;
   }
 
+  // Another page, asked for with the pager at the foot of the list: the new page is read from
+  // its top, so the list's heading is scrolled into view and takes the focus (the letters
+  // follow it; the pager is the next stop of Tab after them).
+  async function turnPage(want) {
+    await loadDeadLetters(want);
+    const heading = $("dl-title");
+    heading.scrollIntoView({ block: "start" });
+    heading.focus({ preventScroll: true });
+  }
+
   function letterItem(d) {
     const event = d.event_id
-      ? el("button", { type: "button", class: "link event-link", text: d.event_id, "aria-label": "Show the story of event " + d.event_id })
+      ? el("button", { type: "button", class: "link event-link", "aria-label": "Show the story of event " + plain(d.event_id) }, outside(d.event_id))
       : el("span", { class: "muted", text: "not an event" });
-    if (d.event_id) event.addEventListener("click", () => openStory(d.event_id));
-    const label = d.event_id ? "the dead letter of event " + d.event_id : "dead letter " + d.id;
+    if (d.event_id) event.addEventListener("click", () => openStory(d.event_id, true));
+    const label = d.event_id ? "the dead letter of event " + plain(d.event_id) : "dead letter " + plain(d.id);
     const redrive = el("button", { type: "button", class: "redrive", text: "Redrive", "aria-label": "Redrive " + label });
-    redrive.addEventListener("click", () => redriveIds([d.id], d.event_id || d.id));
+    redrive.addEventListener("click", () =>
+      redriveIds([d.id], d.event_id ? ["the dead letter of event ", outside(d.event_id)] : ["dead letter ", outside(d.id)])
+    );
     const purge = el("button", { type: "button", class: "purge danger", text: "Purge", "aria-label": "Purge " + label });
     purge.addEventListener("click", () => purgeOne(d));
     return el(
@@ -273,16 +415,17 @@
         el("span", { class: "muted small", text: d.attempts + (d.attempts === 1 ? " attempt" : " attempts") }),
         el("span", { class: "muted small", text: "last failed " + when(d.last_failed_at) })
       ),
-      el("p", { class: "reason", text: d.reason }),
-      el("pre", { class: "body", text: d.body }),
+      shown(d.reason, "p", "reason"),
+      shown(d.body, "pre", "body"),
       el("div", { class: "actions" }, redrive, purge)
     );
   }
 
   // Asks first; resolves to whether the operator confirmed.
-  function confirmed(text) {
+  // `parts`: strings, or nodes such as outside text.
+  function confirmed(...parts) {
     const dialog = $("confirm");
-    $("confirm-text").textContent = text;
+    $("confirm-text").replaceChildren(...parts);
     dialog.returnValue = "";
     return new Promise((resolve) => {
       dialog.addEventListener("close", () => resolve(dialog.returnValue === "yes"), { once: true });
@@ -296,12 +439,13 @@
     node.className = bad ? "notice error" : "notice";
   }
 
+  // `label`: what the letter is called in the question, as parts (see `confirmed`).
   async function redriveIds(ids, label) {
     const all = ids === null;
     const question = all
-      ? "Redrive every dead letter? Their emails are sent again."
-      : "Redrive " + label + "? Its email is sent again.";
-    if (!(await confirmed(question))) return;
+      ? ["Redrive every dead letter? Their emails are sent again."]
+      : ["Redrive ", ...label, "? Its email is sent again."];
+    if (!(await confirmed(...question))) return;
     try {
       const res = await api("POST", "/api/admin/dead-letters/redrive", all ? { all: true } : { ids });
       if (!res.ok) {
@@ -320,8 +464,8 @@
   }
 
   async function purgeOne(d) {
-    const label = d.event_id ? "the dead letter of event " + d.event_id : "this dead letter (not an event)";
-    if (!(await confirmed("Purge " + label + "? It is deleted for good and never sent."))) return;
+    const label = d.event_id ? ["the dead letter of event ", outside(d.event_id)] : ["this dead letter (not an event)"];
+    if (!(await confirmed("Purge ", ...label, "? It is deleted for good and never sent."))) return;
     try {
       const res = await api("DELETE", "/api/admin/dead-letters/" + encodeURIComponent(d.id));
       if (res.status === 204) notice("Purged.", false);
@@ -341,7 +485,7 @@
     await loadDeadLetters(page);
     $("dl-title").focus();
     const shown = $("story").hidden ? null : $("story").dataset.eventId;
-    if (shown) await openStory(shown);
+    if (shown) await openStory(shown, false);
   }
 
   // ------------------------------------------------------------------ an event's story
@@ -353,30 +497,47 @@
       show("story-error", "Give an event id.");
       return;
     }
-    await openStory(id);
+    await openStory(id, true);
   }
 
-  async function openStory(id) {
+  // Reads and draws the story of event `id`. `focus`: the operator asked for it (from the form,
+  // or an event id in the list, which may be far below the story): the story is scrolled into
+  // view and its heading takes the focus, so keyboard and screen-reader users land on it too.
+  async function openStory(id, focus) {
     hide("story-error");
     $("event-id").value = id;
+    // What was drawn (the story, or why there is none) is brought into view when asked for.
+    const bring = (node) => {
+      if (!focus) return;
+      node.scrollIntoView({ block: "start" });
+      node.focus({ preventScroll: true });
+    };
     try {
       const res = await api("GET", "/api/admin/events/" + encodeURIComponent(id));
       if (res.status === 404) {
         hide("story");
-        show("story-error", "Nothing is known of event " + id + ".");
+        show("story-error", "Nothing is known of event ", outside(id), ".");
+        bring($("story-error"));
         return;
       }
       if (!res.ok) {
         hide("story");
         show("story-error", await problemText(res));
+        bring($("story-error"));
         return;
       }
       renderStory(await res.json());
+      bring($("story-heading"));
     } catch (e) {
-      if (!(e instanceof Gone)) show("story-error", "Not read: " + e.message);
+      if (!(e instanceof Gone)) {
+        show("story-error", "Not read: " + e.message);
+        bring($("story-error"));
+      }
     }
   }
 
+  // A step of the story; each detail is a string, a node, or a list of parts (strings and
+  // nodes) making one sentence.
   function step(at, what, kind, ...details) {
     return {
       at,
@@ -385,7 +546,9 @@
         { class: kind || "" },
         el("time", { text: at ? when(at) : "time unknown" }),
         el("span", { class: "what", text: what }),
-        ...details.filter((d) => d).map((d) => (d instanceof Node ? d : el("p", { class: "detail", text: d })))
+        ...details
+          .filter((d) => d)
+          .map((d) => (d instanceof Node ? d : el("p", { class: "detail" }, ...(Array.isArray(d) ? d : [d]))))
       ),
     };
   }
@@ -394,17 +557,35 @@
     const steps = [];
     const c = s.change;
     if (c) {
-      const job = c.job_id ? "job " + c.job_id + (c.job_title ? " (" + c.job_title + ")" : "") : "an application since deleted";
+      const job = c.job_id
+        ? ["job " + c.job_id, ...(c.job_title ? [" (", outside(c.job_title), ")"] : [])]
+        : ["an application since deleted"];
       steps.push(
         step(
           c.at,
           "Status changed: " + (c.old_status || "none") + " → " + c.new_status,
           "",
-          "Application " + c.application_id + ", " + job + ".",
+          ["Application " + c.application_id + ", ", ...job, "."],
           "By user " + c.changed_by + (c.candidate_id ? "; the candidate is user " + c.candidate_id + "." : ".")
         )
       );
     }
+    // A redrive forgot the failed sends before it: the worker's record counts from there.
+    const r = s.redrive;
+    if (r) {
+      steps.push(
+        step(
+          r.last_at,
+          "Redriven by an operator",
+          "",
+          (r.count === 1 ? "Put back on the queue once; " : "Put back on the queue " + r.count + " times, the last time here; ") +
+            plural(r.attempts_before, "failed attempt") +
+            (r.count === 1 ? " before it" : " before them") +
+            ", no longer counted."
+        )
+      );
+    }
+    const since = r ? " since the redrive" : "";
     const p = s.processed;
     if (p) {
       if (p.first_failed_at) {
@@ -418,36 +599,50 @@
         missing: "Nothing sent: the application is gone",
         dead: "Given up: dead-lettered",
       }[p.status] || "Worker: " + p.status;
+      // How it went, rather than a bare "0 attempts" for an email sent at once.
+      let count;
+      if (p.status === "done") {
+        count =
+          p.attempts === 0
+            ? "Sent on the first try" + (r ? " after the redrive" : "") + "."
+            : "Sent after " + plural(p.attempts, "failed attempt") + since + ".";
+      } else if (p.attempts === 0) {
+        count = "No failed send" + since + ", status " + p.status + ".";
+      } else {
+        count = plural(p.attempts, "attempt") + since + ", status " + p.status + ".";
+      }
       steps.push(
         step(
           p.updated_at,
           what,
           kind,
-          p.attempts + (p.attempts === 1 ? " attempt" : " attempts") + ", status " + p.status + ".",
-          p.last_error ? el("pre", { class: "last-error", text: p.last_error }) : null,
+          count,
+          p.last_error ? shown(p.last_error, "pre", "last-error") : null,
           p.lease_expires_at ? "Lease until " + when(p.lease_expires_at) + "." : null
         )
       );
-    } else if (c) {
-      steps.push(step(null, "No worker has recorded it yet", ""));
+    } else if (c || r) {
+      steps.push(step(null, r ? "No worker has taken the redriven copy yet" : "No worker has recorded it yet", ""));
     }
     const d = s.dead_letter;
     if (d) {
       const redrive = el("button", { type: "button", class: "redrive", text: "Redrive" });
-      redrive.addEventListener("click", () => redriveIds([d.id], "event " + s.event_id));
+      redrive.addEventListener("click", () => redriveIds([d.id], ["event ", outside(s.event_id)]));
       steps.push(
         step(
           d.last_failed_at,
           "In the dead letters",
           "bad",
-          el("p", { class: "detail reason", text: d.reason }),
+          shown(d.reason, "p", "detail reason"),
           el("div", { class: "actions" }, redrive)
         )
       );
     }
-    steps.sort((a, b) => (a.at && b.at ? new Date(a.at) - new Date(b.at) : 0));
+    // In time order; a step with no time (nothing recorded yet) comes last.
+    const time = (x) => (x.at ? new Date(x.at).getTime() : Infinity);
+    steps.sort((a, b) => time(a) - time(b) || 0);
     $("story").dataset.eventId = s.event_id;
-    $("story-heading").textContent = "Event " + s.event_id;
+    $("story-heading").replaceChildren("Event ", outside(s.event_id));
     $("timeline").replaceChildren(...steps.map((x) => x.node));
     $("story").hidden = false;
   }
@@ -471,7 +666,7 @@
     )
   );
   $("redrive-all").addEventListener("click", () => redriveIds(null, null));
-  $("dl-prev").addEventListener("click", () => reading(loadDeadLetters(Math.max(1, page - 1))));
-  $("dl-next").addEventListener("click", () => reading(loadDeadLetters(page + 1)));
+  $("dl-prev").addEventListener("click", () => reading(turnPage(Math.max(1, page - 1))));
+  $("dl-next").addEventListener("click", () => reading(turnPage(page + 1)));
   $("email").focus();
 })();

@@ -6,7 +6,7 @@ use argon2::password_hash::{
     PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng,
 };
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretSlice};
 use serde::{Deserialize, Serialize};
 
 const ISSUER: &str = "jobboard";
@@ -51,6 +51,9 @@ pub struct Tokens {
     decoding: Vec<DecodingKey>,
     validation: Validation,
     pub ttl_secs: u64,
+    /// The signing secret, then `JWT_SECRET_PREVIOUS`: unsubscribe links are signed and
+    /// checked with the same ones.
+    secrets: Vec<SecretSlice<u8>>,
 }
 
 impl Tokens {
@@ -69,8 +72,10 @@ impl Tokens {
             }
         };
         let mut decoding = vec![DecodingKey::from_secret(&secret)];
+        let mut secrets = vec![SecretSlice::from(secret.clone())];
         if let Some(prev) = &config.jwt_secret_previous {
             decoding.push(DecodingKey::from_secret(prev.expose_secret().as_bytes()));
+            secrets.push(SecretSlice::from(prev.expose_secret().as_bytes().to_vec()));
         }
         // HS256 only: a token with any other `alg`, `none` included, fails validation.
         let mut validation = Validation::new(Algorithm::HS256);
@@ -85,7 +90,18 @@ impl Tokens {
             decoding,
             validation,
             ttl_secs: config.jwt_ttl_secs,
+            secrets,
         }
+    }
+
+    /// The secret that signs: `JWT_SECRET`, or this process's random one.
+    pub fn signing_secret(&self) -> &[u8] {
+        self.secrets[0].expose_secret()
+    }
+
+    /// Every secret that verifies, the signing one first, then `JWT_SECRET_PREVIOUS`.
+    pub fn verifying_secrets(&self) -> Vec<&[u8]> {
+        self.secrets.iter().map(|s| s.expose_secret()).collect()
     }
 
     pub fn issue(&self, user_id: i64, generation: i64) -> anyhow::Result<String> {

@@ -9,17 +9,18 @@
 //!
 //! | module | what it is | may use |
 //! |---|---|---|
-//! | `run` | the subcommands and the wiring: config → store, search index, cache, queue, mailer, relay, worker, API state | `cli` `config` `http` `worker` `relay` `queue` `store` `search` `cache` `email` `auth` `domain` `telemetry` `shutdown` `timefmt` |
+//! | `run` | the subcommands and the wiring: config → store, search index, cache, queue, mailer, relay, worker, API state | `cli` `config` `http` `worker` `relay` `queue` `store` `search` `cache` `email` `auth` `unsubscribe` `domain` `telemetry` `shutdown` `timefmt` |
 //! | `cli` | the command line | `config` |
-//! | `http` | routes, extractors, problem+json, `AppState` and `serve` | `relay` `queue` `store` `search` `cache` `auth` `domain` `config` `telemetry` `timefmt` |
-//! | `worker` | receive → claim → send → record → ack, both claim modes | `queue` `store` `email` `domain` `config` `telemetry` |
+//! | `http` | routes, extractors, problem+json, `AppState` and `serve` | `relay` `queue` `store` `search` `cache` `auth` `unsubscribe` `domain` `config` `telemetry` `timefmt` |
+//! | `worker` | receive → claim → send → record → ack, both claim modes | `queue` `store` `email` `unsubscribe` `domain` `config` `telemetry` |
 //! | `relay` | publishes the outbox to SQS | `queue` `store` `telemetry` |
 //! | `queue` | the `Queue` trait; the database queue and SQS | `store` `domain` `timefmt` |
 //! | `search` | the search index (tantivy) of the open jobs, kept in step by the job-change log | `store` `domain` `telemetry` |
 //! | `store` | the `Store` trait; PostgreSQL and SQLite | `domain` `config` `timefmt` |
 //! | `cache` | the job-search cache, in process or in Redis | |
-//! | `email` | the `Mailer` trait; console, file, SMTP and Amazon SES | `domain` `config` |
+//! | `email` | the `Mailer` trait; console, file, SMTP and Amazon SES | `unsubscribe` `domain` `config` |
 //! | `auth` | password hashing and access tokens | `config` |
+//! | `unsubscribe` | the signed tokens of unsubscribe links | |
 //! | `domain` | the rules: validated values, the status workflow, search terms, events, email data; no I/O | `timefmt` |
 //! | `config` | the environment, parsed and validated once | `domain` |
 //! | `telemetry` | logging and the metric names | `config` |
@@ -42,4 +43,5 @@ pub mod shutdown;
 pub mod store;
 pub mod telemetry;
 pub mod timefmt;
+pub mod unsubscribe;
 pub mod worker;

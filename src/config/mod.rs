@@ -95,7 +95,7 @@ impl fmt::Debug for DatabaseUrl {
 /// start of the help text; a test checks them against the parsers.
 #[derive(Debug, Clone, Args)]
 pub struct Config {
-    /// production enforces the rules for JWT_SECRET, EMAIL_BACKEND and SMTP_URL
+    /// production enforces the rules for JWT_SECRET, EMAIL_BACKEND, SMTP_URL and PUBLIC_BASE_URL
     #[arg(
         long,
         env = "APP_ENV",
@@ -118,6 +118,15 @@ pub struct Config {
     #[arg(long, env = "WORKER_HTTP_ADDR", default_value = "127.0.0.1:9000",
           value_parser = parse::addr)]
     pub worker_http_addr: SocketAddr,
+    /// where people reach the API, for the links in emails: an absolute http(s) URL without
+    /// query or fragment; https and required in production [unset: http:// + BIND_ADDR]
+    #[arg(long = "public-base-url", env = "PUBLIC_BASE_URL",
+          value_parser = parse::public_base_url)]
+    public_base_url_given: Option<String>,
+    /// `PUBLIC_BASE_URL` as links are built on: without a trailing `/`, `http://` + `BIND_ADDR`
+    /// when unset.
+    #[arg(skip)]
+    pub public_base_url: String,
     /// comma-separated origins such as https://app.example.com [none]
     #[arg(long, env = "CORS_ALLOWED_ORIGINS", value_delimiter = ',', value_parser = parse::origin)]
     pub cors_allowed_origins: Vec<String>,
@@ -430,6 +439,21 @@ impl Config {
                 "JWT_SECRET",
                 "is required in production (at least 32 bytes)",
             ));
+        }
+        match &self.public_base_url_given {
+            // The links in emails leave the network: in production they must name the public,
+            // encrypted address, never a listener's.
+            Some(url) if prod && !url.starts_with("https://") => {
+                return Err(err("PUBLIC_BASE_URL", "must be https in production"));
+            }
+            Some(url) => self.public_base_url = url.clone(),
+            None if prod => {
+                return Err(err(
+                    "PUBLIC_BASE_URL",
+                    "is required in production (an https URL such as https://jobs.example.com)",
+                ));
+            }
+            None => self.public_base_url = format!("http://{}", self.bind_addr),
         }
         Ok(self)
     }

@@ -79,6 +79,26 @@ pub(super) fn url(raw: &str) -> Result<String, String> {
     Ok(raw.to_string())
 }
 
+/// `PUBLIC_BASE_URL`: an absolute http(s) URL with a host, and nothing a link cannot be built
+/// on (no query, fragment or credentials), in its normal form without a trailing `/`, so that
+/// `{base}/api/…` is a link as it is.
+pub(super) fn public_base_url(raw: &str) -> Result<String, String> {
+    let rule = "must be an absolute http:// or https:// URL without query or fragment, such as \
+                https://jobs.example.com";
+    let u = url::Url::parse(raw).map_err(|_| rule.to_string())?;
+    if !matches!(u.scheme(), "http" | "https")
+        || u.host_str().is_none_or(str::is_empty)
+        || u.query().is_some()
+        || u.fragment().is_some()
+    {
+        return Err(rule.into());
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err("must not hold credentials: it is written into every email".into());
+    }
+    Ok(u.as_str().trim_end_matches('/').to_string())
+}
+
 pub(super) fn sqs_url(raw: &str) -> Result<String, String> {
     url::Url::parse(raw).map_err(|_| "is not a valid URL".to_string())?;
     if raw.trim_end_matches('/').ends_with(".fifo") {
@@ -157,5 +177,48 @@ pub fn redact_url(raw: &str) -> String {
             u.to_string()
         }
         Err(_) => "<unparsable url>".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::public_base_url;
+
+    #[test]
+    fn public_base_url_is_an_absolute_http_url_links_are_built_on() {
+        for (raw, want) in [
+            ("https://jobs.example.com", "https://jobs.example.com"),
+            ("https://jobs.example.com/", "https://jobs.example.com"),
+            (
+                "https://Jobs.Example.com:8443/board/",
+                "https://jobs.example.com:8443/board",
+            ),
+            ("http://127.0.0.1:8000", "http://127.0.0.1:8000"),
+            ("https://bücher.example", "https://xn--bcher-kva.example"),
+        ] {
+            assert_eq!(public_base_url(raw).as_deref(), Ok(want), "{raw}");
+        }
+        for raw in [
+            "jobs.example.com",
+            "/api",
+            "ftp://jobs.example.com",
+            "mailto:jobs@example.com",
+            "https://jobs.example.com/?utm=mail",
+            "https://jobs.example.com/#top",
+            "https://",
+            "not a url",
+        ] {
+            assert_eq!(
+                public_base_url(raw),
+                Err(
+                    "must be an absolute http:// or https:// URL without query or fragment, \
+                     such as https://jobs.example.com"
+                        .to_string()
+                ),
+                "{raw}"
+            );
+        }
+        let e = public_base_url("https://user:pw@jobs.example.com").unwrap_err();
+        assert!(e.contains("credentials") && !e.contains("pw"), "{e}");
     }
 }

@@ -55,6 +55,33 @@ fn defaults() {
     assert_eq!(c.database_pool_size, Some(4));
     assert_eq!(c.log_format, LogFormat::Json);
     assert!(c.jwt_secret.is_none());
+    assert_eq!(c.public_base_url, "http://127.0.0.1:8000");
+    let c = parse(&[("BIND_ADDR", "[::1]:8080")]).unwrap();
+    assert_eq!(c.public_base_url, "http://[::1]:8080", "follows BIND_ADDR");
+}
+
+#[test]
+fn public_base_url_is_required_and_https_in_production() {
+    let secret = "s".repeat(32);
+    let prod = |url: Option<&str>| {
+        let mut pairs = vec![
+            ("APP_ENV", "production"),
+            ("JWT_SECRET", secret.as_str()),
+            ("EMAIL_BACKEND", "file"),
+        ];
+        pairs.extend(url.map(|u| ("PUBLIC_BASE_URL", u)));
+        parse(&pairs)
+    };
+    let e = prod(None).unwrap_err();
+    assert_eq!(e.var, "PUBLIC_BASE_URL");
+    assert!(e.message.contains("required in production"), "{e}");
+    let e = prod(Some("http://jobs.example.com")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "configuration error: PUBLIC_BASE_URL: must be https in production"
+    );
+    let c = prod(Some("https://jobs.example.com/")).unwrap();
+    assert_eq!(c.public_base_url, "https://jobs.example.com");
 }
 
 #[test]
@@ -109,6 +136,10 @@ fn bad_values_name_the_variable() {
         ),
         (vec![("RUST_LOG", "info,=[")], "RUST_LOG"),
         (
+            vec![("PUBLIC_BASE_URL", "jobs.example.com")],
+            "PUBLIC_BASE_URL",
+        ),
+        (
             vec![("CORS_ALLOWED_ORIGINS", "not an origin")],
             "CORS_ALLOWED_ORIGINS",
         ),
@@ -159,6 +190,7 @@ fn production_rules() {
             ("JWT_SECRET", &secret),
             ("EMAIL_BACKEND", "smtp"),
             ("SMTP_URL", "smtp://u:p@mail:587?tls=required"),
+            ("PUBLIC_BASE_URL", "https://jobs.example.com"),
         ])
         .is_ok()
     );
@@ -351,6 +383,7 @@ fn smtp_credentials_need_tls_in_production_by_the_first_tls_parameter() {
             ("JWT_SECRET", &secret),
             ("EMAIL_BACKEND", "smtp"),
             ("SMTP_URL", url),
+            ("PUBLIC_BASE_URL", "https://jobs.example.com"),
         ])
     };
     assert!(prod("smtps://u:p@mail:465").is_ok());

@@ -295,12 +295,12 @@ pub fn parse_event(body: &str) -> Result<Event, InvalidMessage> {
     }
     let event = serde_json::from_value::<Event>(value.clone())
         .map_err(|e| bad(format!("invalid field: {e}")))?;
-    if let EventKind::AlertDigest { period, .. } = &event.kind {
-        if !valid_period(period) {
-            return Err(bad(format!(
-                "invalid field: period {period:?} is neither YYYY-MM-DD nor YYYY-Www"
-            )));
-        }
+    if let EventKind::AlertDigest { period, .. } = &event.kind
+        && !valid_period(period)
+    {
+        return Err(bad(format!(
+            "invalid field: period {period:?} is neither YYYY-MM-DD nor YYYY-Www"
+        )));
     }
     Ok(event)
 }

@@ -11,7 +11,7 @@ use super::idempotency::Idempotent;
 use super::openapi::Problem;
 use crate::http::AppState;
 use crate::queue::{DeadLetter, Selection};
-use crate::store::{EventChange, ProcessedRecord};
+use crate::store::{EventChange, ProcessedRecord, RedriveTrace};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
@@ -342,6 +342,29 @@ impl From<ProcessedRecord> for ProcessedOut {
     }
 }
 
+/// The trace of an event's redrives, each of which forgot its failed sends (`processed` then
+/// starts again, its `attempts` counting only the sends since the last one).
+#[derive(Serialize, ToSchema)]
+pub struct RedriveTraceOut {
+    /// How many times it was redriven (by the API or `jobboard dlq redrive`).
+    pub count: i64,
+    /// The failed sends its dead letters had counted, over all its redrives.
+    pub attempts_before: i64,
+    /// When it was last redriven.
+    #[serde(with = "crate::timefmt")]
+    pub last_at: DateTime<Utc>,
+}
+
+impl From<RedriveTrace> for RedriveTraceOut {
+    fn from(r: RedriveTrace) -> Self {
+        RedriveTraceOut {
+            count: r.redrives,
+            attempts_before: r.attempts_before,
+            last_at: time_of(r.last_redriven_at),
+        }
+    }
+}
+
 /// Everything known of one event.
 #[derive(Serialize, ToSchema)]
 pub struct EventStoryOut {
@@ -354,9 +377,12 @@ pub struct EventStoryOut {
     pub processed: Option<ProcessedOut>,
     #[schema(required = true)]
     pub dead_letter: Option<DeadLetterOut>,
+    /// `null` unless an operator redrove it.
+    #[schema(required = true)]
+    pub redrive: Option<RedriveTraceOut>,
 }
 
-/// An event's story: the status change, the worker's record, the dead letter.
+/// An event's story: the status change, the worker's record, the dead letter, the redrives.
 #[utoipa::path(get, operation_id = "admin_event", path = "/api/admin/events/{event_id}", tag = "operators", security(("bearer" = [])),
     params(("event_id" = String, Path, description = "the event id, as the status change's history and the email's headers show it")),
     responses((status = 200, body = EventStoryOut), (status = 404, body = Problem, description = "nothing is known of this event id, or not an operator")))]
@@ -387,5 +413,6 @@ async fn event(
         change: story.change.map(Into::into),
         processed: story.processed.map(Into::into),
         dead_letter: dead_letter.map(DeadLetterOut::from),
+        redrive: story.redrive.map(Into::into),
     }))
 }

@@ -12,11 +12,13 @@ pub mod extract;
 pub mod idempotency;
 mod job_patch;
 pub mod jobs;
+pub mod notifications;
 pub mod openapi;
 pub mod ops;
 pub mod search;
 mod serve;
 mod state;
+pub mod unsubscribe;
 
 pub use serve::{bind, serve};
 pub use state::AppState;
@@ -24,7 +26,7 @@ pub use state::AppState;
 use crate::telemetry::{HTTP_REQUEST_DURATION_SECONDS, HTTP_REQUESTS_TOTAL};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
-use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use error::{ApiError, PROBLEM_JSON};
@@ -46,16 +48,66 @@ pub const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'se
 /// Every other answer (JSON, text): nothing to load, never framed.
 const API_CSP: &str = "default-src 'none'; frame-ancestors 'none'";
 
-/// A page or one of its assets, with the pages' policy.
-pub(crate) fn page(body: &'static str, content_type: &'static str) -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, content_type),
-            (header::CONTENT_SECURITY_POLICY, PAGE_CSP),
-        ],
-        body,
-    )
-        .into_response()
+/// A page or one of its assets (`/docs`, `/console`), served by the binary with the pages'
+/// policy and `Cache-Control: no-cache` with a strong ETag of its content. Their URLs stay the
+/// same from one release to the next, so a copy a browser kept without asking (a `max-age`)
+/// would pair an old script with a newer page and API; asked each time instead, the answer is
+/// a 304 with no body while the content is the same.
+pub(crate) struct Asset {
+    body: &'static str,
+    content_type: &'static str,
+    /// FNV-1a of the body, computed when the binary is built.
+    hash: u64,
+}
+
+impl Asset {
+    pub(crate) const fn new(body: &'static str, content_type: &'static str) -> Asset {
+        Asset {
+            body,
+            content_type,
+            hash: fnv1a(body.as_bytes()),
+        }
+    }
+
+    /// The asset; or 304 when the request's `If-None-Match` names its ETag (weakly compared, as
+    /// RFC 9110 has it for that header) or is `*`. A 304 carries what a 200 would in the headers
+    /// a browser keeps from it: the ETag, `Cache-Control` and the pages' policy.
+    pub(crate) fn serve(&self, request: &HeaderMap) -> Response {
+        let etag = format!("\"{:016x}\"", self.hash);
+        let headers = [
+            (header::CONTENT_SECURITY_POLICY, PAGE_CSP.to_string()),
+            (header::CACHE_CONTROL, "no-cache".to_string()),
+            (header::ETAG, etag.clone()),
+        ];
+        let current = request
+            .get_all(header::IF_NONE_MATCH)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag);
+        if current {
+            return (StatusCode::NOT_MODIFIED, headers).into_response();
+        }
+        (
+            headers,
+            [(header::CONTENT_TYPE, self.content_type)],
+            self.body,
+        )
+            .into_response()
+    }
+}
+
+/// FNV-1a, 64 bits: a content hash that needs nothing at run time (not for anything secret).
+const fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u64;
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    hash
 }
 
 /// The headers the OWASP REST Security Cheat Sheet asks of every answer: no sniffing, never
@@ -97,7 +149,9 @@ pub fn router(state: AppState) -> Router {
         .merge(ops::router())
         .merge(admin::router())
         .merge(admin_jobs::router())
-        .merge(console::router());
+        .merge(console::router())
+        .merge(notifications::router())
+        .merge(unsubscribe::router());
     if state.config.metrics_addr.is_none() {
         app = app.merge(ops::metrics_router());
     }
@@ -129,7 +183,7 @@ pub fn router(state: AppState) -> Router {
                 .get(&REQUEST_ID)
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("");
-            tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %request_id)
+            tracing::info_span!("request", method = %req.method(), path = %unsubscribe::logged_path(req.uri().path()), request_id = %request_id)
         }),
     )
     .layer(PropagateRequestIdLayer::new(REQUEST_ID))

@@ -1,6 +1,9 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
 
-use super::{accounts, admin, admin_jobs, applications, companies, console, jobs, ops, search};
+use super::{
+    accounts, admin, admin_jobs, applications, companies, console, jobs, notifications, ops,
+    search, unsubscribe,
+};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
@@ -212,6 +215,7 @@ impl Modify for CommonResponses {
     servers((url = "/", description = "the server that serves this document")),
     paths(
         accounts::register, accounts::token, accounts::me, accounts::change_password, accounts::delete_me,
+        notifications::show, notifications::update, unsubscribe::confirm_page, unsubscribe::unsubscribe,
         companies::create, companies::list, companies::show, companies::update, companies::remove,
         companies::members, companies::add_member, companies::remove_member,
         jobs::create, search::search_jobs, jobs::show, jobs::update, jobs::remove, jobs::renew,
@@ -229,6 +233,7 @@ impl Modify for CommonResponses {
         (name = "companies", description = "Companies and their members"),
         (name = "jobs", description = "Publishing and searching jobs"),
         (name = "applications", description = "Applications and their status workflow"),
+        (name = "notifications", description = "The unsubscribe links of the digest emails (RFC 8058 one-click): public, the signed token in the link is the authority"),
         (name = "operations", description = "Health, readiness, metrics, and the pages the binary serves: the API reference and the operator console"),
         (name = "operators", description = "The queue, dead letters and events, and the review of jobs under moderation, for accounts with operator rights (`jobboard admin grant`); 404 to anyone else"),
     )

@@ -1,9 +1,10 @@
 //! Operations: health, readiness, metrics, the OpenAPI document and its rendered page.
 
+use super::Asset;
 use super::openapi::ApiDoc;
 use crate::http::AppState;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -17,9 +18,18 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The API's page that renders the OpenAPI document, with its style and script; all served by
 /// the binary, so it works offline, and none inline, so its CSP needs no `unsafe-inline`.
-const DOCS_HTML: &str = include_str!("../../assets/docs.html");
-const DOCS_CSS: &str = include_str!("../../assets/docs.css");
-const DOCS_JS: &str = include_str!("../../assets/docs.js");
+static DOCS_HTML: Asset = Asset::new(
+    include_str!("../../assets/docs.html"),
+    "text/html; charset=utf-8",
+);
+static DOCS_CSS: Asset = Asset::new(
+    include_str!("../../assets/docs.css"),
+    "text/css; charset=utf-8",
+);
+static DOCS_JS: Asset = Asset::new(
+    include_str!("../../assets/docs.js"),
+    "text/javascript; charset=utf-8",
+);
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -120,21 +130,21 @@ pub(super) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
 }
 
 /// A page that renders this document, with no internet access needed.
-#[utoipa::path(get, operation_id = "get_docs_page", path = "/docs", tag = "operations", responses((status = 200, description = "HTML", content_type = "text/html")))]
-pub(super) async fn docs() -> Response {
-    super::page(DOCS_HTML, "text/html; charset=utf-8")
+#[utoipa::path(get, operation_id = "get_docs_page", path = "/docs", tag = "operations", responses((status = 200, description = "HTML", content_type = "text/html"), (status = 304, description = "not modified: `If-None-Match` names the current ETag")))]
+pub(super) async fn docs(request: HeaderMap) -> Response {
+    DOCS_HTML.serve(&request)
 }
 
 /// The docs page's style sheet.
-#[utoipa::path(get, operation_id = "get_docs_style", path = "/docs/docs.css", tag = "operations", responses((status = 200, description = "CSS", content_type = "text/css")))]
-pub(super) async fn docs_css() -> Response {
-    super::page(DOCS_CSS, "text/css; charset=utf-8")
+#[utoipa::path(get, operation_id = "get_docs_style", path = "/docs/docs.css", tag = "operations", responses((status = 200, description = "CSS", content_type = "text/css"), (status = 304, description = "not modified: `If-None-Match` names the current ETag")))]
+pub(super) async fn docs_css(request: HeaderMap) -> Response {
+    DOCS_CSS.serve(&request)
 }
 
 /// The docs page's script.
-#[utoipa::path(get, operation_id = "get_docs_script", path = "/docs/docs.js", tag = "operations", responses((status = 200, description = "JavaScript", content_type = "text/javascript")))]
-pub(super) async fn docs_js() -> Response {
-    super::page(DOCS_JS, "text/javascript; charset=utf-8")
+#[utoipa::path(get, operation_id = "get_docs_script", path = "/docs/docs.js", tag = "operations", responses((status = 200, description = "JavaScript", content_type = "text/javascript"), (status = 304, description = "not modified: `If-None-Match` names the current ETag")))]
+pub(super) async fn docs_js(request: HeaderMap) -> Response {
+    DOCS_JS.serve(&request)
 }
 
 /// What the worker's own listener (`WORKER_HTTP_ADDR`) needs.

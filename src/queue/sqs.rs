@@ -217,7 +217,8 @@ impl SqsQueue {
     }
 
     /// Moves one dead letter back to the queue: its failures forgotten first (a worker may
-    /// receive the copy the moment it is sent), the copy sent, then the dead letter deleted.
+    /// receive the copy the moment it is sent), the copy sent and the redrive noted in the
+    /// event's story, then the dead letter deleted.
     async fn redrive_one(
         &self,
         dlq: &str,
@@ -231,9 +232,28 @@ impl SqsQueue {
                 .await
                 .with_context(|| format!("forgetting the failures of event {e}"))?;
         }
+        // The redrive's time is taken before the copy can be sent and received, so the story
+        // never shows it after the send it led to.
+        let at = chrono::Utc::now().timestamp_millis();
         self.send_to(&self.url, m.body().unwrap_or_default(), HashMap::new())
             .await
             .with_context(|| format!("sending dead letter {id} back to the queue"))?;
+        if let Some(e) = event_id {
+            // The copy is on its way: a trace that could not be written is logged, and the
+            // redrive stands.
+            if let Err(err) = self
+                .store
+                .note_redrive(e, record_of(m).attempts, Some(at))
+                .await
+            {
+                tracing::warn!(
+                    error = format!("{err:#}"),
+                    event_id = e,
+                    "a dead letter was redriven but its trace could not be written; the event's \
+                     story will not show this redrive"
+                );
+            }
+        }
         self.client
             .delete_message()
             .queue_url(dlq)
@@ -615,10 +635,9 @@ impl Queue for SqsQueue {
         let dlq = &self.dlq_url;
         let now = chrono::Utc::now().timestamp_millis();
         let mut attributes = HashMap::new();
-        attributes.insert(
-            "reason".to_string(),
-            attr(r.reason.chars().take(1000).collect::<String>())?,
-        );
+        // Cut as the store cuts it, so the DLQ's copy and the record say the same.
+        let reason = crate::store::stored_text(&r.reason).into_owned();
+        attributes.insert("reason".to_string(), attr(reason.clone())?);
         attributes.insert("attempts".to_string(), attr(r.attempts.to_string())?);
         attributes.insert(
             "first_failed_at".to_string(),
@@ -640,7 +659,7 @@ impl Queue for SqsQueue {
                 .sqs_dead_letter_record(&SqsDeadLetterRow {
                     message_id,
                     event_id: r.event_id.clone(),
-                    reason: r.reason.chars().take(1000).collect(),
+                    reason,
                     attempts: r.attempts,
                     body: m.body.clone(),
                     first_failed_at: r.first_failed_at.unwrap_or(now),

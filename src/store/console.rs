@@ -58,18 +58,33 @@ pub struct ProcessedRecord {
     pub first_failed_at: Option<i64>,
 }
 
+/// The trace of an event's redrives (`event_redrives`): each forgot the event's failed sends.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RedriveTrace {
+    /// How many times the event was redriven.
+    pub redrives: i64,
+    /// The failed sends its dead letters had counted, over all its redrives.
+    pub attempts_before: i64,
+    /// When it was last redriven (ms since the epoch).
+    pub last_redriven_at: i64,
+}
+
 /// Everything the database knows of one event id.
 #[derive(Debug, Clone)]
 pub struct EventStory {
     pub change: Option<EventChange>,
     pub processed: Option<ProcessedRecord>,
     pub dead_letter: Option<DeadLetterRow>,
+    pub redrive: Option<RedriveTrace>,
 }
 
 impl EventStory {
     /// Nothing is known of the id.
     pub fn is_unknown(&self) -> bool {
-        self.change.is_none() && self.processed.is_none() && self.dead_letter.is_none()
+        self.change.is_none()
+            && self.processed.is_none()
+            && self.dead_letter.is_none()
+            && self.redrive.is_none()
     }
 }
 
@@ -82,7 +97,7 @@ pub trait ConsoleStore: Send + Sync {
     async fn set_operator(&self, email_key: &str, grant: bool) -> StoreResult<OperatorChange>;
     /// The queue figures the database holds, in one statement.
     async fn console_figures(&self) -> StoreResult<ConsoleFigures>;
-    /// The status change, the processed record and the dead letter of `event_id`.
+    /// The status change, the processed record, the dead letter and the redrives of `event_id`.
     async fn event_story(&self, event_id: &str) -> StoreResult<EventStory>;
     /// A page of the database queue's dead letters, newest first, and how many there are.
     async fn dead_letter_page(

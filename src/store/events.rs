@@ -6,6 +6,25 @@ use super::StoreResult;
 use crate::domain::mail::{EmailData, SendError};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
+use std::borrow::Cow;
+
+/// The most characters of a worker's last error or a dead letter's reason that are stored. A
+/// mail server's reply may run to 100 000 bytes, which no operator reads whole and which every
+/// read of an event's story or of the dead letters would carry; its start says what went wrong.
+pub const STORED_TEXT_MAX_CHARS: usize = 2000;
+
+/// `text` as it is stored (see [`STORED_TEXT_MAX_CHARS`]): whole when it fits; otherwise its
+/// start, cut at a character's boundary, and a note of the cut with the whole text's length,
+/// ` … [cut: 91234 characters in all]`, the two in no more than the limit.
+pub fn stored_text(text: &str) -> Cow<'_, str> {
+    if text.char_indices().nth(STORED_TEXT_MAX_CHARS).is_none() {
+        return Cow::Borrowed(text);
+    }
+    let note = format!(" … [cut: {} characters in all]", text.chars().count());
+    let keep = STORED_TEXT_MAX_CHARS - note.chars().count();
+    let end = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
+    Cow::Owned(format!("{}{note}", &text[..end]))
+}
 
 /// A message received from the database queue.
 #[derive(Debug, Clone)]
@@ -287,6 +306,16 @@ pub trait EventStore: Send + Sync {
     async fn purge_dead_letters(&self, ids: Option<&[i64]>) -> StoreResult<u64>;
     /// Forgets a dead-lettered event's failures, so that a redriven copy starts from zero.
     async fn reset_dead_event(&self, event_id: &str) -> StoreResult<()>;
+    /// Notes that `event_id` was redriven (its copy is on the queue), its dead letter having
+    /// counted `attempts` failed sends, at `at_ms` (ms since the epoch; `None`: the database's
+    /// clock): the trace the event's story keeps, since the redrive forgot its failures.
+    /// [`redrive`](Self::redrive) notes its own, in its transaction.
+    async fn note_redrive(
+        &self,
+        event_id: &str,
+        attempts: i64,
+        at_ms: Option<i64>,
+    ) -> StoreResult<()>;
     /// Publishes up to `limit` outbox rows with `publish`, which returns the indexes the queue
     /// accepted; those rows are deleted and the rest made visible again. The rows are taken for
     /// `lease_ms` by a statement that commits before `publish` runs, so no transaction waits on
@@ -301,8 +330,52 @@ pub trait EventStore: Send + Sync {
     /// Rows waiting in the outbox.
     async fn outbox_pending(&self) -> StoreResult<i64>;
 
-    /// Deletes up to `batch` finished processed-event records older than `older_than_ms`.
+    /// Deletes up to `batch` finished processed-event records older than `older_than_ms`, and up
+    /// to `batch` redrive traces last written before then of events that have no record left;
+    /// returns how many rows went.
     async fn delete_processed_events(&self, older_than_ms: i64, batch: i64) -> StoreResult<u64>;
     /// The database clock, ms since the epoch.
     async fn now_ms(&self) -> StoreResult<i64>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_that_fits_is_stored_whole() {
+        for text in ["", "554 rejected", &"é".repeat(STORED_TEXT_MAX_CHARS)] {
+            assert!(matches!(stored_text(text), Cow::Borrowed(t) if t == text));
+        }
+    }
+
+    #[test]
+    fn a_longer_text_keeps_its_start_and_says_it_was_cut() {
+        let text = format!("BEGIN {}", "x".repeat(90_000));
+        let stored = stored_text(&text);
+        assert_eq!(stored.chars().count(), STORED_TEXT_MAX_CHARS);
+        assert!(stored.starts_with("BEGIN xxx"));
+        assert!(
+            stored.ends_with("x … [cut: 90006 characters in all]"),
+            "{stored}"
+        );
+        // One character over is cut too.
+        let text = "y".repeat(STORED_TEXT_MAX_CHARS + 1);
+        assert_eq!(stored_text(&text).chars().count(), STORED_TEXT_MAX_CHARS);
+    }
+
+    #[test]
+    fn a_cut_falls_between_characters() {
+        // Two-, three- and four-byte characters, whatever the cut lands on.
+        for c in ["é", "€", "😀"] {
+            for pad in 0..4 {
+                let text = format!("{}{}", "a".repeat(pad), c.repeat(3000));
+                let stored = stored_text(&text);
+                assert_eq!(stored.chars().count(), STORED_TEXT_MAX_CHARS, "{c} {pad}");
+                let head = stored.split(" … [cut: ").next().unwrap();
+                assert!(head.ends_with(c), "{c} {pad}: whole characters only");
+                assert!(stored.ends_with(&format!("[cut: {} characters in all]", pad + 3000)));
+            }
+        }
+    }
 }

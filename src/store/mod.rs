@@ -70,6 +70,13 @@ impl UserRow {
     }
 }
 
+/// A user's email preferences (CONTRACT.md §4, "Job alerts and email preferences").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct Notifications {
+    /// Whether the hourly `applications.digest` is sent to them.
+    pub application_digest: bool,
+}
+
 /// A new account; its email is unique by [`Email::key`].
 #[derive(Debug, Clone)]
 pub struct NewUser {
@@ -423,6 +430,16 @@ pub trait Store:
     ) -> StoreResult<()>;
     /// Deletes the user with their applications and memberships.
     async fn delete_user(&self, user_id: i64) -> StoreResult<()>;
+    /// The user's email preferences; `NotFound` for no such user.
+    async fn notifications(&self, user_id: i64) -> StoreResult<Notifications>;
+    /// Sets the preferences given (`None` keeps one as it is) and returns them all;
+    /// `NotFound` for no such user.
+    async fn update_notifications(
+        &self,
+        user_id: i64,
+        application_digest: Option<bool>,
+        idem: Idem<'_, Notifications>,
+    ) -> StoreResult<Notifications>;
     /// The failures counted against `keys` in windows that have not ended (`window_ms` long).
     async fn auth_failures(&self, keys: AuthKeys<'_>, window_ms: i64) -> StoreResult<AuthCounters>;
     /// Counts one failure against both counters, at once and atomically, and returns the new

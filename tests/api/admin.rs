@@ -34,6 +34,42 @@ mod sqs {
     }
 }
 
+/// A mail server's refusal of 90 000 characters, on either queue.
+mod long_refusal {
+    use super::*;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn db_sqlite() {
+        a_long_refusal_is_stored_cut(Harness::new(Backend::Sqlite, "lease").await).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn db_postgres() {
+        a_long_refusal_is_stored_cut(Harness::new(Backend::Postgres, "lease").await).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqs_postgres() {
+        a_long_refusal_is_stored_cut(Harness::new_sqs(Backend::Postgres, "lease").await).await
+    }
+}
+
+/// A dead letter redriven twice, by the API and as the CLI does, on either queue.
+mod redrive_trace {
+    use super::*;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn db_sqlite() {
+        a_redrive_leaves_its_trace_in_the_story(Harness::new(Backend::Sqlite, "lease").await).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn db_postgres() {
+        a_redrive_leaves_its_trace_in_the_story(Harness::new(Backend::Postgres, "lease").await)
+            .await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqs_postgres() {
+        a_redrive_leaves_its_trace_in_the_story(Harness::new_sqs(Backend::Postgres, "lease").await)
+            .await
+    }
+}
+
 crate::each_store!(
     grant_and_revoke_say_what_changed,
     admin_routes_are_404_to_everyone_else,
@@ -348,5 +384,156 @@ async fn figures_count_sent_and_failed_in_the_last_hour(app: TestApp) {
     assert!(
         story["processed"]["lease_expires_at"].is_string(),
         "{story}"
+    );
+}
+
+/// The most characters of a last error or a dead letter's reason that are stored.
+const STORED_MAX_CHARS: usize = 2000;
+
+/// A mail server's refusal of about 90 000 characters: 100 lines of a multi-line 554 reply,
+/// each under the 1 000 bytes a client reads of one line.
+fn long_refusal() -> String {
+    let mut lines = vec!["554-5.7.1 BEGIN-OF-REFUSAL".to_string()];
+    for i in 0..100 {
+        lines.push(format!(
+            "554-5.7.1 line {i:03}: {}",
+            "the message was refused by policy; ".repeat(26)
+        ));
+    }
+    lines.push("554 5.7.1 END-OF-REFUSAL".to_string());
+    lines.join("\r\n")
+}
+
+/// Whatever a mail server answers, the worker's last error and the dead letter's reason are
+/// stored cut to their first characters, saying so; and so they are answered.
+async fn a_long_refusal_is_stored_cut(h: Harness) {
+    let app = &h.app;
+    let (_, event_id) = h.status_change().await;
+    let refusal = long_refusal();
+    assert!(refusal.len() > 90_000);
+    h.smtp.reject_next_with(&refusal);
+    let worker = h.worker().await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::DeadLettered]
+    );
+    let op = app.operator().await;
+    let story = app
+        .get(&format!("/api/admin/events/{event_id}"), Some(&op.token))
+        .await;
+    let story = story.expect(200).clone();
+    let list = listed(app, &op.token).await;
+    for (what, text) in [
+        ("the last error", &story["processed"]["last_error"]),
+        ("the story's dead letter", &story["dead_letter"]["reason"]),
+        ("the listed dead letter", &list["items"][0]["reason"]),
+    ] {
+        let text = text
+            .as_str()
+            .unwrap_or_else(|| panic!("{what}: {story} {list}"));
+        let chars = text.chars().count();
+        assert!(chars <= STORED_MAX_CHARS, "{what} has {chars} characters");
+        assert!(
+            chars > STORED_MAX_CHARS - 100,
+            "{what} keeps what fits: {chars}"
+        );
+        assert!(text.contains("BEGIN-OF-REFUSAL"), "{what} keeps its start");
+        assert!(!text.contains("END-OF-REFUSAL"), "{what} is cut");
+        let tail: String = text.chars().skip(chars.saturating_sub(60)).collect();
+        assert!(
+            tail.contains("[cut: ") && tail.ends_with(" characters in all]"),
+            "{what} says it was cut: …{tail}"
+        );
+    }
+    // What is stored, not only what is answered.
+    let table = if h.sqs.is_some() {
+        "sqs_dead_letters"
+    } else {
+        "dead_letters"
+    };
+    for sql in [
+        format!("SELECT CAST(MAX(LENGTH(reason)) AS BIGINT) FROM {table}"),
+        "SELECT CAST(MAX(LENGTH(last_error)) AS BIGINT) FROM processed_events".to_string(),
+    ] {
+        let stored = app.scalar_i64(&sql).await;
+        assert!(stored <= STORED_MAX_CHARS as i64, "{sql}: {stored}");
+    }
+}
+
+/// An event's story keeps the trace of each redrive (by the API or as `jobboard dlq redrive`),
+/// which forgets the event's failed sends: how many redrives, the last one's time, and the
+/// failed sends they forgot.
+async fn a_redrive_leaves_its_trace_in_the_story(h: Harness) {
+    let app = &h.app;
+    let (_, event_id, worker) = h.dead_lettered_change().await;
+    let op = app.operator().await;
+    let token = op.token.as_str();
+    let path = format!("/api/admin/events/{event_id}");
+    let s = app.get(&path, Some(token)).await.expect(200).clone();
+    assert_eq!(s["redrive"], Value::Null, "never redriven: {s}");
+
+    // Redriven by the API: the trace counts it and the failed send it forgot.
+    let before = chrono::Utc::now().timestamp_millis();
+    let id = listed(app, token).await["items"][0]["id"].clone();
+    app.post(
+        "/api/admin/dead-letters/redrive",
+        Some(token),
+        json!({ "ids": [id] }),
+    )
+    .await
+    .expect(200);
+    let s = app.get(&path, Some(token)).await.expect(200).clone();
+    assert_eq!(s["redrive"]["count"], 1, "{s}");
+    assert_eq!(s["redrive"]["attempts_before"], 1, "{s}");
+    let first = s["redrive"]["last_at"]
+        .as_str()
+        .expect("a time")
+        .to_string();
+    let first = chrono::DateTime::parse_from_rfc3339(&first).unwrap();
+    assert!(
+        (first.timestamp_millis() - before).abs() < 10_000,
+        "{first} is the redrive's time"
+    );
+    assert_eq!(
+        s["processed"],
+        Value::Null,
+        "the failures are forgotten: {s}"
+    );
+
+    // Refused for good again, then redriven as the CLI does: two redrives, two failed sends.
+    h.smtp.reject_next();
+    h.later().await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::DeadLettered]
+    );
+    let s = app.get(&path, Some(token)).await.expect(200).clone();
+    assert_eq!(s["processed"]["status"], "dead", "{s}");
+    assert_eq!(s["redrive"]["count"], 1, "{s}");
+    // Through the queue `jobboard dlq redrive --all` builds (the CLI's process would need the
+    // test's AWS settings, which it is not given).
+    let queue = jobboard::run::build_queue(&app.config(&[]), app.state.store.clone())
+        .await
+        .unwrap();
+    let r = queue
+        .redrive(jobboard::queue::Selection::All, false)
+        .await
+        .unwrap();
+    assert_eq!(r.redriven, 1);
+    h.later().await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    assert_eq!(h.smtp.count_for(&event_id), 1);
+    let s = app.get(&path, Some(token)).await.expect(200).clone();
+    assert_eq!(s["processed"]["status"], "done", "{s}");
+    assert_eq!(
+        s["processed"]["attempts"], 0,
+        "sent on the first try after it: {s}"
+    );
+    assert_eq!(s["redrive"]["count"], 2, "{s}");
+    assert_eq!(s["redrive"]["attempts_before"], 2, "{s}");
+    let last = s["redrive"]["last_at"].as_str().unwrap();
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(last).unwrap() >= first,
+        "{last} is the later redrive"
     );
 }

@@ -22,7 +22,8 @@ const CALLERS: [&str; 6] = [
 ];
 
 /// One row: method, path (`{c}` company, `{j}` job, `{a}` application, `{m}` the member's user
-/// id, `{e}` the application's status-change event, `{d}` a dead letter), body, and the status for each caller of [`CALLERS`].
+/// id, `{u}` the token of the member's digest unsubscribe link, `{e}` the application's
+/// status-change event, `{d}` a dead letter), body, and the status for each caller of [`CALLERS`].
 type Row = (Method, &'static str, Option<Value>, [u16; 6]);
 
 fn table() -> Vec<Row> {
@@ -32,6 +33,31 @@ fn table() -> Vec<Row> {
     vec![
         //                                                     anon oth-c oth-m oper cand member
         (M::GET, "/api/me", None, [401, 200, 200, 200, 200, 200]),
+        (
+            M::GET,
+            "/api/me/notifications",
+            None,
+            [401, 200, 200, 200, 200, 200],
+        ),
+        (
+            M::PATCH,
+            "/api/me/notifications",
+            Some(json!({"application_digest": false})),
+            [401, 200, 200, 200, 200, 200],
+        ),
+        // The member's unsubscribe link: the token in it is the authority, whoever follows it.
+        (
+            M::GET,
+            "/api/unsubscribe/{u}",
+            None,
+            [200, 200, 200, 200, 200, 200],
+        ),
+        (
+            M::POST,
+            "/api/unsubscribe/{u}",
+            None,
+            [200, 200, 200, 200, 200, 200],
+        ),
         (
             M::GET,
             "/api/companies",
@@ -240,6 +266,15 @@ fn fill(template: &str, s: &Scenario, x: &Extra) -> String {
         .replace("{j}", &s.job_id.to_string())
         .replace("{a}", &s.application_id.to_string())
         .replace("{m}", &s.employer.id.to_string())
+        .replace(
+            "{u}",
+            &jobboard::unsubscribe::token(
+                b"test-secret-test-secret-test-secret",
+                jobboard::unsubscribe::Target::Digest {
+                    user_id: s.employer.id,
+                },
+            ),
+        )
         .replace("{other_member_email}", &x.other_member.email)
 }
 

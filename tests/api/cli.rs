@@ -102,6 +102,7 @@ async fn help_lists_every_command_and_variable() {
         "JWT_SECRET",
         "JWT_SECRET_PREVIOUS",
         "JWT_TTL_SECS",
+        "PUBLIC_BASE_URL",
         "SHUTDOWN_GRACE_SECS",
         "SHUTDOWN_DRAIN_SECS",
         "LOG_FORMAT",
@@ -225,6 +226,38 @@ async fn bad_configuration_stops_with_one_line_naming_the_variable() {
             Some("smtp-pass-9876"),
         ),
         (vec![("WORKER_BATCH", "sometimes")], "WORKER_BATCH", None),
+        (
+            vec![("PUBLIC_BASE_URL", "https://jobs.example.com/?from=mail")],
+            "PUBLIC_BASE_URL",
+            None,
+        ),
+        (
+            vec![(
+                "PUBLIC_BASE_URL",
+                "https://link-user:link-pass-5555@jobs.example.com",
+            )],
+            "PUBLIC_BASE_URL",
+            Some("link-pass-5555"),
+        ),
+        (
+            vec![
+                ("APP_ENV", "production"),
+                ("EMAIL_BACKEND", "file"),
+                ("JWT_SECRET", strong.as_str()),
+            ],
+            "PUBLIC_BASE_URL",
+            None,
+        ),
+        (
+            vec![
+                ("APP_ENV", "production"),
+                ("EMAIL_BACKEND", "file"),
+                ("JWT_SECRET", strong.as_str()),
+                ("PUBLIC_BASE_URL", "http://jobs.example.com"),
+            ],
+            "PUBLIC_BASE_URL",
+            None,
+        ),
         (
             vec![
                 ("QUEUE", "sqs"),

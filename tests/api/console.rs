@@ -432,3 +432,670 @@ async fn hostile_text_shows_as_text_and_nothing_runs() {
     assert!(!b.visible("#console").await);
     b.close().await;
 }
+
+/// setTimeout's longest delay: 2^31 − 1 ms (24.8 days); a longer one fires at once.
+const LONGEST_TIMER_MS: i64 = 2_147_483_647;
+
+/// A token that lives longer than setTimeout can wait (`JWT_TTL_SECS` at its 30-day maximum):
+/// the page keeps the session, arming its sign-out timer for at most the longest delay and
+/// again for what is left when that one fires, instead of signing out at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_longer_than_any_timer_keeps_the_session() {
+    let ttl_secs: i64 = 2_592_000;
+    let app = TestApp::spawn_with(
+        Backend::Sqlite,
+        CacheKind::Memory,
+        &[("JWT_TTL_SECS", &ttl_secs.to_string())],
+    )
+    .await;
+    let op = app.operator().await;
+    let b = Browser::start("long-token").await;
+    b.goto(&app.url("/console")).await;
+    // Every delay the page asks of setTimeout is noted; one of the longest delay fires after
+    // 100 ms instead, with the clock (`Date.now`) moved on by that delay, as if those 24.8
+    // days had passed.
+    b.js(&format!(
+        "const orig = window.setTimeout.bind(window); const now = Date.now.bind(Date); \
+         window.__delays = []; window.__skipped = 0; \
+         Date.now = () => now() + window.__skipped; \
+         window.setTimeout = (f, d, ...rest) => {{ window.__delays.push(d); \
+           if (d < {LONGEST_TIMER_MS}) return orig(f, d, ...rest); \
+           return orig(() => {{ window.__skipped += d; f(...rest); }}, 100); }}; \
+         return true"
+    ))
+    .await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#whoami", "the operator's email", |t| t == op.email)
+        .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        b.visible("#console").await,
+        "still signed in: {:?}",
+        b.text("#signin-error").await
+    );
+    assert!(!b.visible("#signin-error").await);
+    let delays = b.js("return window.__delays").await;
+    let delays: Vec<i64> = delays
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_f64().unwrap() as i64)
+        .collect();
+    assert!(
+        delays.iter().all(|d| *d <= LONGEST_TIMER_MS),
+        "no timer longer than setTimeout can wait: {delays:?}"
+    );
+    // The first sign-out timer waited the longest delay (cut short here); the next one is armed
+    // for what is left of the token's life.
+    assert!(delays.contains(&LONGEST_TIMER_MS), "{delays:?}");
+    let left = ttl_secs * 1000 - LONGEST_TIMER_MS;
+    assert!(
+        delays.iter().any(|d| (left - 60_000..=left).contains(d)),
+        "re-armed for the {left} ms left: {delays:?}"
+    );
+    // And the session works: the figures are read again.
+    app.exec(
+        "INSERT INTO dead_letters (event_id, reason, attempts, body, first_failed_at, \
+         last_failed_at, invalid) VALUES (NULL, 'invalid message: x', 0, 'x', 0, 0, FALSE)",
+    )
+    .await;
+    b.wait_text("#fig-dead_letters", "the new dead letter", is("1"))
+        .await;
+    assert!(b.visible("#console").await);
+    b.close().await;
+}
+
+/// A text of `n` characters as a mail server could word it, between two markers.
+fn long_text(n: usize) -> String {
+    let mut text = "BEGIN-OF-TEXT 554 5.7.1 ".to_string();
+    while text.len() < n - 12 {
+        text.push_str("the message was refused by policy; ");
+    }
+    text.truncate(n - 12);
+    text.push_str(" END-OF-TEXT");
+    text
+}
+
+/// A mail server's refusal of 90 000 characters, stored whole (as a release before the cap
+/// stored it), and a poison message as long: each is shown folded, to be opened on demand,
+/// and the page stays a few screens tall, opened or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_very_long_text_is_shown_folded() {
+    let h = Harness::new(Backend::Sqlite, "lease").await;
+    let app = &h.app;
+    let (_, event_id, worker) = h.dead_lettered_change().await;
+    let long = long_text(90_000);
+    app.exec(&format!("UPDATE dead_letters SET reason = '{long}'"))
+        .await;
+    app.exec(&format!(
+        "UPDATE processed_events SET last_error = '{long}'"
+    ))
+    .await;
+    h.enqueue(&long).await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::Invalid]
+    );
+    let op = app.operator().await;
+
+    let b = Browser::start("long-text").await;
+    b.goto(&app.url("/console")).await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#dl-total", "2 dead letters", is("2")).await;
+    b.find("#event-id")
+        .await
+        .send_keys(&format!("{event_id}\u{E007}"))
+        .await
+        .unwrap();
+    b.wait_text("#timeline", "the dead letter", |t| {
+        t.contains("dead letters")
+    })
+    .await;
+    let height = || async {
+        b.js("return document.documentElement.scrollHeight")
+            .await
+            .as_i64()
+            .unwrap()
+    };
+    let folded = height().await;
+    b.shot("1-folded").await;
+    assert!(folded < 3000, "the page is {folded} px tall");
+
+    // Each long text is folded: the list's reason and body, the story's last error and reason.
+    let closed = "details.fold:not([open])";
+    assert_eq!(
+        b.count(&format!("#dl-list {closed}")).await,
+        2,
+        "the event's reason and the poison message's body"
+    );
+    assert_eq!(b.count(&format!("#timeline {closed}")).await, 2);
+    // Opened from the keyboard, a text is there whole, in a box of its own height.
+    let summary = b.find("#dl-list details.fold.reason > summary").await;
+    summary.send_keys(" ").await.unwrap();
+    b.find("#dl-list details.fold.reason[open]").await;
+    let whole = b
+        .js("return document.querySelector('#dl-list details.fold.reason[open] .whole').textContent")
+        .await;
+    assert_eq!(whole, json!(long), "the whole text, opened");
+    let opened = height().await;
+    b.shot("2-opened").await;
+    assert!(
+        opened < folded + 1000,
+        "opened, the page is {opened} px tall"
+    );
+    b.close().await;
+}
+
+/// `n` dead letters of events (each refused for good by the mail server), written straight into
+/// the database queue's table: enough of them make the page several screens tall. Returns their
+/// event ids, oldest first (the list shows them newest first).
+async fn many_dead_letters(app: &TestApp, n: usize) -> Vec<String> {
+    let ids: Vec<String> = (0..n).map(|i| format!("ev-many-{i:03}")).collect();
+    let rows: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            format!(
+                "('{id}', 'rejected by the mail server: permanent error (554): 5.7.1 message \
+                 rejected', 1, '{{\"event_id\": \"{id}\"}}', 1700000000000, 1700000000000, FALSE)"
+            )
+        })
+        .collect();
+    app.exec(&format!(
+        "INSERT INTO dead_letters (event_id, reason, attempts, body, first_failed_at, \
+         last_failed_at, invalid) VALUES {}",
+        rows.join(", ")
+    ))
+    .await;
+    ids
+}
+
+/// Whether the element `css` finds is within the window, top and bottom.
+const IN_VIEW: &str = "const r = document.querySelector(arguments[0]).getBoundingClientRect(); \
+     return r.top >= 0 && r.bottom <= window.innerHeight";
+
+impl Browser {
+    async fn in_view(&self, css: &str) -> bool {
+        self.client
+            .execute(IN_VIEW, vec![json!(css)])
+            .await
+            .expect("script")
+            .as_bool()
+            .expect("a boolean")
+    }
+
+    /// The id of the element that has the focus.
+    async fn focused_id(&self) -> String {
+        let id = self.js("return document.activeElement.id").await;
+        id.as_str().unwrap_or_default().to_string()
+    }
+
+    /// Waits (up to 20 s) until the element with this id has the focus.
+    async fn wait_focus(&self, id: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let focused = self.focused_id().await;
+            if focused == id {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "#{id} never got the focus; #{focused:?} has it"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// An event id in the list, far down the page, opens the event's story, which is drawn above
+/// the list: the story comes into view with the focus on it, from the keyboard and the mouse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_story_opened_from_the_list_comes_into_view_with_the_focus() {
+    let app = TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await;
+    let ids = many_dead_letters(&app, 20).await;
+    let op = app.operator().await;
+    let b = Browser::start("story-focus").await;
+    b.goto(&app.url("/console")).await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#dl-total", "20 dead letters", is("20")).await;
+
+    // The oldest letter, at the foot of the page, from the keyboard: Enter on its event id.
+    let last = "#dl-list .letter:last-child .event-link";
+    let link = b.find(last).await;
+    assert_eq!(link.text().await.unwrap(), ids[0]);
+    link.send_keys("\u{E007}").await.unwrap();
+    b.wait_text("#story-heading", "the oldest event", |t| {
+        t.contains(&ids[0])
+    })
+    .await;
+    b.wait_focus("story-heading").await;
+    assert!(b.in_view("#story-heading").await, "the story is in view");
+    b.shot("1-from-the-keyboard").await;
+
+    // Another one, clicked, from the foot of the page again.
+    b.js("window.scrollTo(0, document.documentElement.scrollHeight); return true")
+        .await;
+    assert!(
+        !b.in_view("#story-heading").await,
+        "the page is tall enough for the story to be out of view"
+    );
+    let second = "#dl-list .letter:nth-last-child(2) .event-link";
+    b.find(second).await.click().await.unwrap();
+    b.wait_text("#story-heading", "the second event", |t| {
+        t.contains(&ids[1])
+    })
+    .await;
+    b.wait_focus("story-heading").await;
+    assert!(b.in_view("#story-heading").await, "the story is in view");
+    b.close().await;
+}
+
+/// Moving to another page of dead letters, from the foot of the list, goes to the top of the
+/// new page: the list's heading in view and focused, the first letter of the page below it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_page_of_dead_letters_starts_at_its_top() {
+    let app = TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await;
+    many_dead_letters(&app, 45).await;
+    let op = app.operator().await;
+    let b = Browser::start("paging").await;
+    b.goto(&app.url("/console")).await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#dl-page", "three pages", is("page 1 of 3"))
+        .await;
+
+    // Older, from the keyboard at the foot of page 1.
+    b.find("#dl-next")
+        .await
+        .send_keys("\u{E007}")
+        .await
+        .unwrap();
+    b.wait_text("#dl-page", "page 2", is("page 2 of 3")).await;
+    b.wait_focus("dl-title").await;
+    assert!(
+        b.in_view("#dl-title").await,
+        "the list's heading is in view"
+    );
+    assert_eq!(
+        b.text("#dl-list .letter:first-child .event-link").await,
+        "ev-many-024",
+        "page 2 starts with the 21st newest"
+    );
+    b.shot("1-page-2").await;
+
+    // Newer, clicked at the foot of page 2.
+    b.js("window.scrollTo(0, document.documentElement.scrollHeight); return true")
+        .await;
+    assert!(!b.in_view("#dl-title").await);
+    b.find("#dl-prev").await.click().await.unwrap();
+    b.wait_text("#dl-page", "page 1", is("page 1 of 3")).await;
+    b.wait_focus("dl-title").await;
+    assert!(
+        b.in_view("#dl-title").await,
+        "the list's heading is in view"
+    );
+    b.close().await;
+}
+
+/// The bidi controls: embeddings and overrides, isolates, marks.
+const BIDI_CONTROLS: &str = "\u{202A}\u{202B}\u{202C}\u{202D}\u{202E}\u{2066}\u{2067}\u{2068}\u{2069}\u{200E}\u{200F}\u{061C}";
+
+/// The first element from the one holding the text node up that isolates its content from
+/// the text around it, and that content; for every text node under `root` containing `marker`.
+const ISOLATED: &str = "const [root, marker] = arguments; const out = []; \
+     const walk = document.createTreeWalker(document.querySelector(root), NodeFilter.SHOW_TEXT); \
+     while (walk.nextNode()) { const t = walk.currentNode; if (!t.data.includes(marker)) continue; \
+       let e = t.parentElement; \
+       while (e && !['isolate', 'isolate-override', 'plaintext'].includes(getComputedStyle(e).unicodeBidi)) \
+         e = e.parentElement; \
+       out.push(e ? e.textContent : null); } \
+     return out";
+
+impl Browser {
+    /// For each text node under `root` containing `marker`: the text of the nearest element
+    /// that isolates it (`None` if none does).
+    async fn isolated(&self, root: &str, marker: &str) -> Vec<Option<String>> {
+        let v = self
+            .client
+            .execute(ISOLATED, vec![json!(root), json!(marker)])
+            .await
+            .expect("script");
+        serde_json::from_value(v).expect("a list")
+    }
+}
+
+/// A right-to-left override (and every other bidi control) in a job's title, a reason, a last
+/// error and a message body: each is shown as a marked escape (`\u{202E}`), never as the
+/// control itself, and each piece of outside text is isolated (`<bdi>`), so none can reorder
+/// the text around it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bidi_controls_are_shown_and_cannot_reorder_the_page() {
+    let h = Harness::new(Backend::Sqlite, "lease").await;
+    let app = &h.app;
+    let (s, event_id, worker) = h.dead_lettered_change().await;
+    // The title through the API, which takes it (it is no control character of Unicode's Cc).
+    let title = "Payroll \u{202E}fdp.exe";
+    app.patch(
+        &format!("/api/jobs/{}", s.job_id),
+        Some(&s.employer.token),
+        json!({ "title": title }),
+    )
+    .await
+    .expect(200);
+    let reason = format!("refused \u{202E}olleh{BIDI_CONTROLS} by policy");
+    app.exec(&format!(
+        "UPDATE dead_letters SET reason = '{reason}'; UPDATE processed_events SET last_error = '{reason}'"
+    ))
+    .await;
+    let body = "poison \u{2067}\u{202E}tfel\u{2069} body";
+    h.enqueue(body).await;
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::Invalid]
+    );
+    let op = app.operator().await;
+
+    let b = Browser::start("bidi").await;
+    b.goto(&app.url("/console")).await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#dl-total", "2 dead letters", is("2")).await;
+    b.find("#event-id")
+        .await
+        .send_keys(&format!("{event_id}\u{E007}"))
+        .await
+        .unwrap();
+    b.wait_text("#timeline", "the dead letter", |t| {
+        t.contains("dead letters")
+    })
+    .await;
+    b.shot("1-bidi").await;
+
+    // No control is left in the page's text; each shows as its escape.
+    let shown = b.js("return document.body.innerText").await;
+    let shown = shown.as_str().unwrap();
+    for c in BIDI_CONTROLS.chars() {
+        assert!(
+            !shown.contains(c),
+            "U+{:04X} is in the page's text as it is",
+            c as u32
+        );
+    }
+    let escaped_title = "Payroll \\u{202E}fdp.exe";
+    let escaped_reason = "refused \\u{202E}olleh\\u{202A}\\u{202B}\\u{202C}\\u{202D}\\u{202E}\
+         \\u{2066}\\u{2067}\\u{2068}\\u{2069}\\u{200E}\\u{200F}\\u{061C} by policy";
+    let escaped_body = "poison \\u{2067}\\u{202E}tfel\\u{2069} body";
+    let timeline = b.text("#timeline").await;
+    assert!(timeline.contains(escaped_title), "{timeline}");
+    assert!(timeline.contains(escaped_reason), "{timeline}");
+    let list = b.text("#dl-list").await;
+    assert!(list.contains(escaped_reason), "{list}");
+    assert!(list.contains(escaped_body), "{list}");
+    // The escapes are marked as such, not the text's own backslashes.
+    assert!(b.count("#timeline .control").await >= 13);
+
+    // Each piece of outside text is isolated, alone: the title from the sentence around it,
+    // each reason, last error and body from its neighbours.
+    assert_eq!(
+        b.isolated("#timeline", "Payroll").await,
+        vec![Some(escaped_title.to_string())]
+    );
+    for root in ["#timeline", "#dl-list"] {
+        let pieces = b.isolated(root, "olleh").await;
+        assert!(!pieces.is_empty());
+        for piece in pieces {
+            assert_eq!(piece.as_deref(), Some(escaped_reason), "in {root}");
+        }
+    }
+    assert_eq!(
+        b.isolated("#dl-list", "poison").await,
+        vec![Some(escaped_body.to_string())]
+    );
+    // Event ids too.
+    for piece in b.isolated("#console", &event_id).await {
+        assert!(
+            piece.is_some(),
+            "event {event_id} is isolated wherever it shows"
+        );
+    }
+    b.close().await;
+}
+
+/// The server out of reach (a proxy in front of it cut): the figures stay, marked stale, with
+/// the time they were last read and that the server cannot be reached; once it answers again
+/// the mark goes and the figures are current.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn figures_say_so_when_the_server_cannot_be_reached() {
+    let app = TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await;
+    let proxy = crate::proxy::TcpProxy::start(&app.addr.to_string()).await;
+    let op = app.operator().await;
+    let b = Browser::start("stale").await;
+    b.goto(&format!("http://127.0.0.1:{}/console", proxy.port))
+        .await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#fig-dead_letters", "no dead letter", is("0"))
+        .await;
+    let fresh = b
+        .wait_text("#figures-updated", "the time it was read", |t| {
+            t.starts_with("last updated ")
+        })
+        .await;
+    assert!(!b.visible("#figures-stale").await);
+    assert_eq!(b.count(".figures.stale").await, 0);
+
+    proxy.cut();
+    let stale = b
+        .wait_text("#figures-updated", "the failed refresh", |t| {
+            t.contains("cannot reach the server")
+        })
+        .await;
+    // The time of the last figures read, which may be a refresh after `fresh`.
+    assert!(
+        stale.starts_with("last updated ")
+            && stale.contains(" — cannot reach the server")
+            && stale.len() > fresh.len(),
+        "{stale:?}"
+    );
+    assert!(
+        b.visible("#figures-stale").await,
+        "the figures are marked stale"
+    );
+    assert_eq!(b.count(".figures.stale").await, 1);
+    assert_eq!(
+        b.text("#fig-dead_letters").await,
+        "0",
+        "the last figures stay"
+    );
+    b.shot("1-stale").await;
+
+    // Back: the next refresh clears the mark and shows what changed meanwhile.
+    app.exec(
+        "INSERT INTO dead_letters (event_id, reason, attempts, body, first_failed_at, \
+         last_failed_at, invalid) VALUES (NULL, 'invalid message: x', 0, 'x', 0, 0, FALSE)",
+    )
+    .await;
+    proxy.restore();
+    b.wait_text("#fig-dead_letters", "the new dead letter", is("1"))
+        .await;
+    b.wait_text("#figures-updated", "a fresh time", |t| {
+        t.starts_with("last updated ") && !t.contains("cannot")
+    })
+    .await;
+    assert!(!b.visible("#figures-stale").await);
+    assert_eq!(b.count(".figures.stale").await, 0);
+    b.close().await;
+}
+
+/// A sent email's story says how it went (on the first try, or after how many failed sends)
+/// rather than a bare "0 attempts"; a dead letter an operator redrove leaves the redrive in the
+/// story, before the send it led to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_story_tells_how_the_email_was_sent_and_that_it_was_redriven() {
+    let h = Harness::new(Backend::Sqlite, "lease").await;
+    let app = &h.app;
+    // Sent on the first try.
+    let (_, first_try) = h.status_change().await;
+    let worker = h.worker().await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    // Sent after one failed send.
+    let (_, second_try) = h.status_change().await;
+    h.smtp.fail_next(1);
+    assert_eq!(
+        worker.run_until_empty().await.unwrap(),
+        vec![Outcome::Failed]
+    );
+    h.later().await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    // Refused for good, redriven by an operator, then sent.
+    let (_, redriven, _) = h.dead_lettered_change().await;
+    let op = app.operator().await;
+    let list = app.get("/api/admin/dead-letters", Some(&op.token)).await;
+    let id = list.expect(200)["items"][0]["id"].clone();
+    app.post(
+        "/api/admin/dead-letters/redrive",
+        Some(&op.token),
+        json!({ "ids": [id] }),
+    )
+    .await
+    .expect(200);
+    h.later().await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+
+    let b = Browser::start("sent").await;
+    b.goto(&app.url("/console")).await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#fig-sent_last_hour", "three sent emails", is("3"))
+        .await;
+    let story = |event_id: String| {
+        let b = &b;
+        async move {
+            let input = b.find("#event-id").await;
+            input.clear().await.unwrap();
+            input
+                .send_keys(&format!("{event_id}\u{E007}"))
+                .await
+                .unwrap();
+            b.wait_text("#story-heading", "the event", |t| t.contains(&event_id))
+                .await;
+            b.wait_text("#timeline", "the send", |t| t.contains("Email sent"))
+                .await
+        }
+    };
+
+    let timeline = story(first_try).await;
+    assert!(timeline.contains("Sent on the first try."), "{timeline}");
+    assert!(!timeline.contains("0 attempts"), "{timeline}");
+
+    let timeline = story(second_try).await;
+    assert!(
+        timeline.contains("Sent after 1 failed attempt."),
+        "{timeline}"
+    );
+
+    let timeline = story(redriven).await;
+    b.shot("1-redriven").await;
+    assert!(!timeline.contains("0 attempts"), "{timeline}");
+    let redrive = timeline
+        .find("Redriven by an operator")
+        .unwrap_or_else(|| panic!("the redrive is in the story: {timeline}"));
+    let sent = timeline.find("Email sent").unwrap();
+    assert!(
+        redrive < sent,
+        "the redrive comes before the send: {timeline}"
+    );
+    assert!(
+        timeline.contains("1 failed attempt before it"),
+        "{timeline}"
+    );
+    assert!(
+        timeline.contains("Sent on the first try after the redrive."),
+        "{timeline}"
+    );
+    b.close().await;
+}
+
+/// The pages and their assets are revalidated on each use (`Cache-Control: no-cache`: their
+/// URLs do not change from one release to the next, so a copy kept without asking would pair
+/// an old script with a new API) and carry an ETag from their content, so that asking costs a
+/// 304 without a body while nothing changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_and_assets_are_revalidated_by_their_etag() {
+    let app = TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await;
+    let mut etags = std::collections::BTreeSet::new();
+    for path in [
+        "/console",
+        "/console/console.css",
+        "/console/console.js",
+        "/docs",
+        "/docs/docs.css",
+        "/docs/docs.js",
+    ] {
+        let url = app.url(path);
+        let r = app.client.get(&url).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        let header = |r: &reqwest::Response, name: &str| {
+            r.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        assert_eq!(
+            header(&r, "cache-control").as_deref(),
+            Some("no-cache"),
+            "{path}"
+        );
+        let policy = header(&r, "content-security-policy");
+        assert!(
+            policy
+                .as_deref()
+                .is_some_and(|p| p.contains("script-src 'self'")),
+            "{path}: the pages' policy"
+        );
+        let etag = header(&r, "etag").unwrap_or_else(|| panic!("{path} has an ETag"));
+        assert!(
+            etag.starts_with('"') && etag.ends_with('"') && etag.len() > 10,
+            "{path}: a strong ETag, {etag}"
+        );
+        assert!(etags.insert(etag.clone()), "{path}: each its own ETag");
+        let body = r.bytes().await.unwrap();
+        assert!(!body.is_empty());
+        // The same again: the same ETag.
+        let again = app.client.get(&url).send().await.unwrap();
+        assert_eq!(header(&again, "etag").as_ref(), Some(&etag), "{path}");
+
+        // Revalidated: 304 without a body while the ETag matches (also weakly, in a list, or
+        // `*`), with the headers a 200 would have had.
+        for matching in [
+            etag.clone(),
+            format!("W/{etag}"),
+            format!("\"other\", {etag}"),
+            "*".to_string(),
+        ] {
+            let r = app
+                .client
+                .get(&url)
+                .header("if-none-match", &matching)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 304, "{path} with If-None-Match: {matching}");
+            assert_eq!(header(&r, "etag").as_ref(), Some(&etag), "{path}");
+            assert_eq!(
+                header(&r, "cache-control").as_deref(),
+                Some("no-cache"),
+                "{path}"
+            );
+            // A browser keeps the headers of a 304 in place of those it stored: the page's own
+            // policy, not the API's `default-src 'none'`, which would block its script.
+            assert_eq!(header(&r, "content-security-policy"), policy, "{path}");
+            assert!(r.bytes().await.unwrap().is_empty(), "{path}: no body");
+        }
+        // An ETag of another version: the whole answer.
+        let r = app
+            .client
+            .get(&url)
+            .header("if-none-match", "\"0000000000000000\"")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        assert_eq!(r.bytes().await.unwrap(), body, "{path}");
+    }
+}

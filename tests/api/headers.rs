@@ -105,6 +105,26 @@ async fn every_class_of_answer_carries_its_headers(app: TestApp) {
         }
     }
 
+    // The unsubscribe link's page: no script or style at all, a form posting back to itself,
+    // never stored (its address holds a credential).
+    let link = format!(
+        "/api/unsubscribe/{}",
+        jobboard::unsubscribe::token(
+            b"test-secret-test-secret-test-secret",
+            jobboard::unsubscribe::Target::Digest {
+                user_id: s.employer.id
+            },
+        )
+    );
+    let r = app.get(&link, None).await;
+    r.expect(200);
+    common("unsubscribe page", &r);
+    no_store("unsubscribe page", &r);
+    assert_eq!(
+        r.header("content-security-policy"),
+        Some("default-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+    );
+
     // Problem answers, from the handlers, the extractors and the framework alike.
     let unknown_route = app.get("/api/nothing", None).await;
     let bad_token = app.get("/api/me", Some("not-a-token")).await;

@@ -503,6 +503,7 @@ impl TestApp {
             "SELECT COUNT(*) FROM idempotency_keys",
             "SELECT COUNT(*) FROM dead_letters",
             "SELECT COUNT(*) FROM operators",
+            "SELECT COUNT(*) FROM users WHERE application_digest",
             "SELECT COUNT(*) FROM processed_events",
             "SELECT CAST(COALESCE(SUM(LENGTH(name) + LENGTH(password_hash)), 0) AS BIGINT) FROM users",
             "SELECT CAST(COALESCE(SUM(LENGTH(name)), 0) AS BIGINT) FROM companies",

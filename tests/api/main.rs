@@ -23,6 +23,7 @@ mod index_proof;
 mod jobs;
 mod lifecycle;
 mod moderation;
+mod notifications;
 mod openapi;
 mod ops;
 mod proxy;

@@ -2,7 +2,7 @@
 
 use crate::harness::*;
 use jobboard::domain::{Conflict, Role};
-use jobboard::store::{ApplicationViewer, AuthCounters, AuthKeys, Page, Store};
+use jobboard::store::{ApplicationViewer, AuthCounters, AuthKeys, Notifications, Page, Store};
 use std::sync::Arc;
 
 crate::each_backend!(
@@ -11,6 +11,7 @@ crate::each_backend!(
     change_password_bumps_the_token_generation,
     delete_user_takes_applications_and_memberships,
     auth_failures_are_counted_per_kind_and_key,
+    notifications_default_on_and_change_per_user,
 );
 
 async fn users_are_created_and_found(store: Arc<dyn Store>) {
@@ -42,6 +43,55 @@ async fn users_are_created_and_found(store: Arc<dyn Store>) {
     assert_not_found(store.user_by_email_key("nobody@example.com").await);
     // The key is what is compared, not the address as typed.
     assert_not_found(store.user_by_email_key(new.email.as_str()).await);
+}
+
+async fn notifications_default_on_and_change_per_user(store: Arc<dyn Store>) {
+    let on = Notifications {
+        application_digest: true,
+    };
+    let off = Notifications {
+        application_digest: false,
+    };
+    let u = user(&store, Role::Employer).await;
+    let other = user(&store, Role::Employer).await;
+    assert_eq!(store.notifications(u.id).await.unwrap(), on);
+    assert_eq!(
+        store
+            .update_notifications(u.id, Some(false), None)
+            .await
+            .unwrap(),
+        off
+    );
+    assert_eq!(store.notifications(u.id).await.unwrap(), off);
+    assert_eq!(store.notifications(other.id).await.unwrap(), on, "per user");
+    // `None` keeps the preference as it is, and answers it.
+    assert_eq!(
+        store.update_notifications(u.id, None, None).await.unwrap(),
+        off
+    );
+    assert_eq!(
+        store
+            .update_notifications(u.id, Some(false), None)
+            .await
+            .unwrap(),
+        off,
+        "again is the same"
+    );
+    assert_eq!(
+        store
+            .update_notifications(u.id, Some(true), None)
+            .await
+            .unwrap(),
+        on
+    );
+    assert_not_found(store.notifications(u.id + 1000).await);
+    assert_not_found(
+        store
+            .update_notifications(u.id + 1000, Some(false), None)
+            .await,
+    );
+    store.delete_user(u.id).await.unwrap();
+    assert_not_found(store.notifications(u.id).await);
 }
 
 async fn email_keys_are_unique(store: Arc<dyn Store>) {

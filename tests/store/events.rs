@@ -21,6 +21,7 @@ crate::each_backend!(
     a_vanished_transaction_holder_is_reclaimed,
     email_data_follows_the_application,
     finished_records_are_deleted_in_batches,
+    redrive_traces_last_as_long_as_their_records,
     a_released_claim_counts_no_attempt,
     an_unknown_outcome_keeps_the_claim_to_lapse,
 );
@@ -662,6 +663,77 @@ async fn finished_records_are_deleted_in_batches(store: Arc<dyn Store>) {
         store.claim_event("leased", LEASE).await.unwrap(),
         Claim::Deferred { .. }
     ));
+}
+
+/// A redrive leaves a trace in the event's story (how many, the failed sends they forgot, when);
+/// retention deletes a trace once its event has no processed-event record left, never before.
+async fn redrive_traces_last_as_long_as_their_records(store: Arc<dyn Store>) {
+    // Each dead after a failed send, and redriven: "sent" is then sent; "kept" fails again and
+    // waits for a retry; "waiting" is redriven once more, its copy not yet taken.
+    for id in ["sent", "kept", "waiting"] {
+        let (lease, ..) = claim(&store, id).await;
+        store.fail_claim(id, &lease, "x", 1, true).await.unwrap();
+        dead_letter(&store, Some(id)).await;
+    }
+    let before = store.now_ms().await.unwrap();
+    assert_eq!(store.redrive(None, false).await.unwrap().redriven, 3);
+    let (lease, ..) = claim(&store, "sent").await;
+    store
+        .finish_claim("sent", &lease, Finished::Done)
+        .await
+        .unwrap();
+    let (lease, ..) = claim(&store, "kept").await;
+    store
+        .fail_claim("kept", &lease, "x", 5, false)
+        .await
+        .unwrap();
+    // The SQS queue notes its redrives itself, at the time it gives.
+    store
+        .note_redrive("waiting", 2, Some(before + 5))
+        .await
+        .unwrap();
+
+    let trace = |id: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .event_story(id)
+                .await
+                .unwrap()
+                .redrive
+                .map(|r| (r.redrives, r.attempts_before, r.last_redriven_at))
+        }
+    };
+    let (n, attempts, at) = trace("sent").await.expect("a trace");
+    assert_eq!(
+        (n, attempts),
+        (1, 3),
+        "one redrive, of a letter that counted 3"
+    );
+    assert!(
+        at >= before,
+        "{at} is the redrive's time, on the database's clock"
+    );
+    assert_eq!(trace("waiting").await, Some((2, 5, before + 5)));
+    assert!(trace("kept").await.is_some());
+
+    // A cutoff before the redrives deletes nothing. A later one deletes the record of "sent"
+    // and its trace with it, and the trace of "waiting", which has no record; "kept" waits for
+    // a retry, so its record stays, and its trace.
+    assert_eq!(
+        store
+            .delete_processed_events(before - 1000, 10)
+            .await
+            .unwrap(),
+        0
+    );
+    let soon = store.now_ms().await.unwrap() + 1000;
+    assert_eq!(store.delete_processed_events(soon, 10).await.unwrap(), 3);
+    assert_eq!(trace("sent").await, None);
+    assert_eq!(trace("waiting").await, None);
+    assert!(trace("kept").await.is_some());
+    assert!(store.event_story("sent").await.unwrap().is_unknown());
+    assert_eq!(store.delete_processed_events(soon, 10).await.unwrap(), 0);
 }
 
 /// A `transaction`-mode holder that vanishes mid-send (its transaction never commits) leaves

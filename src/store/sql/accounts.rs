@@ -65,6 +65,31 @@ impl S {
         Ok(())
     }
 
+    pub(super) async fn notifications(&self, user_id: i64) -> StoreResult<Notifications> {
+        sqlx::query_as::<_, Notifications>(sql::USER_NOTIFICATIONS)
+            .bind(user_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+
+    pub(super) async fn update_notifications(
+        &self,
+        user_id: i64,
+        application_digest: Option<bool>,
+        idem: Idem<'_, Notifications>,
+    ) -> StoreResult<Notifications> {
+        let mut tx = self.begin_write().await?;
+        let updated = sqlx::query_as::<_, Notifications>(sql::USER_NOTIFICATIONS_UPDATE)
+            .bind(application_digest)
+            .bind(user_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        Self::commit_with(tx, idem, &updated).await?;
+        Ok(updated)
+    }
+
     pub(super) async fn auth_failures(
         &self,
         keys: AuthKeys<'_>,

@@ -45,6 +45,9 @@ const STORY_DEAD_LETTER: &str = concatcp!(
     " FROM dead_letters WHERE event_id = $1 AND NOT invalid"
 );
 
+const STORY_REDRIVE: &str = "SELECT redrives, attempts_before, last_redriven_at \
+     FROM event_redrives WHERE event_id = $1";
+
 /// A page, newest first, with the total beside each row: one statement.
 const DEAD_LETTER_PAGE: &str = concatcp!(
     "SELECT ",
@@ -122,11 +125,16 @@ impl ConsoleStore for S {
             .bind(event_id)
             .fetch_optional(&mut *tx)
             .await?;
+        let redrive = sqlx::query_as::<_, RedriveTrace>(STORY_REDRIVE)
+            .bind(event_id)
+            .fetch_optional(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(EventStory {
             change,
             processed,
             dead_letter,
+            redrive,
         })
     }
 

@@ -42,9 +42,10 @@ impl S {
     }
 
     async fn dead_letter_in(tx: &mut Tx, d: &NewDeadLetter) -> StoreResult<()> {
+        let reason = stored_text(&d.reason);
         sqlx::query(sql::DEAD_LETTER_INSERT)
             .bind(&d.event_id)
-            .bind(&d.reason)
+            .bind(reason.as_ref())
             .bind(d.attempts)
             .bind(&d.body)
             .bind(d.first_failed_at)
@@ -73,9 +74,10 @@ impl S {
             (Some(_), true) => sql::CLAIM_KEEP_LEASED,
             (None, true) => sql::CLAIM_KEEP_UNLEASED,
         };
+        let error = stored_text(error);
         let query = sqlx::query_as::<_, (i64, String, i64)>(statement)
             .bind(event_id)
-            .bind(error)
+            .bind(error.as_ref())
             .bind(permanent)
             .bind(max_attempts);
         let query = match lease_id {
@@ -418,9 +420,10 @@ impl EventStore for S {
         lease_id: Option<&str>,
         error: &str,
     ) -> StoreResult<bool> {
+        let error = stored_text(error);
         let done = sqlx::query(sql::CLAIM_RELEASE)
             .bind(event_id)
-            .bind(error)
+            .bind(error.as_ref())
             .bind(lease_id)
             .execute(&self.pool)
             .await?;
@@ -604,9 +607,15 @@ impl EventStore for S {
                 .execute(&mut *tx)
                 .await?;
             if let Some(event_id) = &d.event_id {
-                // Attempts start again from zero.
+                // Attempts start again from zero; the story keeps a trace of the redrive.
                 sqlx::query(sql::CLAIM_RESET)
                     .bind(event_id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(sql::REDRIVE_TRACE)
+                    .bind(event_id)
+                    .bind(d.attempts)
+                    .bind(None::<i64>)
                     .execute(&mut *tx)
                     .await?;
             }
@@ -647,6 +656,21 @@ impl EventStore for S {
     async fn reset_dead_event(&self, event_id: &str) -> StoreResult<()> {
         sqlx::query(sql::CLAIM_RESET)
             .bind(event_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn note_redrive(
+        &self,
+        event_id: &str,
+        attempts: i64,
+        at_ms: Option<i64>,
+    ) -> StoreResult<()> {
+        sqlx::query(sql::REDRIVE_TRACE)
+            .bind(event_id)
+            .bind(attempts)
+            .bind(at_ms)
             .execute(&self.pool)
             .await?;
         Ok(())
@@ -698,12 +722,17 @@ impl EventStore for S {
     }
 
     async fn delete_processed_events(&self, older_than_ms: i64, batch: i64) -> StoreResult<u64> {
-        let done = sqlx::query(sql::CLAIMS_EXPIRED_DELETE)
+        let records = sqlx::query(sql::CLAIMS_EXPIRED_DELETE)
             .bind(older_than_ms)
             .bind(batch)
             .execute(&self.pool)
             .await?;
-        Ok(done.rows_affected())
+        let traces = sqlx::query(sql::REDRIVE_TRACES_EXPIRED_DELETE)
+            .bind(older_than_ms)
+            .bind(batch)
+            .execute(&self.pool)
+            .await?;
+        Ok(records.rows_affected() + traces.rows_affected())
     }
 
     async fn now_ms(&self) -> StoreResult<i64> {

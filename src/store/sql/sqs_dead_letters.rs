@@ -36,10 +36,11 @@ const COUNT: &str = "SELECT COUNT(*) FROM sqs_dead_letters";
 #[async_trait::async_trait]
 impl SqsDeadLetterStore for S {
     async fn sqs_dead_letter_record(&self, row: &SqsDeadLetterRow) -> StoreResult<bool> {
+        let reason = stored_text(&row.reason);
         let done = sqlx::query(INSERT)
             .bind(&row.message_id)
             .bind(&row.event_id)
-            .bind(&row.reason)
+            .bind(reason.as_ref())
             .bind(row.attempts)
             .bind(&row.body)
             .bind(row.first_failed_at)

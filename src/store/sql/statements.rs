@@ -20,6 +20,11 @@ pub const USER_INSERT: &str = "INSERT INTO users (email, email_key, name, role, 
 pub const USER_SET_PASSWORD: &str = "UPDATE users SET password_hash = $1, \
      token_generation = token_generation + 1 WHERE id = $2";
 pub const USER_DELETE: &str = "DELETE FROM users WHERE id = $1";
+pub const USER_NOTIFICATIONS: &str = "SELECT application_digest FROM users WHERE id = $1";
+/// `$1` the new `application_digest`, or NULL to keep it.
+pub const USER_NOTIFICATIONS_UPDATE: &str = "UPDATE users SET \
+     application_digest = COALESCE($1, application_digest) WHERE id = $2 \
+     RETURNING application_digest";
 /// What `AUTH_FAILURES_*` return per counter: its kind, the failures of its current window and
 /// the ms until that window ends. `$1` the email counter's key, `$2` the address's, `$3` the
 /// window in ms.
@@ -391,6 +396,21 @@ pub const DEAD_LETTER_INSERT: &str = concatcp!(
     ", $6) ON CONFLICT (event_id) WHERE NOT invalid DO NOTHING"
 );
 pub const DEAD_LETTER_COUNT: &str = "SELECT COUNT(*) FROM dead_letters";
+/// Notes a redrive of event `$1`, whose dead letter had counted `$2` failed sends, at `$3` (ms
+/// since the epoch; NULL: the database's clock): the trace an event's story keeps of it.
+pub const REDRIVE_TRACE: &str = concatcp!(
+    "INSERT INTO event_redrives (event_id, redrives, attempts_before, last_redriven_at) \
+     VALUES ($1, 1, $2, COALESCE($3, ",
+    NOW,
+    ")) ON CONFLICT (event_id) DO UPDATE SET redrives = event_redrives.redrives + 1, \
+     attempts_before = event_redrives.attempts_before + EXCLUDED.attempts_before, \
+     last_redriven_at = EXCLUDED.last_redriven_at"
+);
+/// Up to `$2` redrive traces last written before `$1` of events with no processed-event record
+/// left: a trace lasts as long as the record of the send it led to.
+pub const REDRIVE_TRACES_EXPIRED_DELETE: &str = "DELETE FROM event_redrives WHERE event_id IN \
+     (SELECT r.event_id FROM event_redrives r WHERE r.last_redriven_at < $1 AND NOT EXISTS \
+     (SELECT 1 FROM processed_events p WHERE p.event_id = r.event_id) LIMIT $2)";
 pub const DEAD_LETTER_DELETE: &str = "DELETE FROM dead_letters WHERE id = $1";
 pub const DEAD_LETTERS_DELETE_ALL: &str = "DELETE FROM dead_letters";
 

@@ -115,6 +115,19 @@ impl Store for S {
         S::delete_user(self, user_id).await
     }
 
+    async fn notifications(&self, user_id: i64) -> StoreResult<Notifications> {
+        S::notifications(self, user_id).await
+    }
+
+    async fn update_notifications(
+        &self,
+        user_id: i64,
+        application_digest: Option<bool>,
+        idem: Idem<'_, Notifications>,
+    ) -> StoreResult<Notifications> {
+        S::update_notifications(self, user_id, application_digest, idem).await
+    }
+
     async fn auth_failures(&self, keys: AuthKeys<'_>, window_ms: i64) -> StoreResult<AuthCounters> {
         S::auth_failures(self, keys, window_ms).await
     }

@@ -144,6 +144,12 @@ impl SmtpServer {
             .push("554 5.7.1 message rejected".to_string());
     }
 
+    /// Refuses the next message with `reply` as written: lines joined by `\r\n` make a
+    /// multi-line reply (`554-…` lines, then `554 …`).
+    pub fn reject_next_with(&self, reply: &str) {
+        self.state.lock().unwrap().refusals.push(reply.to_string());
+    }
+
     /// Waits this long before accepting each message.
     pub fn set_delay(&self, d: Duration) {
         self.state.lock().unwrap().delay = d;
