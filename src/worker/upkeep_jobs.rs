@@ -45,7 +45,9 @@ impl Worker {
     pub async fn upkeep_jobs(&self) -> Option<JobUpkeepReport> {
         use std::sync::atomic::Ordering;
         let jobs = &self.jobs;
-        match run_job_upkeep(&*self.store, &jobs.settings, crate::timefmt::now()).await {
+        // To the microsecond, as both databases keep times.
+        let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 6);
+        match run_job_upkeep(&*self.store, &jobs.settings, now).await {
             Ok(report) => {
                 if jobs.failing.swap(false, Ordering::SeqCst) {
                     tracing::info!("the upkeep's job steps run again");
