@@ -103,7 +103,7 @@ async fn approve(
         .review_job(job.id, Review::Approve { posting }, done.as_ref())
         .await?;
     st.cache.bump().await;
-    st.event_committed();
+    events_committed(&st, &row).await;
     tracing::info!(
         operator = op.user_id,
         job_id = row.id,
@@ -111,6 +111,23 @@ async fn approve(
         row.id
     );
     Ok(Json(JobOut::from(row)))
+}
+
+/// The decision wrote one `job.reviewed` per member of the job's company: each is published (with
+/// `QUEUE=sqs`, the relay is woken).
+async fn events_committed(st: &AppState, job: &JobRow) {
+    match st.store.members(job.company_id).await {
+        Ok(members) => {
+            for _ in &members {
+                st.event_committed();
+            }
+        }
+        // The events are committed whatever this count says; the relay sweeps on its own too.
+        Err(e) => {
+            tracing::warn!(error = %e, "could not count the review's events for the metrics");
+            st.event_committed();
+        }
+    }
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -146,7 +163,7 @@ async fn reject(
         .review_job(job.id, Review::Reject { reason }, done.as_ref())
         .await?;
     st.cache.bump().await;
-    st.event_committed();
+    events_committed(&st, &row).await;
     tracing::info!(
         operator = op.user_id,
         job_id = row.id,
