@@ -577,3 +577,138 @@ async fn the_schema_takes_the_new_statuses_and_no_other(db: &TestDb) {
         }
     }
 }
+
+/// Migration 0015 on a database that has jobs, applications and full-text rows: every row
+/// stays (no application lost to a cascade), nothing is rewritten (PostgreSQL keeps the table's
+/// file), the old jobs have no date until the upkeep gives the open ones theirs.
+mod upgrade {
+    use super::*;
+
+    /// The migrations before 0015 of `backend`, applied to `url` from a folder of their own.
+    async fn migrate_before_0015(backend: &str, url: &jobboard::config::DatabaseUrl) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("migrations")
+            .join(backend);
+        for entry in std::fs::read_dir(&source).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.as_str() < "0015" {
+                std::fs::copy(entry.path(), dir.path().join(&name)).unwrap();
+            }
+        }
+        let migrator = sqlx::migrate::Migrator::new(dir.path()).await.unwrap();
+        match url {
+            jobboard::config::DatabaseUrl::Sqlite(u) => {
+                let pool = sqlx::SqlitePool::connect(u).await.unwrap();
+                migrator.run(&pool).await.expect("0001-0014");
+                pool.close().await;
+            }
+            jobboard::config::DatabaseUrl::Postgres(u) => {
+                let pool = sqlx::PgPool::connect(u).await.unwrap();
+                migrator.run(&pool).await.expect("0001-0014");
+                pool.close().await;
+            }
+        }
+    }
+
+    /// Rows as a release before 0015 wrote them: 2 000 jobs (every tenth closed), one
+    /// application to each of the first 100.
+    const SEED_PG: &str = "
+        INSERT INTO users (email, email_key, name, role, password_hash, created_at) VALUES
+            ('e@x.example', 'e@x.example', 'E', 'employer', 'h', now()),
+            ('c@x.example', 'c@x.example', 'C', 'candidate', 'h', now());
+        INSERT INTO companies (name, created_at) VALUES ('Acme', now());
+        INSERT INTO company_members (company_id, user_id) VALUES (1, 1);
+        INSERT INTO jobs (company_id, title, description, location, location_key, remote,
+            employment_type, status, search_terms, title_terms, created_at, updated_at)
+        SELECT 1, 'Welder ' || g, 'd', 'Berlin', 'berlin', false, 'full_time',
+            CASE WHEN g % 10 = 0 THEN 'closed' ELSE 'open' END, 'welder acme', 'welder',
+            now(), now()
+        FROM generate_series(1, 2000) g;
+        INSERT INTO applications (job_id, candidate_id, status, created_at, updated_at)
+        SELECT id, 2, 'submitted', now(), now() FROM jobs WHERE id <= 100;";
+
+    const SEED_SQLITE: &str = "
+        INSERT INTO users (email, email_key, name, role, password_hash, created_at) VALUES
+            ('e@x.example', 'e@x.example', 'E', 'employer', 'h', '2026-01-01T00:00:00+00:00'),
+            ('c@x.example', 'c@x.example', 'C', 'candidate', 'h', '2026-01-01T00:00:00+00:00');
+        INSERT INTO companies (name, created_at) VALUES ('Acme', '2026-01-01T00:00:00+00:00');
+        INSERT INTO company_members (company_id, user_id) VALUES (1, 1);
+        WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 2000)
+        INSERT INTO jobs (company_id, title, description, location, location_key, remote,
+            employment_type, status, search_terms, title_terms, created_at, updated_at)
+        SELECT 1, 'Welder ' || n, 'd', 'Berlin', 'berlin', 0, 'full_time',
+            CASE WHEN n % 10 = 0 THEN 'closed' ELSE 'open' END, 'welder acme', 'welder',
+            '2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00'
+        FROM g;
+        INSERT INTO applications (job_id, candidate_id, status, created_at, updated_at)
+        SELECT id, 2, 'submitted', '2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00'
+        FROM jobs WHERE id <= 100;";
+
+    async fn upgrade(db: TestDb) {
+        let backend = db.store.backend();
+        migrate_before_0015(backend, &db.url).await;
+        let seed = if backend == "sqlite" {
+            SEED_SQLITE
+        } else {
+            SEED_PG
+        };
+        exec(&db, seed).await.expect("seed");
+        let file = "SELECT CAST(pg_relation_filenode('jobs') AS BIGINT)";
+        let before = if backend == "postgres" {
+            count(&db, file).await
+        } else {
+            0
+        };
+
+        db.store.migrate().await.expect("0015 and after");
+
+        if backend == "postgres" {
+            assert_eq!(count(&db, file).await, before, "jobs was not rewritten");
+        }
+        assert_eq!(count(&db, "SELECT COUNT(*) FROM jobs").await, 2000);
+        assert_eq!(count(&db, "SELECT COUNT(*) FROM applications").await, 100);
+        assert_eq!(
+            count(&db, "SELECT COUNT(*) FROM jobs WHERE expires_at IS NULL").await,
+            2000,
+            "no date until the upkeep"
+        );
+        if backend == "sqlite" {
+            // The full-text rows and their triggers are as they were.
+            assert_eq!(
+                count(
+                    &db,
+                    "SELECT COUNT(*) FROM jobs_fts WHERE jobs_fts MATCH 'welder'"
+                )
+                .await,
+                1800
+            );
+        }
+        let now = jobboard::timefmt::now();
+        let s = JobUpkeepSettings::new(30, 5);
+        let first = run_job_upkeep(&*db.store, &s, now).await.unwrap();
+        // Four batches of 500 read every job; the open ones are dated.
+        assert_eq!(first.backfilled, 1800);
+        let again = run_job_upkeep(&*db.store, &s, now).await.unwrap();
+        assert_eq!(again.backfilled, 0, "the cursor is past them");
+        assert_eq!(
+            count(&db, "SELECT COUNT(*) FROM jobs WHERE expires_at IS NULL").await,
+            200,
+            "closed jobs get theirs when reopened"
+        );
+        assert_eq!(count(&db, "SELECT COUNT(*) FROM job_expiries").await, 1800);
+        // Nothing expired, nothing noticed: the dates are JOB_POSTING_DAYS ahead.
+        assert_eq!((first.expired, first.notice_events), (0, 0));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        upgrade(crate::harness::sqlite().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        upgrade(crate::harness::postgres().await).await;
+    }
+}
