@@ -14,6 +14,7 @@ each_backend!(
     the_upkeeps_writes_reach_the_searches_without_a_cache_bump,
 );
 each_store!(
+    the_workers_upkeep_expires_a_job_and_counts_its_events,
     expires_at_is_set_on_create_and_by_patch_within_a_year,
     renew_opens_open_and_expired_jobs,
     a_patch_moves_a_job_only_between_open_and_closed,
@@ -439,4 +440,51 @@ async fn a_patch_moves_a_job_only_between_open_and_closed(app: TestApp) {
     .unwrap();
     assert_eq!((report.expired, report.expired_events), (1, 1));
     assert_eq!(app.get(&url, None).await.expect(200)["status"], "expired");
+}
+
+/// The worker's own upkeep loop (as `jobboard worker` runs it) expires a job past its date at
+/// its first round, writes one `job.expired` per member, and counts them.
+async fn the_workers_upkeep_expires_a_job_and_counts_its_events(app: TestApp) {
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    let soon = Utc::now() + Duration::seconds(1);
+    let job = app.job(&e, c, json!({"expires_at": rfc(soon)})).await;
+    let id = job["id"].as_i64().unwrap();
+    until_past(soon).await;
+    let worker = std::sync::Arc::new(
+        jobboard::run::build_worker(&app.config(&[]), app.state.store.clone())
+            .await
+            .expect("a worker"),
+    );
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let upkeep = tokio::spawn(worker.clone().maintain(shutdown.clone()));
+    let status = format!("SELECT status FROM jobs WHERE id = {id}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while app.scalar_text(&status).await.as_deref() != Some("expired") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not expired by the upkeep"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    shutdown.cancel();
+    upkeep.await.unwrap();
+    let event = format!(
+        "job-expired-{id}-{}-{}",
+        time(&job["expires_at"]).timestamp(),
+        e.id
+    );
+    let written = app
+        .scalar_i64(&format!(
+            "SELECT COUNT(*) FROM events WHERE event_id = '{event}' AND type = 'job.expired'"
+        ))
+        .await;
+    assert_eq!(written, 1);
+    let metrics = app.get("/metrics", None).await.text;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == r#"upkeep_events_written_total{type="job.expired"} 1"#),
+        "{metrics}"
+    );
 }
