@@ -366,3 +366,41 @@ impl SearchCache for RedisCache {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_page_is_not_served_from_its_until() {
+        let cache = MemoryCache::new(Duration::from_secs(300), 1 << 20);
+        let Lookup::Miss { version } = cache.lookup("k").await else {
+            panic!("an empty cache")
+        };
+        let soon = Utc::now() + chrono::Duration::milliseconds(200);
+        cache
+            .store(&version, "k", Bytes::from_static(b"page"), Some(soon))
+            .await;
+        cache
+            .store(&version, "forever", Bytes::from_static(b"other"), None)
+            .await;
+        assert!(matches!(cache.lookup("k").await, Lookup::Hit(b) if b == "page"));
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert!(matches!(cache.lookup("k").await, Lookup::Miss { .. }));
+        assert!(matches!(cache.lookup("forever").await, Lookup::Hit(_)));
+    }
+
+    #[test]
+    fn a_redis_page_keeps_its_until() {
+        let until = DateTime::from_timestamp_micros(1_796_810_400_123_456);
+        for until in [until, None] {
+            let page = Page {
+                body: Bytes::from_static(b"{\"items\":[]}"),
+                until,
+            };
+            let back = decode_page(encode_page(&page)).expect("a page");
+            assert_eq!((back.body, back.until), (page.body, page.until));
+        }
+        assert!(decode_page(b"short".to_vec()).is_none());
+    }
+}
