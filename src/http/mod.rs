@@ -8,6 +8,7 @@ pub mod companies;
 pub mod console;
 pub mod error;
 pub mod extract;
+pub(crate) mod filters;
 pub mod idempotency;
 pub mod jobs;
 pub mod openapi;
