@@ -3,6 +3,7 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod alerts;
 pub mod applications;
 pub mod companies;
 pub mod console;
@@ -93,6 +94,7 @@ pub fn router(state: AppState) -> Router {
         .merge(companies::router())
         .merge(jobs::router())
         .merge(applications::router())
+        .merge(alerts::router())
         .merge(ops::router())
         .merge(admin::router())
         .merge(console::router());

@@ -1,6 +1,6 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
 
-use super::{accounts, admin, applications, companies, console, jobs, ops, search};
+use super::{accounts, admin, alerts, applications, companies, console, jobs, ops, search};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
@@ -217,6 +217,7 @@ impl Modify for CommonResponses {
         jobs::create, search::search_jobs, jobs::show, jobs::update, jobs::remove,
         applications::apply, applications::list, applications::show, applications::change_status,
         applications::withdraw, applications::remove, applications::history,
+        alerts::create, alerts::list, alerts::update, alerts::remove,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::docs, ops::docs_css, ops::docs_js,
         console::console, console::console_css, console::console_js,
         admin::queue, admin::dead_letters, admin::redrive, admin::purge, admin::event,
@@ -228,6 +229,7 @@ impl Modify for CommonResponses {
         (name = "companies", description = "Companies and their members"),
         (name = "jobs", description = "Publishing and searching jobs"),
         (name = "applications", description = "Applications and their status workflow"),
+        (name = "alerts", description = "Job alerts: a candidate's saved searches, each emailed as a daily or weekly digest of the new jobs that match it"),
         (name = "operations", description = "Health, readiness, metrics, and the pages the binary serves: the API reference and the operator console"),
         (name = "operators", description = "The queue, dead letters and events, for accounts with operator rights (`jobboard admin grant`); 404 to anyone else"),
     )
