@@ -143,7 +143,10 @@ fn main() -> Result<()> {
     let window = AlertWindow::new(&jobs)?;
     let indexed = t.elapsed();
     let t = Instant::now();
-    let found = window.matches(&alerts)?;
+    let found = window
+        .matches(&alerts)
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?;
     let matched = t.elapsed();
 
     let listing = found.iter().filter(|m| !m.jobs.is_empty()).count();

@@ -74,10 +74,11 @@ impl AlertWindow {
         self.searcher.num_docs()
     }
 
-    /// What each alert's digest would list, in the order of `alerts`. An alert whose search
-    /// can match nothing (a word too long to be indexed) gets no jobs. Fails only on an index
-    /// error or an alert whose stored values this release does not know.
-    pub fn matches(&self, alerts: &[AlertRow]) -> anyhow::Result<Vec<AlertMatches>> {
+    /// What each alert's digest would list, in the order of `alerts`, each on its own: an
+    /// alert whose stored values this release does not know (a newer release's, after a
+    /// rollback) fails alone, and the others are answered. An alert whose search can match
+    /// nothing (a word too long to be indexed) gets no jobs.
+    pub fn matches(&self, alerts: &[AlertRow]) -> Vec<anyhow::Result<AlertMatches>> {
         alerts.iter().map(|a| self.match_one(a)).collect()
     }
 
@@ -113,12 +114,13 @@ impl AlertWindow {
 }
 
 /// What each alert's digest would list from the open jobs of `window_jobs` (see the module's
-/// page), in the order of `alerts`.
+/// page), in the order of `alerts`, each alert's answer on its own
+/// ([`AlertWindow::matches`]); fails as a whole only if the window cannot be indexed.
 pub fn match_alerts(
     window_jobs: &[JobRow],
     alerts: &[AlertRow],
-) -> anyhow::Result<Vec<AlertMatches>> {
-    AlertWindow::new(window_jobs)?.matches(alerts)
+) -> anyhow::Result<Vec<anyhow::Result<AlertMatches>>> {
+    Ok(AlertWindow::new(window_jobs)?.matches(alerts))
 }
 
 /// Counts the matches after a watermark and keeps the newest [`DIGEST_JOBS`] of them as
@@ -272,8 +274,10 @@ mod tests {
         after.watermark_job_id = Some(25);
         let created_late = alert(3, Some("rusts"), None, 28);
         let too_long = alert(4, Some(&"x".repeat(200)), None, 0);
-        let found = window
+        let found: Vec<AlertMatches> = window
             .matches(&[listed, after, created_late, too_long])
+            .into_iter()
+            .collect::<anyhow::Result<_>>()
             .unwrap();
         assert_eq!(found[0].jobs, (11..=30).rev().collect::<Vec<i64>>());
         assert_eq!(found[0].further, 10);
@@ -300,6 +304,18 @@ mod tests {
         a.watermark_created_at = Some(at(10));
         a.watermark_job_id = Some(6);
         let found = match_alerts(&jobs, &[a]).unwrap();
-        assert_eq!((found[0].jobs.clone(), found[0].further), (vec![7], 0));
+        let found = found[0].as_ref().unwrap();
+        assert_eq!((found.jobs.clone(), found.further), (vec![7], 0));
+    }
+
+    #[test]
+    fn an_alert_this_release_cannot_read_fails_alone() {
+        let jobs = vec![job(1, "Nurse", "Wien", 10)];
+        let mut unknown = alert(1, Some("nurse"), None, 0);
+        unknown.employment_type = Some("apprenticeship".into());
+        let found = match_alerts(&jobs, &[unknown, alert(2, Some("nurse"), None, 0)]).unwrap();
+        let error = found[0].as_ref().expect_err("an unknown employment type");
+        assert!(format!("{error:#}").contains("apprenticeship"), "{error:#}");
+        assert_eq!(found[1].as_ref().unwrap().jobs, [1]);
     }
 }

@@ -637,7 +637,11 @@ async fn an_alert_matches_what_the_same_search_finds(app: TestApp) {
         rows.push(store.alert_of(cand.id, *id).await.unwrap());
     }
     let window = store.jobs_by_ids(&made).await.unwrap();
-    let found = jobboard::search::match_alerts(&window, &rows).unwrap();
+    let found: Vec<_> = jobboard::search::match_alerts(&window, &rows)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.expect("every alert is read"))
+        .collect();
     for ((search, row), got) in searches.iter().zip(&rows).zip(&found) {
         assert_eq!(got.alert_id, row.id);
         let mut query = url::form_urlencoded::Serializer::new(String::new());

@@ -207,7 +207,11 @@ fn check(rng: &mut StdRng, jobs: &[Job], cases: &[Case], companies: &[String]) -
     let mut window: Vec<JobRow> = jobs.iter().map(|j| row_of(j, companies)).collect();
     window.shuffle(rng);
     let alerts: Vec<AlertRow> = cases.iter().map(|c| c.row.clone()).collect();
-    let found = match_alerts(&window, &alerts).expect("match the alerts");
+    let found: Vec<AlertMatches> = match_alerts(&window, &alerts)
+        .expect("index the window")
+        .into_iter()
+        .collect::<anyhow::Result<_>>()
+        .expect("match every alert");
     assert_eq!(found.len(), cases.len());
     let by_id: BTreeMap<i64, &Job> = jobs.iter().map(|j| (j.id, j)).collect();
     let mut listing = 0;
