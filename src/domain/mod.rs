@@ -2,6 +2,7 @@
 //! status workflow, the search tokenizer, the events a status change emits and what its email
 //! needs.
 
+pub mod alert;
 pub mod event;
 pub mod mail;
 pub mod passwords;
@@ -163,6 +164,8 @@ pub enum Conflict {
     CompanyHasJobs,
     LastMember,
     InvalidTransition(TransitionError),
+    /// A user has [`alert::MAX_ALERTS_PER_USER`] alerts already.
+    TooManyAlerts,
 }
 
 impl Conflict {
@@ -175,6 +178,7 @@ impl Conflict {
             Conflict::CompanyHasJobs => "company-has-jobs",
             Conflict::LastMember => "last-member",
             Conflict::InvalidTransition(_) => "invalid-transition",
+            Conflict::TooManyAlerts => "too-many-alerts",
         }
     }
 
@@ -186,6 +190,7 @@ impl Conflict {
             Conflict::CompanyHasJobs => "Company has jobs",
             Conflict::LastMember => "Last member",
             Conflict::InvalidTransition(_) => "Invalid status transition",
+            Conflict::TooManyAlerts => "Too many alerts",
         }
     }
 
@@ -202,6 +207,10 @@ impl Conflict {
             }
             Conflict::LastMember => "a company must keep at least one member".into(),
             Conflict::InvalidTransition(e) => e.to_string(),
+            Conflict::TooManyAlerts => format!(
+                "you have {} alerts, the most one account may have; delete one first",
+                alert::MAX_ALERTS_PER_USER
+            ),
         }
     }
 }

@@ -3,11 +3,13 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod alerts;
 pub mod applications;
 pub mod companies;
 pub mod console;
 pub mod error;
 pub mod extract;
+pub(crate) mod filters;
 pub mod idempotency;
 pub mod jobs;
 pub mod notifications;
@@ -144,6 +146,7 @@ pub fn router(state: AppState) -> Router {
         .merge(companies::router())
         .merge(jobs::router())
         .merge(applications::router())
+        .merge(alerts::router())
         .merge(ops::router())
         .merge(admin::router())
         .merge(console::router())

@@ -2,6 +2,7 @@
 //! implementation, with a PostgreSQL and a SQLite implementation that share everything but the
 //! SQL dialect (see `dialect.rs` and `sql/`).
 
+pub mod alerts;
 pub mod console;
 mod dialect;
 pub mod events;
@@ -12,6 +13,7 @@ mod sqlite;
 pub mod sqs_dead_letters;
 pub mod upkeep;
 
+pub use alerts::*;
 pub use console::*;
 pub use events::*;
 pub use idempotency::*;
@@ -370,6 +372,7 @@ pub trait Store:
     + ConsoleStore
     + SqsDeadLetterStore
     + JobLogStore
+    + AlertStore
     + Send
     + Sync
     + 'static
