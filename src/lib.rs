@@ -15,7 +15,7 @@
 //! | `worker` | receive → claim → send → record → ack, both claim modes | `queue` `store` `email` `unsubscribe` `domain` `config` `telemetry` |
 //! | `relay` | publishes the outbox to SQS | `queue` `store` `telemetry` |
 //! | `queue` | the `Queue` trait; the database queue and SQS | `store` `domain` `timefmt` |
-//! | `search` | the search index (tantivy) of the open jobs, kept in step by the job-change log | `store` `domain` `telemetry` |
+//! | `search` | the search index (tantivy) of the open jobs, kept in step by the job-change log; the job-alert matcher | `store` `domain` `telemetry` |
 //! | `store` | the `Store` trait; PostgreSQL and SQLite | `domain` `config` `timefmt` |
 //! | `cache` | the job-search cache, in process or in Redis | |
 //! | `email` | the `Mailer` trait; console, file, SMTP and Amazon SES | `unsubscribe` `domain` `config` |

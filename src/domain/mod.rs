@@ -2,6 +2,7 @@
 //! status workflow, the search tokenizer, the events a status change emits and what its email
 //! needs.
 
+pub mod alert;
 pub mod event;
 pub mod job;
 pub mod mail;
@@ -148,6 +149,8 @@ pub enum Conflict {
     /// `expires_at` is set while a job is open (or before it opens), not on a closed or expired
     /// one.
     JobNotOpen(JobStatus),
+    /// A user has [`alert::MAX_ALERTS_PER_USER`] alerts already.
+    TooManyAlerts,
 }
 
 impl Conflict {
@@ -163,6 +166,7 @@ impl Conflict {
             Conflict::JobExpired => "job-closed",
             Conflict::NotRenewable(_) => "not-renewable",
             Conflict::JobNotOpen(_) => "job-not-open",
+            Conflict::TooManyAlerts => "too-many-alerts",
         }
     }
 
@@ -179,6 +183,7 @@ impl Conflict {
             Conflict::JobExpired => "Job closed",
             Conflict::NotRenewable(_) => "Job not renewable",
             Conflict::JobNotOpen(_) => "Job not open",
+            Conflict::TooManyAlerts => "Too many alerts",
         }
     }
 
@@ -205,6 +210,10 @@ impl Conflict {
             Conflict::JobNotOpen(s) => format!(
                 "expires_at can be set only while the job is open (or waiting for review); this \
                  one is {s}: renew an expired job, or reopen a closed one in the same PATCH"
+            ),
+            Conflict::TooManyAlerts => format!(
+                "you have {} alerts, the most one account may have; delete one first",
+                alert::MAX_ALERTS_PER_USER
             ),
         }
     }

@@ -145,6 +145,36 @@ pub fn query_terms(q: &str) -> Option<Vec<String>> {
     Some(terms)
 }
 
+/// The filters a search is made of, validated (by `GET /api/jobs` from its query string, by an
+/// alert from its JSON body, through one function): text trimmed, an empty value unset. `q` and
+/// `location` are kept as typed; [`terms`](Self::terms) and
+/// [`location_needle`](Self::location_needle) are what a search matches with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SearchFilters {
+    pub q: Option<String>,
+    pub location: Option<String>,
+    pub remote: Option<bool>,
+    pub company_id: Option<i64>,
+    pub salary_min: Option<i64>,
+    pub employment_type: Option<super::EmploymentType>,
+}
+
+impl SearchFilters {
+    /// The terms every match must have (none without `q`); `None` when a word of `q` is too
+    /// long to be indexed, so that nothing matches.
+    pub fn terms(&self) -> Option<Vec<String>> {
+        match &self.q {
+            None => Some(Vec::new()),
+            Some(q) => query_terms(q),
+        }
+    }
+
+    /// What `location` matches as: a lower-cased substring of a job's location.
+    pub fn location_needle(&self) -> Option<String> {
+        self.location.as_ref().map(|l| l.to_lowercase())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

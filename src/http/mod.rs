@@ -4,11 +4,13 @@
 pub mod accounts;
 pub mod admin;
 pub mod admin_jobs;
+pub mod alerts;
 pub mod applications;
 pub mod companies;
 pub mod console;
 pub mod error;
 pub mod extract;
+pub(crate) mod filters;
 pub mod idempotency;
 mod job_patch;
 pub mod jobs;
@@ -146,6 +148,7 @@ pub fn router(state: AppState) -> Router {
         .merge(companies::router())
         .merge(jobs::router())
         .merge(applications::router())
+        .merge(alerts::router())
         .merge(ops::router())
         .merge(admin::router())
         .merge(admin_jobs::router())

@@ -1,8 +1,8 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
 
 use super::{
-    accounts, admin, admin_jobs, applications, companies, console, jobs, notifications, ops,
-    search, unsubscribe,
+    accounts, admin, admin_jobs, alerts, applications, companies, console, jobs, notifications,
+    ops, search, unsubscribe,
 };
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
@@ -221,6 +221,7 @@ impl Modify for CommonResponses {
         jobs::create, search::search_jobs, jobs::show, jobs::update, jobs::remove, jobs::renew,
         applications::apply, applications::list, applications::show, applications::change_status,
         applications::withdraw, applications::remove, applications::history,
+        alerts::create, alerts::list, alerts::update, alerts::remove,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::docs, ops::docs_css, ops::docs_js,
         console::console, console::console_css, console::console_js,
         admin::queue, admin::dead_letters, admin::redrive, admin::purge, admin::event,
@@ -234,6 +235,7 @@ impl Modify for CommonResponses {
         (name = "jobs", description = "Publishing and searching jobs"),
         (name = "applications", description = "Applications and their status workflow"),
         (name = "notifications", description = "The unsubscribe links of the digest emails (RFC 8058 one-click): public, the signed token in the link is the authority"),
+        (name = "alerts", description = "Job alerts: a candidate's saved searches, each emailed as a daily or weekly digest of the new jobs that match it"),
         (name = "operations", description = "Health, readiness, metrics, and the pages the binary serves: the API reference and the operator console"),
         (name = "operators", description = "The queue, dead letters and events, and the review of jobs under moderation, for accounts with operator rights (`jobboard admin grant`); 404 to anyone else"),
     )

@@ -8,7 +8,7 @@ use super::extract::{MaybeUser, QueryParams};
 use super::jobs::JobOut;
 use super::openapi::Problem;
 use crate::cache::Lookup;
-use crate::domain::{EmploymentType, search, validate};
+use crate::domain::EmploymentType;
 use crate::http::AppState;
 use crate::store::{Facets, JobSearch, PostedWithin, SEARCH_WINDOW, SearchSort};
 use crate::telemetry::SEARCH_CACHE_REQUESTS_TOTAL;
@@ -136,15 +136,8 @@ pub(super) async fn search_jobs(
     q: QueryParams,
 ) -> ApiResult<Response> {
     let mut errors = FieldErrors::default();
-    let terms = q.get("q").map(search::query_terms);
-    if let Some(Some(words)) = &terms
-        && words.len() > MAX_QUERY_WORDS
-    {
-        errors.add(
-            "q",
-            format!("at most {MAX_QUERY_WORDS} distinct words; narrow the search instead"),
-        );
-    }
+    // The filters an alert saves too, validated by the same function.
+    let filters = super::filters::search_filters(&q, &mut errors);
     let facets = match q.get("facets") {
         None => Facets::default(),
         Some(v) => parse_facets(v).unwrap_or_else(|| {
@@ -155,23 +148,6 @@ pub(super) async fn search_jobs(
             Facets::default()
         }),
     };
-    let location = q
-        .get("location")
-        .map(|l| l.trim().to_lowercase())
-        .filter(|l| !l.is_empty());
-    let remote = q.bool("remote", &mut errors);
-    let company_id = q.int("company_id", 1, i64::MAX, &mut errors);
-    let salary_min = q.int("salary_min", 0, validate::SALARY_MAX, &mut errors);
-    let employment_type = q.get("employment_type").and_then(|t| {
-        let parsed = EmploymentType::parse(t).map(|t| t.as_str().to_string());
-        if parsed.is_none() {
-            errors.add(
-                "employment_type",
-                "must be full_time, part_time, contract or internship",
-            );
-        }
-        parsed
-    });
     let posted_within = q
         .int("posted_within_days", 1, 365, &mut errors)
         .map(|days| PostedWithin::days_before(days, crate::timefmt::now()));
@@ -194,22 +170,17 @@ pub(super) async fn search_jobs(
     }
     errors.into_result()?;
 
-    let search = JobSearch {
-        terms: terms.clone().flatten().unwrap_or_default(),
-        location,
-        remote,
-        company_id,
-        salary_min,
-        employment_type,
+    // A word too long to be indexed matches nothing (no search), and no stored location holds
+    // a NUL (which PostgreSQL could not even compare).
+    let search = JobSearch::of_filters(&filters).map(|s| JobSearch {
         posted_within,
         sort,
         page,
         facets,
-        at: None,
-    };
-    // A word too long to be indexed matches nothing, and no stored location holds a NUL (which
-    // PostgreSQL could not even compare).
-    if matches!(terms, Some(None)) || search.location.as_deref().is_some_and(|l| l.contains('\0')) {
+        ..s
+    });
+    let Some(search) = search.filter(|s| !s.location.as_deref().is_some_and(|l| l.contains('\0')))
+    else {
         return Ok(page_response(
             render(&JobList {
                 items: vec![],
@@ -223,7 +194,7 @@ pub(super) async fn search_jobs(
             }),
             "MISS",
         ));
-    }
+    };
 
     // A page's key names, besides the search, the last job change the index had applied when
     // it was computed: a change written where no cache version is bumped (the worker's upkeep

@@ -13,10 +13,12 @@
 //! The directory is held by one process at a time: a lock file (`holder.lock`, with the
 //! holder's pid in `holder.pid`) refuses a second one.
 
+pub mod alerts;
 mod follow;
 mod query;
 mod schema;
 
+pub use alerts::{AlertMatches, AlertWindow, match_alerts};
 pub use follow::{JobFeed, StoreFeed, catch_up, follow, rebuild};
 pub use schema::SCHEMA_VERSION;
 

@@ -2,6 +2,7 @@
 //! implementation, with a PostgreSQL and a SQLite implementation that share everything but the
 //! SQL dialect (see `dialect.rs` and `sql/`).
 
+pub mod alerts;
 pub mod console;
 mod dialect;
 pub mod events;
@@ -13,6 +14,7 @@ mod sqlite;
 pub mod sqs_dead_letters;
 pub mod upkeep;
 
+pub use alerts::*;
 pub use console::*;
 pub use events::*;
 pub use idempotency::*;
@@ -403,6 +405,7 @@ pub trait Store:
     + SqsDeadLetterStore
     + JobLogStore
     + JobUpkeepStore
+    + AlertStore
     + Send
     + Sync
     + 'static

@@ -34,6 +34,13 @@ fn table() -> Vec<Row> {
         //                                                     anon oth-c oth-m oper cand member
         (M::GET, "/api/me", None, [401, 200, 200, 200, 200, 200]),
         (
+            M::POST,
+            "/api/alerts",
+            Some(json!({"search": {"q": "rust"}, "frequency": "daily"})),
+            [401, 201, 403, 201, 201, 403],
+        ),
+        (M::GET, "/api/alerts", None, [401, 200, 200, 200, 200, 200]),
+        (
             M::GET,
             "/api/me/notifications",
             None,

@@ -505,6 +505,8 @@ impl TestApp {
             "SELECT COUNT(*) FROM operators",
             "SELECT COUNT(*) FROM users WHERE application_digest",
             "SELECT COUNT(*) FROM processed_events",
+            "SELECT COUNT(*) FROM alerts",
+            "SELECT CAST(COALESCE(SUM(LENGTH(frequency) + CASE WHEN paused THEN 1 ELSE 0 END), 0) AS BIGINT) FROM alerts",
             "SELECT CAST(COALESCE(SUM(LENGTH(name) + LENGTH(password_hash)), 0) AS BIGINT) FROM users",
             "SELECT CAST(COALESCE(SUM(LENGTH(name)), 0) AS BIGINT) FROM companies",
             "SELECT CAST(COALESCE(SUM(LENGTH(title) + LENGTH(status)), 0) AS BIGINT) FROM jobs",

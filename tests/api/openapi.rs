@@ -54,9 +54,9 @@ fn digest_token(user: &User) -> String {
 /// application, `{m}` / `{m2}` the member's / other member's user id, `{u}` the token of the
 /// member's digest unsubscribe link, `{member_email}`,
 /// `{candidate_email}`, `{other_candidate_email}`, `{other_member_email}`, `{new_email}`
-/// (a fresh address each time), `{jc}` a closed job of `{c}`, and on the operators' rows `{e}`
-/// (the application's status-change event), `{d}` (a dead letter of a message no worker could
-/// read) and `{jp}` (a job of `{c}` waiting for review).
+/// (a fresh address each time), `{al}` the candidate's alert, `{jc}` a closed job of `{c}`, and
+/// on the operators' rows `{e}` (the application's status-change event), `{d}` (a dead letter
+/// of a message no worker could read) and `{jp}` (a job of `{c}` waiting for review).
 #[derive(Clone)]
 struct Case {
     who: Who,
@@ -121,6 +121,8 @@ fn table() -> Vec<Row> {
             "location": "l", "remote": false, "employment_type": "full_time"}),
         )
     };
+    let alert =
+        || Some(json!({"search": {"q": "rust", "location": "Berlin"}, "frequency": "weekly"}));
     vec![
         (M::POST, "/api/auth/register", vec![
             base(Anonymous, "/api/auth/register", register("{new_email}"), 201),
@@ -249,6 +251,25 @@ fn table() -> Vec<Row> {
         (M::GET, "/api/applications/{id}/history", vec![
             case(OtherCandidate, "/api/applications/{a}/history", None, 404),
             base(Candidate, "/api/applications/{a}/history", None, 200),
+        ]),
+        (M::GET, "/api/alerts", vec![
+            case(Candidate, "/api/alerts?page_size=0", None, 422),
+            base(Candidate, "/api/alerts", None, 200),
+        ]),
+        (M::POST, "/api/alerts", vec![
+            case(Member, "/api/alerts", alert(), 403),
+            case(Candidate, "/api/alerts", Some(json!({"search": {}, "frequency": "daily"})), 422),
+            case(OtherCandidate, "/api/alerts", alert(), 409).times(21),
+            base(Candidate, "/api/alerts", alert(), 201),
+        ]),
+        (M::PATCH, "/api/alerts/{id}", vec![
+            case(OtherCandidate, "/api/alerts/{al}", Some(json!({"paused": true})), 404),
+            case(Candidate, "/api/alerts/{al}", Some(json!({"paused": null})), 422),
+            base(Candidate, "/api/alerts/{al}", Some(json!({"paused": true})), 200),
+        ]),
+        (M::DELETE, "/api/alerts/{id}", vec![
+            case(OtherCandidate, "/api/alerts/{al}", None, 404),
+            base(Candidate, "/api/alerts/{al}", None, 204),
         ]),
         (M::GET, "/healthz", vec![base(Anonymous, "/healthz", None, 200)]),
         (M::GET, "/readyz", vec![base(Anonymous, "/readyz", None, 200)]),
@@ -396,6 +417,20 @@ fn enum_inputs() -> Vec<(
             statuses.clone(),
         ),
         ("get", "/api/applications", "query", "status", statuses),
+        (
+            "post",
+            "/api/alerts",
+            "body",
+            "frequency",
+            vec!["daily", "weekly"],
+        ),
+        (
+            "patch",
+            "/api/alerts/{id}",
+            "body",
+            "frequency",
+            vec!["daily", "weekly"],
+        ),
     ]
 }
 
@@ -710,6 +745,8 @@ struct World {
     c3: i64,
     j: i64,
     a: i64,
+    /// An alert of the candidate's.
+    al: i64,
     /// A closed job of `c`.
     jc: i64,
     /// On the operators' rows: the operator, an event id, a dead letter's id and a job waiting
@@ -734,6 +771,16 @@ impl World {
         .await
         .expect(204);
         let c3 = app.company(&other_member, "Elsewhere").await;
+        let al = app
+            .post(
+                "/api/alerts",
+                Some(&s.candidate.token),
+                json!({"search": {"q": "engineer"}, "frequency": "daily"}),
+            )
+            .await
+            .expect(201)["id"]
+            .as_i64()
+            .expect("the alert's id");
         let closed = app
             .job(&s.employer, s.company_id, json!({"title": "Closed"}))
             .await;
@@ -811,6 +858,7 @@ impl World {
             c: s.company_id,
             j: s.job_id,
             a: s.application_id,
+            al,
             member: s.employer,
             candidate: s.candidate,
             other_candidate,
@@ -830,6 +878,7 @@ impl World {
             .replace("{jc}", &self.jc.to_string())
             .replace("{jp}", &self.jp.to_string())
             .replace("{j}", &self.j.to_string())
+            .replace("{al}", &self.al.to_string())
             .replace("{a}", &self.a.to_string())
             .replace("{m}", &self.member.id.to_string())
             .replace("{m2}", &self.other_member.id.to_string())

@@ -19,6 +19,7 @@
 mod harness;
 
 mod accounts;
+mod alerts;
 mod applications;
 mod companies;
 mod events;

@@ -34,6 +34,7 @@ use rand::{Rng, SeedableRng};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+mod alerts;
 mod corpus;
 mod props;
 mod queries;

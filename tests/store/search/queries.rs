@@ -264,10 +264,13 @@ pub struct Answer {
 
 /// Every match of the search, in result order.
 pub fn reference_matches(jobs: &[Job], s: &JobSearch, company: Option<usize>) -> Vec<i64> {
-    let at = s.at.expect("the reference searches at a given instant");
+    // Without an instant (the alert matcher's cases, which judge no dates) no date is judged.
     let mut found: Vec<(usize, &Job)> = jobs
         .iter()
-        .filter(|j| j.searchable_at(at))
+        .filter(|j| match s.at {
+            Some(at) => j.searchable_at(at),
+            None => !j.deleted && j.open && !j.expired,
+        })
         .filter(|j| s.terms.iter().all(|t| j.terms.contains(t)))
         .filter(|j| {
             s.location
