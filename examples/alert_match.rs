@@ -91,6 +91,8 @@ fn main() -> Result<()> {
                 salary_max,
                 employment_type: EmploymentType::ALL[zipf(&mut rng, 4)],
                 status: JobStatus::Open,
+                expires_at: None,
+                rejection_reason: None,
                 created_at: at,
                 updated_at: at,
             }

@@ -15,9 +15,14 @@
 //! write, and the epoch, a random word, is replaced whenever either key is missing (a Redis that
 //! restarted empty, a flush, an eviction). A version can therefore never come back, and a page
 //! kept in memory under it can never be served again.
+//!
+//! A page also carries the instant it stops being the answer (`until`: the earliest
+//! `expires_at` among the search's matches, past which the search leaves that job out). A page
+//! is never served at or after it, in memory or from Redis (which also drops it then).
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use chrono::{DateTime, Utc};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -38,7 +43,8 @@ pub trait SearchCache: Send + Sync + 'static {
     /// `memory` or `redis`.
     fn kind(&self) -> &'static str;
     async fn lookup(&self, key: &str) -> Lookup;
-    async fn store(&self, version: &str, key: &str, body: Bytes);
+    /// Keeps `body` under `version` and `key`, to be served before `until` only.
+    async fn store(&self, version: &str, key: &str, body: Bytes, until: Option<DateTime<Utc>>);
     /// Makes every earlier entry unreachable. Called after each job write commits.
     async fn bump(&self);
     async fn ping(&self) -> anyhow::Result<()>;
@@ -46,19 +52,46 @@ pub trait SearchCache: Send + Sync + 'static {
     async fn retry_owed_bump(&self) {}
 }
 
+/// A cached page and the instant it stops being the answer.
+#[derive(Clone)]
+struct Page {
+    body: Bytes,
+    until: Option<DateTime<Utc>>,
+}
+
+impl Page {
+    /// The page, unless its time has come.
+    fn current(self) -> Option<Bytes> {
+        match self.until {
+            Some(until) if until <= Utc::now() => None,
+            _ => Some(self.body),
+        }
+    }
+}
+
 /// The in-process cache: one process's searches see its own writes at once.
 pub struct MemoryCache {
     version: AtomicU64,
-    pages: moka::future::Cache<String, Bytes>,
+    pages: moka::future::Cache<String, Page>,
 }
 
 /// Pages in memory for `ttl`, weighing at most `max_bytes` together.
-fn page_store(ttl: Duration, max_bytes: u64) -> moka::future::Cache<String, Bytes> {
+fn page_store(ttl: Duration, max_bytes: u64) -> moka::future::Cache<String, Page> {
     moka::future::Cache::builder()
-        .weigher(|k: &String, v: &Bytes| (k.len() + v.len()).try_into().unwrap_or(u32::MAX))
+        .weigher(|k: &String, v: &Page| (k.len() + v.body.len()).try_into().unwrap_or(u32::MAX))
         .max_capacity(max_bytes)
         .time_to_live(ttl)
         .build()
+}
+
+/// Looks `key` up in `pages`; a page whose time has come is dropped.
+async fn current_page(pages: &moka::future::Cache<String, Page>, key: &str) -> Option<Bytes> {
+    let page = pages.get(key).await?;
+    let body = page.current();
+    if body.is_none() {
+        pages.invalidate(key).await;
+    }
+    body
 }
 
 impl MemoryCache {
@@ -79,14 +112,16 @@ impl SearchCache for MemoryCache {
 
     async fn lookup(&self, key: &str) -> Lookup {
         let version = self.version.load(Ordering::SeqCst).to_string();
-        match self.pages.get(&format!("{version}:{key}")).await {
+        match current_page(&self.pages, &format!("{version}:{key}")).await {
             Some(body) => Lookup::Hit(body),
             None => Lookup::Miss { version },
         }
     }
 
-    async fn store(&self, version: &str, key: &str, body: Bytes) {
-        self.pages.insert(format!("{version}:{key}"), body).await;
+    async fn store(&self, version: &str, key: &str, body: Bytes, until: Option<DateTime<Utc>>) {
+        self.pages
+            .insert(format!("{version}:{key}"), Page { body, until })
+            .await;
     }
 
     async fn bump(&self) {
@@ -108,7 +143,7 @@ pub struct RedisCache {
     version_script: redis::Script,
     bump_script: redis::Script,
     /// The pages this process has read or stored, by `version:key`.
-    local: moka::future::Cache<String, Bytes>,
+    local: moka::future::Cache<String, Page>,
 }
 
 /// The current version. KEYS: counter, epoch; ARGV: a fresh epoch, used if one is missing.
@@ -174,8 +209,11 @@ impl RedisCache {
         uuid::Uuid::new_v4().simple().to_string()
     }
 
+    /// Each page is stored after the 8 bytes of its `until` (µs since the epoch, big-endian;
+    /// `i64::MAX` for none), under a prefix of its own (`page2`), so that a release that stored
+    /// bare pages never reads one of these, nor this one one of those.
     fn page_prefix(&self) -> String {
-        format!("{}search:page:", self.prefix)
+        format!("{}search:page2:", self.prefix)
     }
 
     async fn try_bump(&self) -> redis::RedisResult<()> {
@@ -189,6 +227,27 @@ impl RedisCache {
             .await?;
         Ok(())
     }
+}
+
+/// A page as Redis keeps it: its `until` (µs, big-endian, `i64::MAX` for none), then its body.
+fn encode_page(page: &Page) -> Vec<u8> {
+    let until = page.until.map_or(i64::MAX, |t| t.timestamp_micros());
+    let mut out = Vec::with_capacity(8 + page.body.len());
+    out.extend_from_slice(&until.to_be_bytes());
+    out.extend_from_slice(&page.body);
+    out
+}
+
+fn decode_page(stored: Vec<u8>) -> Option<Page> {
+    let head: [u8; 8] = stored.get(..8)?.try_into().ok()?;
+    let until = match i64::from_be_bytes(head) {
+        i64::MAX => None,
+        micros => Some(DateTime::from_timestamp_micros(micros)?),
+    };
+    Some(Page {
+        body: Bytes::from(stored).slice(8..),
+        until,
+    })
 }
 
 #[async_trait]
@@ -226,7 +285,7 @@ impl SearchCache for RedisCache {
             }
         };
         let local_key = format!("{version}:{key}");
-        if let Some(body) = self.local.get(&local_key).await {
+        if let Some(body) = current_page(&self.local, &local_key).await {
             return Lookup::Hit(body);
         }
         // Not seen here: perhaps another process stored it.
@@ -235,11 +294,19 @@ impl SearchCache for RedisCache {
             .query_async(&mut conn)
             .await;
         match found {
-            Ok(Some(body)) => {
-                let body = Bytes::from(body);
-                self.local.insert(local_key, body.clone()).await;
-                Lookup::Hit(body)
-            }
+            Ok(Some(stored)) => match decode_page(stored) {
+                Some(page) => match page.clone().current() {
+                    Some(body) => {
+                        self.local.insert(local_key, page).await;
+                        Lookup::Hit(body)
+                    }
+                    None => Lookup::Miss { version },
+                },
+                None => {
+                    tracing::warn!("a cached search page could not be read; searching instead");
+                    Lookup::Miss { version }
+                }
+            },
             Ok(None) => Lookup::Miss { version },
             Err(e) => {
                 tracing::warn!(error = %e, "search cache unavailable; reading the database");
@@ -248,16 +315,27 @@ impl SearchCache for RedisCache {
         }
     }
 
-    async fn store(&self, version: &str, key: &str, body: Bytes) {
-        self.local
-            .insert(format!("{version}:{key}"), body.clone())
-            .await;
+    async fn store(&self, version: &str, key: &str, body: Bytes, until: Option<DateTime<Utc>>) {
+        // Redis drops the page at its TTL or at `until`, whichever comes first.
+        let ttl_ms = match until {
+            Some(until) => {
+                let left = (until - Utc::now()).num_milliseconds();
+                if left <= 0 {
+                    return;
+                }
+                left.min(self.ttl_secs as i64 * 1000)
+            }
+            None => self.ttl_secs as i64 * 1000,
+        };
+        let page = Page { body, until };
+        let encoded = encode_page(&page);
+        self.local.insert(format!("{version}:{key}"), page).await;
         let mut conn = self.conn.clone();
         let stored: redis::RedisResult<()> = redis::cmd("SET")
             .arg(format!("{}{version}:{key}", self.page_prefix()))
-            .arg(body.as_ref())
-            .arg("EX")
-            .arg(self.ttl_secs)
+            .arg(encoded)
+            .arg("PX")
+            .arg(ttl_ms)
             .query_async(&mut conn)
             .await;
         if let Err(e) = stored {
@@ -286,5 +364,43 @@ impl SearchCache for RedisCache {
         let pong: String = redis::cmd("PING").query_async(&mut conn).await?;
         anyhow::ensure!(pong == "PONG", "unexpected PING answer");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_page_is_not_served_from_its_until() {
+        let cache = MemoryCache::new(Duration::from_secs(300), 1 << 20);
+        let Lookup::Miss { version } = cache.lookup("k").await else {
+            panic!("an empty cache")
+        };
+        let soon = Utc::now() + chrono::Duration::milliseconds(200);
+        cache
+            .store(&version, "k", Bytes::from_static(b"page"), Some(soon))
+            .await;
+        cache
+            .store(&version, "forever", Bytes::from_static(b"other"), None)
+            .await;
+        assert!(matches!(cache.lookup("k").await, Lookup::Hit(b) if b == "page"));
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert!(matches!(cache.lookup("k").await, Lookup::Miss { .. }));
+        assert!(matches!(cache.lookup("forever").await, Lookup::Hit(_)));
+    }
+
+    #[test]
+    fn a_redis_page_keeps_its_until() {
+        let until = DateTime::from_timestamp_micros(1_796_810_400_123_456);
+        for until in [until, None] {
+            let page = Page {
+                body: Bytes::from_static(b"{\"items\":[]}"),
+                until,
+            };
+            let back = decode_page(encode_page(&page)).expect("a page");
+            assert_eq!((back.body, back.until), (page.body, page.until));
+        }
+        assert!(decode_page(b"short".to_vec()).is_none());
     }
 }

@@ -536,6 +536,7 @@ async fn seed_store(url: &str, events: usize, latency: usize) -> Result<(Vec<i64
                 salary: SalaryRange::default(),
                 employment_type: EmploymentType::FullTime,
                 status: JobStatus::Open,
+                expires_at: Some(jobboard::timefmt::now() + chrono::Duration::days(30)),
             },
             None,
         )

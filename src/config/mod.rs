@@ -199,7 +199,7 @@ pub struct Config {
     /// lease mode claims, records and acknowledges each received batch in one statement each
     #[arg(long, env = "WORKER_BATCH", action = ArgAction::Set, ignore_case = true,
           default_value = "true",
-          value_parser = PossibleValuesParser::new(["true", "false"]).map(|s| s == "true"))]
+          value_parser = PossibleValuesParser::new(["true", "false"]).map(|s| s.eq_ignore_ascii_case("true")))]
     pub worker_batch: bool,
     /// 1-3600: seconds the API gives a request before it answers 503 with Retry-After in its
     /// place (the work is abandoned and its transaction rolled back)
@@ -223,6 +223,19 @@ pub struct Config {
     #[arg(long, env = "PROCESSED_EVENTS_RETENTION_DAYS", default_value = "14",
           value_parser = parse::ranged(1, 36_500))]
     pub processed_events_retention_days: u64,
+    /// 1-365: days a job stays open before it expires (from its creation, or its approval)
+    #[arg(long, env = "JOB_POSTING_DAYS", default_value = "30",
+          value_parser = parse::ranged(1, 365))]
+    pub job_posting_days: u64,
+    /// 0-30: days before a job expires that its company's members are emailed (0: never)
+    #[arg(long, env = "JOB_EXPIRY_NOTICE_DAYS", default_value = "5",
+          value_parser = parse::ranged(0, 30))]
+    pub job_expiry_notice_days: u64,
+    /// true: a new job waits for an operator's approval before anyone else sees it
+    #[arg(long, env = "JOB_MODERATION", action = ArgAction::Set, ignore_case = true,
+          default_value = "false",
+          value_parser = PossibleValuesParser::new(["true", "false"]).map(|s| s.eq_ignore_ascii_case("true")))]
+    pub job_moderation: bool,
     /// console prints (refused in production), file writes .eml files, smtp sends, ses sends
     /// through Amazon SES (API v2; AWS_REGION and the AWS credentials apply)
     #[arg(

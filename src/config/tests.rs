@@ -25,6 +25,10 @@ fn defaults() {
     assert_eq!(c.database_pool_size, None);
     assert_eq!(c.worker_concurrency, 32);
     assert_eq!(c.shutdown_drain_secs, 0);
+    assert!(!c.job_moderation && c.job_posting_days == 30 && c.job_expiry_notice_days == 5);
+    // Words are matched without regard to case, `true` included.
+    let c = parse(&[("JOB_MODERATION", "TRUE"), ("WORKER_BATCH", "TRUE")]).unwrap();
+    assert!(c.job_moderation && c.worker_batch);
     let c = parse(&[("WORKER_BATCH", "false"), ("DATABASE_POOL_SIZE", "4")]).unwrap();
     assert!(!c.worker_batch);
     assert_eq!(c.database_pool_size, Some(4));
@@ -85,6 +89,7 @@ fn bad_values_name_the_variable() {
         ),
         (vec![("CLAIM_MODE", "transaction")], "CLAIM_MODE"),
         (vec![("WORKER_BATCH", "sometimes")], "WORKER_BATCH"),
+        (vec![("JOB_MODERATION", "yes")], "JOB_MODERATION"),
         (vec![("DATABASE_POOL_SIZE", "0")], "DATABASE_POOL_SIZE"),
         (vec![("DATABASE_POOL_SIZE", "many")], "DATABASE_POOL_SIZE"),
         (
@@ -319,7 +324,7 @@ fn the_ranges_in_the_help_are_the_ones_enforced() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 15, "every numeric variable states its range");
+    assert_eq!(checked, 17, "every numeric variable states its range");
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 pub mod alert;
 pub mod event;
+pub mod job;
 pub mod mail;
 pub mod passwords;
 pub mod search;
@@ -11,6 +12,7 @@ pub mod status;
 pub mod validate;
 pub mod values;
 
+pub use job::{JobStatus, JobTransitionError};
 pub use status::{Actor, ApplicationStatus, TransitionError};
 
 use std::fmt;
@@ -82,33 +84,6 @@ impl EmploymentType {
     }
 }
 
-/// Whether a job takes applications.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum JobStatus {
-    Open,
-    Closed,
-}
-
-impl JobStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobStatus::Open => "open",
-            JobStatus::Closed => "closed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<JobStatus> {
-        match s {
-            "open" => Some(JobStatus::Open),
-            "closed" => Some(JobStatus::Closed),
-            _ => None,
-        }
-    }
-}
-
 /// A stored value this release does not know (a newer release wrote it, or a hand did): an
 /// error to report, never a default to read it as.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -164,6 +139,16 @@ pub enum Conflict {
     CompanyHasJobs,
     LastMember,
     InvalidTransition(TransitionError),
+    /// A move of a job's status that its status does not allow (`invalid-transition` too).
+    JobTransition(JobTransitionError),
+    /// The job's `expires_at` has passed: it takes no applications (`job-closed`, as a closed
+    /// job: a client that knows closed jobs knows these).
+    JobExpired,
+    /// Only an open or expired job can be renewed.
+    NotRenewable(JobStatus),
+    /// `expires_at` is set while a job is open (or before it opens), not on a closed or expired
+    /// one.
+    JobNotOpen(JobStatus),
     /// A user has [`alert::MAX_ALERTS_PER_USER`] alerts already.
     TooManyAlerts,
 }
@@ -177,7 +162,10 @@ impl Conflict {
             Conflict::JobClosed => "job-closed",
             Conflict::CompanyHasJobs => "company-has-jobs",
             Conflict::LastMember => "last-member",
-            Conflict::InvalidTransition(_) => "invalid-transition",
+            Conflict::InvalidTransition(_) | Conflict::JobTransition(_) => "invalid-transition",
+            Conflict::JobExpired => "job-closed",
+            Conflict::NotRenewable(_) => "not-renewable",
+            Conflict::JobNotOpen(_) => "job-not-open",
             Conflict::TooManyAlerts => "too-many-alerts",
         }
     }
@@ -189,7 +177,12 @@ impl Conflict {
             Conflict::JobClosed => "Job closed",
             Conflict::CompanyHasJobs => "Company has jobs",
             Conflict::LastMember => "Last member",
-            Conflict::InvalidTransition(_) => "Invalid status transition",
+            Conflict::InvalidTransition(_) | Conflict::JobTransition(_) => {
+                "Invalid status transition"
+            }
+            Conflict::JobExpired => "Job closed",
+            Conflict::NotRenewable(_) => "Job not renewable",
+            Conflict::JobNotOpen(_) => "Job not open",
             Conflict::TooManyAlerts => "Too many alerts",
         }
     }
@@ -207,6 +200,17 @@ impl Conflict {
             }
             Conflict::LastMember => "a company must keep at least one member".into(),
             Conflict::InvalidTransition(e) => e.to_string(),
+            Conflict::JobTransition(e) => e.to_string(),
+            Conflict::JobExpired => {
+                "this job has expired and takes no applications; its company may renew it".into()
+            }
+            Conflict::NotRenewable(s) => {
+                format!("only an open or expired job can be renewed; this one is {s}")
+            }
+            Conflict::JobNotOpen(s) => format!(
+                "expires_at can be set only while the job is open (or waiting for review); this \
+                 one is {s}: renew an expired job, or reopen a closed one in the same PATCH"
+            ),
             Conflict::TooManyAlerts => format!(
                 "you have {} alerts, the most one account may have; delete one first",
                 alert::MAX_ALERTS_PER_USER

@@ -154,11 +154,11 @@ async fn visible(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<Applicati
 }
 
 /// Apply to an open job (candidates). Once per job: a second application is 409, even when
-/// concurrent, until the first is deleted.
+/// concurrent, until the first is deleted. A job past its `expires_at` is 409 `job-closed`.
 #[utoipa::path(post, operation_id = "apply_to_job", path = "/api/jobs/{id}/applications", tag = "applications", security(("bearer" = [])),
     params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)), request_body = ApplyIn,
     responses((status = 201, body = ApplicationOut), (status = 403, body = Problem), (status = 404, body = Problem),
-              (status = 409, description = "already-applied or job-closed", body = Problem), (status = 422, body = Problem)))]
+              (status = 409, description = "already-applied, or job-closed (the job is closed, expired, or not open yet)", body = Problem), (status = 422, body = Problem)))]
 async fn apply(
     State(st): State<AppState>,
     user: AuthUser,
@@ -166,7 +166,8 @@ async fn apply(
     idem: Idempotent<Body>,
 ) -> ApiResult<(StatusCode, Json<ApplicationOut>)> {
     user.require(Role::Candidate, "apply to jobs")?;
-    let job = st.store.job(ids.one()).await?;
+    // A job waiting for review, or rejected, is not there for a candidate (404).
+    let job = super::jobs::visible_job(&st, Some(&user.0), ids.one()).await?;
     let input: ApplyIn = idem.body.json(true)?;
     let cover_letter = match input.cover_letter {
         Some(c) => Some(

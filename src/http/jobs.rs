@@ -1,20 +1,24 @@
-//! Jobs: publishing (company members) and reading one; the search is in `search.rs`.
+//! Jobs: publishing (company members), reading one, renewing, and the lifecycle rules of a
+//! member's PATCH (CONTRACT.md §4, Jobs: `open ↔ closed`, `expires_at`, a rejected job back to
+//! review); the search is in `search.rs`, the operators' review in `admin_jobs.rs`.
 
 use super::companies::member_company;
 use super::error::{ApiError, ApiResult, FieldErrors};
-use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser, double_option};
+use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser};
 use super::idempotency::{Idempotent, json_of};
+use super::job_patch::{JobPatch, merge};
 use super::openapi::Problem;
 use super::search::search_jobs;
+use crate::domain::job::{check_expires_at, parse_time};
 use crate::domain::values::{SalaryRange, Title};
 use crate::domain::{EmploymentType, JobStatus, Role, validate};
 use crate::http::AppState;
-use crate::store::{JobFields, JobRow};
+use crate::store::{JobFields, JobRow, UserRow};
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -22,6 +26,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/jobs", get(search_jobs).post(create))
         .route("/api/jobs/{id}", get(show).patch(update).delete(remove))
+        .route("/api/jobs/{id}/renew", post(renew))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -43,7 +48,17 @@ pub struct JobOut {
     #[schema(required = true)]
     pub salary_max: Option<i64>,
     pub employment_type: EmploymentType,
+    /// `expired` as soon as `expires_at` has passed, whether or not the upkeep has run.
     pub status: JobStatus,
+    /// When the job expires: `null` for a job written before jobs expired (until the upkeep
+    /// gives it one) and for a job waiting for review without one (its approval gives it one).
+    #[schema(required = true)]
+    #[serde(with = "crate::timefmt::option")]
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Why an operator rejected the job; `null` unless it is `rejected`.
+    #[schema(required = true)]
+    pub rejection_reason: Option<String>,
+    /// When the job opened: its creation, or its approval under moderation.
     #[serde(with = "crate::timefmt")]
     pub created_at: DateTime<Utc>,
     #[serde(with = "crate::timefmt")]
@@ -52,6 +67,7 @@ pub struct JobOut {
 
 impl From<JobRow> for JobOut {
     fn from(j: JobRow) -> Self {
+        let status = j.status_at(crate::timefmt::now());
         JobOut {
             id: j.id,
             company: CompanyRef {
@@ -65,7 +81,9 @@ impl From<JobRow> for JobOut {
             salary_min: j.salary_min,
             salary_max: j.salary_max,
             employment_type: j.employment_type,
-            status: j.status,
+            status,
+            expires_at: j.expires_at,
+            rejection_reason: j.rejection_reason.filter(|_| status == JobStatus::Rejected),
             created_at: j.created_at,
             updated_at: j.updated_at,
         }
@@ -85,6 +103,11 @@ pub struct JobIn {
     pub salary_max: Option<i64>,
     #[schema(value_type = EmploymentType)]
     pub employment_type: String,
+    /// Any time in the next 365 days; default `JOB_POSTING_DAYS` after the job opens (its
+    /// creation, or its approval under moderation).
+    #[serde(default)]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub expires_at: Option<String>,
 }
 
 impl JsonBody for JobIn {
@@ -97,62 +120,32 @@ impl JsonBody for JobIn {
         "salary_min",
         "salary_max",
         "employment_type",
+        "expires_at",
     ];
-    const READ_ONLY: &'static [&'static str] =
-        &["id", "company", "status", "created_at", "updated_at"];
-}
-
-/// JSON Merge Patch of a job: absent fields stay, `null` clears `salary_min` / `salary_max`.
-#[derive(Deserialize, ToSchema, Default)]
-pub struct JobPatch {
-    #[serde(default, deserialize_with = "double_option")]
-    pub title: Option<Option<String>>,
-    #[serde(default, deserialize_with = "double_option")]
-    pub description: Option<Option<String>>,
-    #[serde(default, deserialize_with = "double_option")]
-    pub location: Option<Option<String>>,
-    #[serde(default, deserialize_with = "double_option")]
-    pub remote: Option<Option<bool>>,
-    #[serde(default, deserialize_with = "double_option")]
-    pub salary_min: Option<Option<i64>>,
-    #[serde(default, deserialize_with = "double_option")]
-    pub salary_max: Option<Option<i64>>,
-    #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = EmploymentType)]
-    pub employment_type: Option<Option<String>>,
-    #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = JobStatus)]
-    pub status: Option<Option<String>>,
-}
-
-impl JsonBody for JobPatch {
-    const FIELDS: &'static [&'static str] = &[
-        "title",
-        "description",
-        "location",
-        "remote",
-        "salary_min",
-        "salary_max",
-        "employment_type",
+    const READ_ONLY: &'static [&'static str] = &[
+        "id",
+        "company",
         "status",
+        "rejection_reason",
+        "created_at",
+        "updated_at",
     ];
-    const READ_ONLY: &'static [&'static str] =
-        &["id", "company", "company_id", "created_at", "updated_at"];
 }
 
-/// The raw values of a job before validation.
-struct Draft {
-    title: String,
-    description: String,
-    location: String,
-    remote: bool,
-    salary_min: Option<i64>,
-    salary_max: Option<i64>,
-    employment_type: String,
-    status: String,
+/// The raw values of a job before validation; its status and `expires_at` are already judged.
+pub(super) struct Draft {
+    pub(super) title: String,
+    pub(super) description: String,
+    pub(super) location: String,
+    pub(super) remote: bool,
+    pub(super) salary_min: Option<i64>,
+    pub(super) salary_max: Option<i64>,
+    pub(super) employment_type: String,
+    pub(super) status: JobStatus,
+    pub(super) expires_at: Option<DateTime<Utc>>,
 }
 
-fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
+pub(super) fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
     let title = errors.check("title", Title::parse(&d.title));
     let description = errors.check(
         "description",
@@ -174,39 +167,41 @@ fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
         EmploymentType::parse(&d.employment_type)
             .ok_or_else(|| "must be full_time, part_time, contract or internship".to_string()),
     );
-    let status = errors.check(
-        "status",
-        JobStatus::parse(&d.status).ok_or_else(|| "must be open or closed".to_string()),
-    );
-    match (
-        title,
-        description,
-        location,
-        salary,
-        employment_type,
-        status,
-    ) {
-        (
-            Some(title),
-            Some(description),
-            Some(location),
-            Some(salary),
-            Some(employment_type),
-            Some(status),
-        ) if errors.is_empty() => Ok(JobFields {
-            title,
-            description,
-            location,
-            remote: d.remote,
-            salary,
-            employment_type,
-            status,
-        }),
+    match (title, description, location, salary, employment_type) {
+        (Some(title), Some(description), Some(location), Some(salary), Some(employment_type))
+            if errors.is_empty() =>
+        {
+            Ok(JobFields {
+                title,
+                description,
+                location,
+                remote: d.remote,
+                salary,
+                employment_type,
+                status: d.status,
+                expires_at: d.expires_at,
+            })
+        }
         _ => Err(ApiError::validation(errors)),
     }
 }
 
-/// Publish a job for one of the caller's companies.
+/// A member's `expires_at`, parsed and checked against `now` (422 under `expires_at`).
+fn expiry(raw: &str, now: DateTime<Utc>, errors: &mut FieldErrors) -> Option<DateTime<Utc>> {
+    errors.check(
+        "expires_at",
+        parse_time(raw).and_then(|t| check_expires_at(t, now)),
+    )
+}
+
+/// `JOB_POSTING_DAYS`.
+fn posting(st: &AppState) -> Duration {
+    Duration::days(st.config.job_posting_days as i64)
+}
+
+/// Publish a job for one of the caller's companies: `open` until `expires_at` (default
+/// `JOB_POSTING_DAYS` from now), or, under `JOB_MODERATION`, `pending_review` until an operator
+/// approves it.
 #[utoipa::path(post, operation_id = "create_job", path = "/api/jobs", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "jobs", security(("bearer" = [])), request_body = JobIn,
     responses((status = 201, body = JobOut), (status = 403, body = Problem),
               (status = 404, description = "no such company among the caller's", body = Problem), (status = 422, body = Problem)))]
@@ -222,6 +217,21 @@ async fn create(
         member_company(&st, &user, company_id).await?;
     }
     let input: JobIn = idem.body.json(false)?;
+    let now = crate::timefmt::now();
+    let mut errors = FieldErrors::default();
+    let expires_at = input
+        .expires_at
+        .as_deref()
+        .and_then(|raw| expiry(raw, now, &mut errors));
+    // Under moderation the job opens at its approval, which gives it its default date.
+    let (status, expires_at) = if st.config.job_moderation {
+        (JobStatus::PendingReview, expires_at)
+    } else {
+        (
+            JobStatus::Open,
+            Some(expires_at.unwrap_or(now + posting(&st))),
+        )
+    };
     let fields = validate_job(
         Draft {
             title: input.title,
@@ -231,9 +241,10 @@ async fn create(
             salary_min: input.salary_min,
             salary_max: input.salary_max,
             employment_type: input.employment_type,
-            status: "open".to_string(),
+            status,
+            expires_at,
         },
-        FieldErrors::default(),
+        errors,
     )?;
     let done = idem.completion(StatusCode::CREATED, &json_of::<JobRow, JobOut>)?;
     let job = st
@@ -244,11 +255,39 @@ async fn create(
     Ok((StatusCode::CREATED, Json(JobOut::from(job))))
 }
 
-/// One job (public; closed jobs included).
+/// Whether `user` may see a job waiting for review or rejected: a member of its company, or an
+/// operator.
+async fn may_see_unpublished(st: &AppState, user: &UserRow, job: &JobRow) -> ApiResult<bool> {
+    if user.role() == Role::Employer && st.store.is_member(job.company_id, user.id).await? {
+        return Ok(true);
+    }
+    Ok(st.store.is_operator(user.id).await?)
+}
+
+/// The job, if `user` (none: anonymous) may see it; 404 otherwise.
+pub(super) async fn visible_job(
+    st: &AppState,
+    user: Option<&UserRow>,
+    id: i64,
+) -> ApiResult<JobRow> {
+    let job = st.store.job(id).await?;
+    if job.status.is_public() {
+        return Ok(job);
+    }
+    match user {
+        Some(user) if may_see_unpublished(st, user, &job).await? => Ok(job),
+        _ => Err(ApiError::not_found()),
+    }
+}
+
+/// One job (public; closed and expired jobs included; a job waiting for review, or rejected,
+/// only to its company's members and to operators).
 #[utoipa::path(get, operation_id = "get_job", path = "/api/jobs/{id}", tag = "jobs", security((), ("bearer" = [])), params(("id" = i64, Path)),
     responses((status = 200, body = JobOut), (status = 404, body = Problem)))]
-async fn show(State(st): State<AppState>, _user: MaybeUser, ids: Ids) -> ApiResult<Json<JobOut>> {
-    Ok(Json(st.store.job(ids.one()).await?.into()))
+async fn show(State(st): State<AppState>, user: MaybeUser, ids: Ids) -> ApiResult<Json<JobOut>> {
+    Ok(Json(
+        visible_job(&st, user.0.as_ref(), ids.one()).await?.into(),
+    ))
 }
 
 async fn member_job(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<JobRow> {
@@ -258,10 +297,13 @@ async fn member_job(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<JobRow
     Ok(job)
 }
 
-/// Update a job (members of its company) as a JSON Merge Patch; `status` may go open ↔ closed.
+/// Update a job (members of its company) as a JSON Merge Patch; `status` may go open ↔ closed,
+/// a rejected job goes back to review, `expires_at` is set while the job is open (or waiting
+/// for review); reopening a job whose date has passed gives it `JOB_POSTING_DAYS` from now.
 #[utoipa::path(patch, operation_id = "update_job", path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     request_body(content = JobPatch, content_type = "application/merge-patch+json"),
     responses((status = 200, body = JobOut), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem),
+              (status = 409, description = "invalid-transition: a status move other than open ↔ closed; job-not-open: expires_at on a closed or expired job", body = Problem),
               (status = 422, description = "invalid, unknown or read-only field", body = Problem)))]
 async fn update(
     State(st): State<AppState>,
@@ -274,7 +316,7 @@ async fn update(
     let done = idem.completion(StatusCode::OK, &json_of::<JobRow, JobOut>)?;
     // Merge and write conditionally on updated_at; a concurrent write makes us merge again.
     for _ in 0..5 {
-        let fields = merge(&job, &patch)?;
+        let fields = merge(&job, &patch, crate::timefmt::now(), posting(&st))?;
         if let Some(updated) = st
             .store
             .update_job(job.id, fields, job.updated_at, done.as_ref())
@@ -291,48 +333,6 @@ async fn update(
     )))
 }
 
-fn merge(job: &JobRow, p: &JobPatch) -> ApiResult<JobFields> {
-    // The stored values stand in for absent fields and are judged again with the patch.
-    let cur = job.clone();
-    let mut errors = FieldErrors::default();
-    fn required<T: Clone>(
-        errors: &mut FieldErrors,
-        name: &str,
-        v: &Option<Option<T>>,
-        current: T,
-    ) -> T {
-        match v {
-            None => current,
-            Some(Some(x)) => x.clone(),
-            Some(None) => {
-                errors.add(name, "must not be null");
-                current
-            }
-        }
-    }
-    let draft = Draft {
-        title: required(&mut errors, "title", &p.title, cur.title),
-        description: required(&mut errors, "description", &p.description, cur.description),
-        location: required(&mut errors, "location", &p.location, cur.location),
-        remote: required(&mut errors, "remote", &p.remote, cur.remote),
-        salary_min: p.salary_min.unwrap_or(cur.salary_min),
-        salary_max: p.salary_max.unwrap_or(cur.salary_max),
-        employment_type: required(
-            &mut errors,
-            "employment_type",
-            &p.employment_type,
-            cur.employment_type.as_str().to_string(),
-        ),
-        status: required(
-            &mut errors,
-            "status",
-            &p.status,
-            cur.status.as_str().to_string(),
-        ),
-    };
-    validate_job(draft, errors)
-}
-
 /// Delete a job with its applications and their history; no email is sent.
 #[utoipa::path(delete, operation_id = "delete_job", path = "/api/jobs/{id}", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
     responses((status = 204), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem)))]
@@ -347,4 +347,26 @@ async fn remove(
     st.store.delete_job(job.id, done.as_ref()).await?;
     st.cache.bump().await;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Renew a job (members of its company): an open or expired job is open until
+/// `JOB_POSTING_DAYS` from now.
+#[utoipa::path(post, operation_id = "renew_job", path = "/api/jobs/{id}/renew", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
+    responses((status = 200, body = JobOut), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem),
+              (status = 409, description = "not-renewable: the job is neither open nor expired", body = Problem)))]
+async fn renew(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+    idem: Idempotent,
+) -> ApiResult<Json<JobOut>> {
+    let job = member_job(&st, &user, ids.one()).await?;
+    let done = idem.completion(StatusCode::OK, &json_of::<JobRow, JobOut>)?;
+    let expires_at = crate::timefmt::now() + posting(&st);
+    let renewed = st
+        .store
+        .renew_job(job.id, expires_at, done.as_ref())
+        .await?;
+    st.cache.bump().await;
+    Ok(Json(JobOut::from(renewed)))
 }

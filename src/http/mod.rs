@@ -3,6 +3,7 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod admin_jobs;
 pub mod alerts;
 pub mod applications;
 pub mod companies;
@@ -11,6 +12,7 @@ pub mod error;
 pub mod extract;
 pub(crate) mod filters;
 pub mod idempotency;
+mod job_patch;
 pub mod jobs;
 pub mod notifications;
 pub mod openapi;
@@ -149,6 +151,7 @@ pub fn router(state: AppState) -> Router {
         .merge(alerts::router())
         .merge(ops::router())
         .merge(admin::router())
+        .merge(admin_jobs::router())
         .merge(console::router())
         .merge(notifications::router())
         .merge(unsubscribe::router());

@@ -1,8 +1,8 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
 
 use super::{
-    accounts, admin, alerts, applications, companies, console, jobs, notifications, ops, search,
-    unsubscribe,
+    accounts, admin, admin_jobs, alerts, applications, companies, console, jobs, notifications,
+    ops, search, unsubscribe,
 };
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
@@ -218,13 +218,14 @@ impl Modify for CommonResponses {
         notifications::show, notifications::update, unsubscribe::confirm_page, unsubscribe::unsubscribe,
         companies::create, companies::list, companies::show, companies::update, companies::remove,
         companies::members, companies::add_member, companies::remove_member,
-        jobs::create, search::search_jobs, jobs::show, jobs::update, jobs::remove,
+        jobs::create, search::search_jobs, jobs::show, jobs::update, jobs::remove, jobs::renew,
         applications::apply, applications::list, applications::show, applications::change_status,
         applications::withdraw, applications::remove, applications::history,
         alerts::create, alerts::list, alerts::update, alerts::remove,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::docs, ops::docs_css, ops::docs_js,
         console::console, console::console_css, console::console_js,
         admin::queue, admin::dead_letters, admin::redrive, admin::purge, admin::event,
+        admin_jobs::list, admin_jobs::approve, admin_jobs::reject,
     ),
     components(schemas(Problem, search::CacheResult, search::SearchOrder)),
     modifiers(&BearerAuth, &CommonResponses),
@@ -236,7 +237,7 @@ impl Modify for CommonResponses {
         (name = "notifications", description = "The unsubscribe links of the digest emails (RFC 8058 one-click): public, the signed token in the link is the authority"),
         (name = "alerts", description = "Job alerts: a candidate's saved searches, each emailed as a daily or weekly digest of the new jobs that match it"),
         (name = "operations", description = "Health, readiness, metrics, and the pages the binary serves: the API reference and the operator console"),
-        (name = "operators", description = "The queue, dead letters and events, for accounts with operator rights (`jobboard admin grant`); 404 to anyone else"),
+        (name = "operators", description = "The queue, dead letters and events, and the review of jobs under moderation, for accounts with operator rights (`jobboard admin grant`); 404 to anyone else"),
     )
 )]
 pub struct ApiDoc;

@@ -112,7 +112,8 @@ pub enum SearchOrder {
 
 /// Search open jobs, newest first or by title relevance. Every word of `q` must match a whole
 /// word of the title, description or company name (singular and plural alike); `q` is never
-/// query syntax. A search serves its first 10 000 results.
+/// query syntax. A job past its `expires_at` is never in a search. A search serves its first
+/// 10 000 results.
 #[utoipa::path(get, operation_id = "search_jobs", path = "/api/jobs", tag = "jobs", security((), ("bearer" = [])),
     params(
         ("q" = Option<String>, Query, description = "words that must all match"),
@@ -195,9 +196,14 @@ pub(super) async fn search_jobs(
         ));
     };
 
-    let key = hex::encode(Sha256::digest(
+    // A page's key names, besides the search, the last job change the index had applied when
+    // it was computed: a change written where no cache version is bumped (the worker's upkeep
+    // expiring jobs, dating old ones) makes the pages before it unreachable as soon as the
+    // index has applied it (within its round, a second), in every process.
+    let search_key = hex::encode(Sha256::digest(
         serde_json::to_vec(&search).unwrap_or_default(),
     ));
+    let key = format!("{}:{search_key}", st.search.applied());
     let version = match st.cache.lookup(&key).await {
         Lookup::Hit(body) => {
             metrics::counter!(SEARCH_CACHE_REQUESTS_TOTAL, "result" => "hit").increment(1);
@@ -212,6 +218,9 @@ pub(super) async fn search_jobs(
     if !st.search.wait_for(newest, INDEX_WAIT).await {
         return Err(ApiError::index_behind());
     }
+    // Read before the search: the index's reader is reloaded before `applied` moves, so the
+    // page reflects at least this change.
+    let computed_at = st.search.applied();
     let index = st.search.clone();
     let asked = search.clone();
     let found = tokio::task::spawn_blocking(move || index.search(&asked))
@@ -226,7 +235,12 @@ pub(super) async fn search_jobs(
         facets: found.facets.map(facets_out),
     });
     if let Some(version) = version {
-        st.cache.store(&version, &key, body.clone()).await;
+        // Not served past the earliest `expires_at` among the matches: from then on the search
+        // leaves that job out, and the page, its total and its facets would count it.
+        let key = format!("{computed_at}:{search_key}");
+        st.cache
+            .store(&version, &key, body.clone(), found.valid_until)
+            .await;
     }
     Ok(page_response(body, "MISS"))
 }

@@ -231,6 +231,8 @@ mod tests {
             salary_max: Some(90_000),
             employment_type: EmploymentType::FullTime,
             status: JobStatus::Open,
+            expires_at: None,
+            rejection_reason: None,
             created_at: at(minutes),
             updated_at: at(minutes),
         }

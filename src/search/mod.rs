@@ -1,4 +1,5 @@
-//! The search index: a tantivy index of the open jobs, beside the database, in
+//! The search index: a tantivy index of the open jobs (a search leaves out those past their
+//! `expires_at` at the instant it runs), beside the database, in
 //! `SEARCH_INDEX_DIR`. Every process that serves the API keeps its own and follows the
 //! job-change log into it ([`follow`]): each batch of log rows is applied by re-reading the jobs
 //! they name, and committed with the last `seq` applied as the commit's payload, so a restart
@@ -66,6 +67,9 @@ pub struct Found {
     /// Every match, exactly.
     pub total: i64,
     pub facets: Option<FacetCounts>,
+    /// The earliest `expires_at` among every match (none: no match expires): the answer holds
+    /// until then, and a cached copy of it may be served no later.
+    pub valid_until: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The facets a search asked for, counted over every match.
@@ -324,10 +328,12 @@ impl SearchIndex {
         } else {
             Vec::new()
         };
+        let at = s.at.unwrap_or_else(chrono::Utc::now);
         let collected = searcher
             .search(
                 &*query,
                 &query::JobCollector {
+                    now: schema::micros(&at),
                     keep: offset.saturating_add(size),
                     title_terms,
                     facets: s.facets,
@@ -352,10 +358,14 @@ impl SearchIndex {
         } else {
             None
         };
+        let valid_until = (collected.earliest_expiry != schema::NO_EXPIRY)
+            .then(|| chrono::DateTime::from_timestamp_micros(collected.earliest_expiry))
+            .flatten();
         Ok(Found {
             rows,
             total: collected.total as i64,
             facets,
+            valid_until,
         })
     }
 }

@@ -1,7 +1,7 @@
 //! A search against the index: the query every filter makes, and one collector that counts
 //! every match, counts the facets over them and keeps the best page's worth in order.
 
-use super::schema::{Fields, micros};
+use super::schema::{Fields, NO_EXPIRY, micros};
 use crate::domain::EmploymentType;
 use crate::store::{Facets, JobSearch};
 use std::cmp::Reverse;
@@ -90,13 +90,27 @@ pub struct Key {
 }
 
 /// What one search collects.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Collected {
     /// Every match.
     pub total: u64,
+    /// The earliest `expires_at` of every match (µs; [`NO_EXPIRY`] for none): from then on the
+    /// search's answer is another, and a cached copy of it must not be served.
+    pub earliest_expiry: i64,
     /// The first `keep` matches, in order.
     pub best: Vec<DocAddress>,
     pub facets: FacetCounts,
+}
+
+impl Default for Collected {
+    fn default() -> Self {
+        Collected {
+            total: 0,
+            earliest_expiry: NO_EXPIRY,
+            best: Vec::new(),
+            facets: FacetCounts::default(),
+        }
+    }
 }
 
 /// Matches per value, over every match.
@@ -110,8 +124,11 @@ pub struct FacetCounts {
     pub company: HashMap<u64, (u64, DocAddress)>,
 }
 
-/// Counts every match and keeps the first `keep` in the search's order.
+/// Counts every match and keeps the first `keep` in the search's order. A job whose
+/// `expires_at` is not after `now` (µs) is no match: it is left out here, where every match is
+/// counted, so the page, `total` and the facets agree.
 pub struct JobCollector {
+    pub now: i64,
     pub keep: usize,
     /// The title terms that relevance counts (none: newest first).
     pub title_terms: Vec<Term>,
@@ -120,9 +137,11 @@ pub struct JobCollector {
 
 pub struct JobSegmentCollector {
     segment: SegmentOrdinal,
+    now: i64,
     keep: usize,
     ids: Column<u64>,
     created: Column<i64>,
+    expires: Column<i64>,
     titles: Vec<SegmentPostings>,
     heap: BinaryHeap<Reverse<Key>>,
     facets: Facets,
@@ -154,9 +173,11 @@ impl Collector for JobCollector {
         }
         Ok(JobSegmentCollector {
             segment,
+            now: self.now,
             keep: self.keep,
             ids: fast.u64("id")?,
             created: fast.i64("created_at")?,
+            expires: fast.i64("expires_at")?,
             titles,
             heap: BinaryHeap::with_capacity(self.keep.min(10_000) + 1),
             facets: self.facets,
@@ -188,6 +209,7 @@ impl Collector for JobCollector {
         let mut keys = Vec::new();
         for (part, best) in fruits {
             out.total += part.total;
+            out.earliest_expiry = out.earliest_expiry.min(part.earliest_expiry);
             for (i, n) in part.facets.employment_type.iter().enumerate() {
                 out.facets.employment_type[i] += n;
             }
@@ -213,6 +235,11 @@ impl SegmentCollector for JobSegmentCollector {
     type Fruit = (Collected, Vec<Key>);
 
     fn collect(&mut self, doc: DocId, _score: Score) {
+        let expires = self.expires.first(doc).unwrap_or(NO_EXPIRY);
+        if expires <= self.now {
+            return;
+        }
+        self.out.earliest_expiry = self.out.earliest_expiry.min(expires);
         self.out.total += 1;
         if self.facets.any() {
             if let Some(c) = &self.employment

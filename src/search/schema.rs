@@ -12,13 +12,17 @@ use tantivy::{TantivyDocument, Term};
 
 /// Bumped whenever the schema, the tokenizer or the stored row changes: an index with another
 /// version is rebuilt from the database at start.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The name the word rule is registered under.
 pub const TOKENIZER: &str = "jobboard_words";
 
 /// `salary_max` of a job that has none: every `salary_min` keeps it.
 pub const NO_SALARY_MAX: u64 = u64::MAX;
+
+/// `expires_at` of a job that has none yet (written before jobs expired): it never expires
+/// until the upkeep gives it a date.
+pub const NO_EXPIRY: i64 = i64::MAX;
 
 /// The fields of a job's document.
 #[derive(Clone, Copy)]
@@ -36,6 +40,9 @@ pub struct Fields {
     pub employment_type: Field,
     /// Microseconds since the epoch.
     pub created_at: Field,
+    /// Microseconds since the epoch ([`NO_EXPIRY`] for none): a search leaves out the jobs
+    /// whose `expires_at` is not after its instant, whatever the upkeep has done.
+    pub expires_at: Field,
     /// The job as a page shows it (JSON).
     pub row: Field,
 }
@@ -57,6 +64,7 @@ pub fn schema() -> (Schema, Fields) {
         salary_max: b.add_u64_field("salary_max", INDEXED | FAST),
         employment_type: b.add_u64_field("employment_type", INDEXED | FAST),
         created_at: b.add_i64_field("created_at", INDEXED | FAST),
+        expires_at: b.add_i64_field("expires_at", FAST),
         row: b.add_text_field("row", STORED),
     };
     (b.build(), fields)
@@ -137,6 +145,8 @@ struct StoredJob {
     salary_max: Option<i64>,
     employment_type: String,
     status: String,
+    expires_at: Option<DateTime<Utc>>,
+    rejection_reason: Option<String>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -164,6 +174,10 @@ impl Fields {
         );
         doc.add_u64(self.employment_type, employment_code(job.employment_type));
         doc.add_i64(self.created_at, micros(&job.created_at));
+        doc.add_i64(
+            self.expires_at,
+            job.expires_at.as_ref().map_or(NO_EXPIRY, micros),
+        );
         let stored = StoredJob {
             id: job.id,
             company_id: job.company_id,
@@ -176,6 +190,8 @@ impl Fields {
             salary_max: job.salary_max,
             employment_type: job.employment_type.as_str().to_string(),
             status: job.status.as_str().to_string(),
+            expires_at: job.expires_at,
+            rejection_reason: job.rejection_reason.clone(),
             created_at: job.created_at,
             updated_at: job.updated_at,
         };
@@ -206,6 +222,8 @@ impl Fields {
             })?,
             status: JobStatus::parse(&s.status)
                 .ok_or_else(|| anyhow::anyhow!("unknown job status {:?}", s.status))?,
+            expires_at: s.expires_at,
+            rejection_reason: s.rejection_reason,
             created_at: s.created_at,
             updated_at: s.updated_at,
         })

@@ -7,6 +7,7 @@ pub mod console;
 mod dialect;
 pub mod events;
 pub mod idempotency;
+pub mod job_upkeep;
 pub mod joblog;
 mod postgres;
 mod sqlite;
@@ -17,6 +18,7 @@ pub use alerts::*;
 pub use console::*;
 pub use events::*;
 pub use idempotency::*;
+pub use job_upkeep::JobUpkeepStore;
 pub use joblog::*;
 pub use sqs_dead_letters::*;
 
@@ -123,13 +125,25 @@ pub struct JobRow {
     pub salary_max: Option<i64>,
     #[sqlx(try_from = "String")]
     pub employment_type: EmploymentType,
+    /// The stored status: an open job past its `expires_at` reads as expired
+    /// ([`JobRow::status_at`]) before the upkeep writes it.
     #[sqlx(try_from = "String")]
     pub status: JobStatus,
+    /// When the job expires; `None` for a job written before jobs expired (the upkeep gives
+    /// it one) and for a job waiting for review without one (its approval gives it one).
+    pub expires_at: Option<DateTime<Utc>>,
+    /// An operator's reason, while the job is rejected.
+    pub rejection_reason: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
 impl JobRow {
+    /// The status the job reads as at `now` (see [`crate::domain::job::status_at`]).
+    pub fn status_at(&self, now: DateTime<Utc>) -> JobStatus {
+        crate::domain::job::status_at(self.status, self.expires_at, now)
+    }
+
     /// The job's fields, parsed again by today's rules.
     pub fn fields(&self) -> Result<JobFields, UnknownValue> {
         let invalid = |kind, value: String| UnknownValue { kind, value };
@@ -147,6 +161,7 @@ impl JobRow {
             })?,
             employment_type: self.employment_type,
             status: self.status,
+            expires_at: self.expires_at,
         })
     }
 }
@@ -161,6 +176,18 @@ pub struct JobFields {
     pub salary: SalaryRange,
     pub employment_type: EmploymentType,
     pub status: JobStatus,
+    /// When the job expires (see [`JobRow::expires_at`]).
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// An operator's decision on a job waiting for review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Review {
+    /// The job opens now (its `created_at` becomes the approval), until the `expires_at` its
+    /// members set if that is still ahead, else for `posting` (`JOB_POSTING_DAYS`).
+    Approve { posting: chrono::Duration },
+    /// The job is rejected with this reason (already checked: 1–1000 code points).
+    Reject { reason: String },
 }
 
 /// The filters of a job search, already validated and normalised.
@@ -180,6 +207,11 @@ pub struct JobSearch {
     pub page: Page,
     /// The facets to count over every match.
     pub facets: Facets,
+    /// The instant whose open jobs are searched: a job whose `expires_at` is not after it is
+    /// left out. `None`: the moment the search runs. Not part of a cached page's key (a cached
+    /// page is never served past its earliest match's `expires_at`).
+    #[serde(skip)]
+    pub at: Option<DateTime<Utc>>,
 }
 
 /// Which facets a search counts (`facets=`).
@@ -372,6 +404,7 @@ pub trait Store:
     + ConsoleStore
     + SqsDeadLetterStore
     + JobLogStore
+    + JobUpkeepStore
     + AlertStore
     + Send
     + Sync
@@ -485,6 +518,30 @@ pub trait Store:
     ) -> StoreResult<Option<JobRow>>;
     /// Deletes the job with its applications and their history.
     async fn delete_job(&self, id: i64, idem: Idem<'_, ()>) -> StoreResult<()>;
+    /// Opens an open or expired job until `expires_at`; `Conflict(NotRenewable)` otherwise.
+    async fn renew_job(
+        &self,
+        id: i64,
+        expires_at: DateTime<Utc>,
+        idem: Idem<'_, JobRow>,
+    ) -> StoreResult<JobRow>;
+    /// An operator's decision on a job waiting for review, with one `job.reviewed` event per
+    /// member of its company in the same transaction; `Conflict(JobTransition)` unless it is
+    /// waiting for review.
+    async fn review_job(
+        &self,
+        id: i64,
+        review: Review,
+        idem: Idem<'_, JobRow>,
+    ) -> StoreResult<JobRow>;
+    /// The jobs in `status` at `now` (an open job past its `expires_at` counts as expired),
+    /// oldest first (`created_at`, then id).
+    async fn jobs_in_status(
+        &self,
+        status: JobStatus,
+        now: DateTime<Utc>,
+        page: Page,
+    ) -> StoreResult<(Vec<JobRow>, i64)>;
 
     // Applications
     /// `Conflict(AlreadyApplied)` from the unique constraint, `Conflict(JobClosed)`.

@@ -16,6 +16,7 @@ mod record;
 mod run_loop;
 mod transaction;
 mod upkeep;
+pub mod upkeep_jobs;
 
 use crate::config::{ClaimMode, Config};
 use crate::domain::event::{StatusChanged, parse_message};
@@ -95,6 +96,8 @@ pub struct Worker {
     mail_recoveries: AtomicU64,
     /// Wakes the receive loop from its wait between probes when a send ends the outage.
     mail_recovered: tokio::sync::Notify,
+    /// The upkeep's job steps (`upkeep_jobs.rs`).
+    jobs: upkeep_jobs::JobUpkeep,
 }
 
 impl Worker {
@@ -123,6 +126,7 @@ impl Worker {
             mail_wait_ms: AtomicU64::new(mail::MAIL_FIRST_WAIT.as_millis() as u64),
             mail_recoveries: AtomicU64::new(0),
             mail_recovered: tokio::sync::Notify::new(),
+            jobs: upkeep_jobs::JobUpkeep::from_config(config),
         }
     }
 

@@ -26,6 +26,7 @@ impl Worker {
         let mut gauges = tokio::time::interval(Duration::from_secs(15));
         // With SQS: dead letters in the DLQ without a record (see `SqsQueue::reconcile`).
         let mut records = tokio::time::interval(Duration::from_secs(60));
+        let mut jobs = tokio::time::interval(super::upkeep_jobs::JOB_UPKEEP_EVERY);
         let mut stats_failing = false;
         let mut records_failing = false;
         loop {
@@ -75,6 +76,7 @@ impl Worker {
                         }
                     }
                 },
+                _ = jobs.tick() => { self.upkeep_jobs().await; },
                 _ = shutdown.cancelled() => return,
             }
         }

@@ -145,6 +145,12 @@ fn table() -> Vec<Row> {
             [401, 201, 403, 201, 409, 403],
         ),
         (
+            M::POST,
+            "/api/jobs/{j}/renew",
+            None,
+            [401, 403, 404, 403, 403, 200],
+        ),
+        (
             M::GET,
             "/api/applications",
             None,
@@ -211,6 +217,25 @@ fn table() -> Vec<Row> {
             None,
             [404, 404, 404, 204, 404, 404],
         ),
+        (
+            M::GET,
+            "/api/admin/jobs",
+            None,
+            [404, 404, 404, 200, 404, 404],
+        ),
+        // The scenario's job is open: only a job waiting for review is approved or rejected.
+        (
+            M::POST,
+            "/api/admin/jobs/{j}/approve",
+            None,
+            [404, 404, 404, 409, 404, 404],
+        ),
+        (
+            M::POST,
+            "/api/admin/jobs/{j}/reject",
+            Some(json!({"reason": "Not a real job"})),
+            [404, 404, 404, 409, 404, 404],
+        ),
         // A method the route does not take: only an operator learns that the route exists.
         (
             M::DELETE,
@@ -221,6 +246,12 @@ fn table() -> Vec<Row> {
         (
             M::GET,
             "/api/admin/dead-letters/redrive",
+            None,
+            [404, 404, 404, 405, 404, 404],
+        ),
+        (
+            M::GET,
+            "/api/admin/jobs/{j}/approve",
             None,
             [404, 404, 404, 405, 404, 404],
         ),

@@ -22,6 +22,8 @@ mod idempotency;
 mod index;
 mod index_proof;
 mod jobs;
+mod lifecycle;
+mod moderation;
 mod notifications;
 mod openapi;
 mod ops;

@@ -54,8 +54,9 @@ fn digest_token(user: &User) -> String {
 /// application, `{m}` / `{m2}` the member's / other member's user id, `{u}` the token of the
 /// member's digest unsubscribe link, `{member_email}`,
 /// `{candidate_email}`, `{other_candidate_email}`, `{other_member_email}`, `{new_email}`
-/// (a fresh address each time), `{al}` the candidate's alert, and on the operators' rows `{e}` (the application's
-/// status-change event) and `{d}` (a dead letter of a message no worker could read).
+/// (a fresh address each time), `{al}` the candidate's alert, `{jc}` a closed job of `{c}`, and
+/// on the operators' rows `{e}` (the application's status-change event), `{d}` (a dead letter
+/// of a message no worker could read) and `{jp}` (a job of `{c}` waiting for review).
 #[derive(Clone)]
 struct Case {
     who: Who,
@@ -204,7 +205,14 @@ fn table() -> Vec<Row> {
             case(Candidate, "/api/jobs/{j}", Some(json!({"title": "Renamed"})), 403),
             case(OtherMember, "/api/jobs/{j}", Some(json!({"title": "Renamed"})), 404),
             case(Member, "/api/jobs/{j}", Some(json!({"company_id": 1})), 422),
+            case(Member, "/api/jobs/{j}", Some(json!({"status": "expired"})), 409),
             base(Member, "/api/jobs/{j}", Some(json!({"title": "Renamed"})), 200),
+        ]),
+        (M::POST, "/api/jobs/{id}/renew", vec![
+            case(Candidate, "/api/jobs/{j}/renew", None, 403),
+            case(OtherMember, "/api/jobs/{j}/renew", None, 404),
+            case(Member, "/api/jobs/{jc}/renew", None, 409),
+            base(Member, "/api/jobs/{j}/renew", None, 200),
         ]),
         (M::DELETE, "/api/jobs/{id}", vec![
             case(Candidate, "/api/jobs/{j}", None, 403),
@@ -295,6 +303,22 @@ fn table() -> Vec<Row> {
             case(Candidate, "/api/admin/dead-letters/{d}", None, 404),
             base(Operator, "/api/admin/dead-letters/{d}", None, 204),
         ]),
+        (M::GET, "/api/admin/jobs", vec![
+            case(Member, "/api/admin/jobs", None, 404),
+            case(Operator, "/api/admin/jobs?status=archived", None, 422),
+            base(Operator, "/api/admin/jobs", None, 200),
+        ]),
+        (M::POST, "/api/admin/jobs/{id}/approve", vec![
+            case(Member, "/api/admin/jobs/{jp}/approve", None, 404),
+            case(Operator, "/api/admin/jobs/{j}/approve", None, 409),
+            base(Operator, "/api/admin/jobs/{jp}/approve", None, 200),
+        ]),
+        (M::POST, "/api/admin/jobs/{id}/reject", vec![
+            case(Member, "/api/admin/jobs/{jp}/reject", Some(json!({"reason": "Spam"})), 404),
+            case(Operator, "/api/admin/jobs/{jp}/reject", Some(json!({"reason": " "})), 422),
+            case(Operator, "/api/admin/jobs/{j}/reject", Some(json!({"reason": "Spam"})), 409),
+            base(Operator, "/api/admin/jobs/{jp}/reject", Some(json!({"reason": "Spam"})), 200),
+        ]),
     ]
 }
 
@@ -351,7 +375,7 @@ fn enum_inputs() -> Vec<(
 )> {
     let roles = vec![Role::Candidate.as_str(), Role::Employer.as_str()];
     let kinds: Vec<&str> = EmploymentType::ALL.iter().map(|t| t.as_str()).collect();
-    let job_statuses = vec![JobStatus::Open.as_str(), JobStatus::Closed.as_str()];
+    let job_statuses: Vec<&str> = JobStatus::ALL.iter().map(|s| s.as_str()).collect();
     let statuses: Vec<&str> = ApplicationStatus::ALL.iter().map(|s| s.as_str()).collect();
     vec![
         ("post", "/api/auth/register", "body", "role", roles),
@@ -369,7 +393,14 @@ fn enum_inputs() -> Vec<(
             "employment_type",
             kinds.clone(),
         ),
-        ("patch", "/api/jobs/{id}", "body", "status", job_statuses),
+        (
+            "patch",
+            "/api/jobs/{id}",
+            "body",
+            "status",
+            job_statuses.clone(),
+        ),
+        ("get", "/api/admin/jobs", "query", "status", job_statuses),
         ("get", "/api/jobs", "query", "employment_type", kinds),
         (
             "get",
@@ -716,10 +747,14 @@ struct World {
     a: i64,
     /// An alert of the candidate's.
     al: i64,
-    /// On the operators' rows: the operator, an event id and a dead letter's id.
+    /// A closed job of `c`.
+    jc: i64,
+    /// On the operators' rows: the operator, an event id, a dead letter's id and a job waiting
+    /// for review.
     operator: Option<User>,
     e: String,
     d: String,
+    jp: i64,
 }
 
 impl World {
@@ -746,9 +781,29 @@ impl World {
             .expect(201)["id"]
             .as_i64()
             .expect("the alert's id");
-        let (mut operator, mut e, mut d) = (None, String::new(), String::new());
+        let closed = app
+            .job(&s.employer, s.company_id, json!({"title": "Closed"}))
+            .await;
+        let jc = closed["id"].as_i64().expect("job id");
+        app.patch(
+            &format!("/api/jobs/{jc}"),
+            Some(&s.employer.token),
+            json!({"status": "closed"}),
+        )
+        .await
+        .expect(200);
+        let (mut operator, mut e, mut d, mut jp) = (None, String::new(), String::new(), 0);
         if operators {
             operator = Some(app.operator().await);
+            // Waiting for review, as a job made under JOB_MODERATION would be.
+            let waiting = app
+                .job(&s.employer, s.company_id, json!({"title": "Waiting"}))
+                .await;
+            jp = waiting["id"].as_i64().expect("job id");
+            app.exec(&format!(
+                "UPDATE jobs SET status = 'pending_review' WHERE id = {jp}"
+            ))
+            .await;
             app.patch(
                 &format!("/api/applications/{}", s.application_id),
                 Some(&s.employer.token),
@@ -798,6 +853,8 @@ impl World {
             operator,
             e,
             d,
+            jc,
+            jp,
             c: s.company_id,
             j: s.job_id,
             a: s.application_id,
@@ -818,6 +875,8 @@ impl World {
             .replace("{c}", &self.c.to_string())
             .replace("{c2}", &self.c2.to_string())
             .replace("{c3}", &self.c3.to_string())
+            .replace("{jc}", &self.jc.to_string())
+            .replace("{jp}", &self.jp.to_string())
             .replace("{j}", &self.j.to_string())
             .replace("{al}", &self.al.to_string())
             .replace("{a}", &self.a.to_string())

@@ -171,6 +171,7 @@ pub fn job_fields(title: &str) -> JobFields {
         salary: SalaryRange::parse(Some(50_000), Some(70_000)).expect("a valid range"),
         employment_type: EmploymentType::FullTime,
         status: JobStatus::Open,
+        expires_at: Some(jobboard::timefmt::now() + chrono::Duration::days(30)),
     }
 }
 
@@ -221,4 +222,48 @@ pub async fn searched(
         .await
         .expect("follow the log");
     index.search(search).expect("search")
+}
+
+/// Runs a query returning one integer on the test database, for facts the store does not
+/// show (rows of a table, by type).
+pub async fn count(db: &TestDb, sql: &str) -> i64 {
+    match &db.url {
+        DatabaseUrl::Sqlite(url) => {
+            let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(url)
+                .await
+                .expect("open SQLite");
+            sqlx::query_scalar(sql)
+                .fetch_one(&mut c)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        }
+        DatabaseUrl::Postgres(url) => {
+            let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(url)
+                .await
+                .expect("open PostgreSQL");
+            sqlx::query_scalar(sql)
+                .fetch_one(&mut c)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        }
+    }
+}
+
+/// Runs a statement on the test database; its error, if any, as text.
+pub async fn exec(db: &TestDb, sql: &str) -> Result<(), String> {
+    let done = match &db.url {
+        DatabaseUrl::Sqlite(url) => {
+            let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(url)
+                .await
+                .expect("open SQLite");
+            sqlx::raw_sql(sql).execute(&mut c).await.map(|_| ())
+        }
+        DatabaseUrl::Postgres(url) => {
+            let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(url)
+                .await
+                .expect("open PostgreSQL");
+            sqlx::raw_sql(sql).execute(&mut c).await.map(|_| ())
+        }
+    };
+    done.map_err(|e| e.to_string())
 }

@@ -26,6 +26,7 @@ async fn jobs_are_created_and_read(store: Arc<dyn Store>) {
         salary: SalaryRange::parse(None, Some(90_000)).unwrap(),
         employment_type: EmploymentType::Contract,
         status: JobStatus::Closed,
+        expires_at: Some(jobboard::timefmt::now() + chrono::Duration::days(3)),
     };
     let created = store
         .create_job(c.id, fields.clone(), None)

@@ -25,6 +25,7 @@ mod companies;
 mod events;
 mod idempotency;
 mod jobs;
+mod lifecycle;
 mod ops;
 mod queue;
 mod search;

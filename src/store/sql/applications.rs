@@ -2,7 +2,7 @@
 
 use super::store_impl::push_page;
 use super::{Db, S, sql};
-use crate::domain::{Actor, ApplicationStatus, Conflict};
+use crate::domain::{Actor, ApplicationStatus, Conflict, JobStatus};
 use crate::store::dialect::constraint;
 use crate::store::*;
 use sqlx::QueryBuilder;
@@ -16,11 +16,22 @@ impl S {
         idem: Idem<'_, ApplicationRow>,
     ) -> StoreResult<ApplicationRow> {
         let mut tx = self.begin_write().await?;
-        let status: String = Self::locked(&mut tx, sql::JOB_STATUS_SHARED, job_id).await?;
-        if status != "open" {
-            return Err(StoreError::Conflict(Conflict::JobClosed));
-        }
+        let (status, expires_at): (String, Option<chrono::DateTime<chrono::Utc>>) =
+            sqlx::query_as(sql::JOB_STATUS_SHARED)
+                .bind(job_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .ok_or(StoreError::NotFound)?;
+        let status =
+            JobStatus::try_from(status).map_err(|e| StoreError::Other(anyhow::Error::new(e)))?;
         let now = crate::timefmt::now();
+        // Past its `expires_at` a job takes no application, whether or not the upkeep has
+        // marked it expired yet.
+        match crate::domain::job::status_at(status, expires_at, now) {
+            JobStatus::Open => {}
+            JobStatus::Expired => return Err(StoreError::Conflict(Conflict::JobExpired)),
+            _ => return Err(StoreError::Conflict(Conflict::JobClosed)),
+        }
         // The UNIQUE (job_id, candidate_id) constraint decides races, not a prior check.
         let id: i64 = sqlx::query_scalar(sql::APPLICATION_INSERT)
             .bind(job_id)

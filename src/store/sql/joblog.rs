@@ -49,6 +49,28 @@ impl S {
             .context("writing the job-change log")?;
         Ok(())
     }
+
+    /// [`S::log_change`] for many jobs at once (the upkeep's batches), in one statement.
+    pub(super) async fn log_job_changes(tx: &mut Tx, jobs: &[i64]) -> StoreResult<()> {
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        if let Some(lock) = D::JOB_LOG_LOCK {
+            sqlx::query(lock)
+                .execute(&mut **tx)
+                .await
+                .context("taking the job-change log's lock")?;
+        }
+        let mut qb = QueryBuilder::<Db>::new("INSERT INTO job_changes (job_id) ");
+        qb.push_values(jobs, |mut b, id| {
+            b.push_bind(*id);
+        });
+        qb.build()
+            .execute(&mut **tx)
+            .await
+            .context("writing the job-change log")?;
+        Ok(())
+    }
 }
 
 #[async_trait::async_trait]

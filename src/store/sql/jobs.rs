@@ -1,14 +1,17 @@
-//! Jobs. Their search is the search index's, which follows the job-change
-//! log; `search_terms` and `title_terms` are still written, so that a release before the index
-//! still finds the jobs after a rollback.
+//! Jobs: create, read, update, delete, renew and an operator's review. Their search is the
+//! search index's, which follows the job-change log; `search_terms` and `title_terms` are still
+//! written, so that a release before the index still finds the jobs after a rollback. Every
+//! write that leaves a job open with an `expires_at` puts that date on the upkeep's agenda
+//! (`job_expiries`, see `job_upkeep.rs`).
 
 use super::joblog::Changed;
-use super::{D, Db, S, sql};
-use crate::domain::search;
+use super::{D, Db, S, Tx, sql};
+use crate::domain::event::{Decision, Event, EventKind};
+use crate::domain::{Conflict, JobStatus, search};
 use crate::store::dialect::{Dialect, job_terms};
 use crate::store::*;
 use chrono::{DateTime, Utc};
-use sqlx::Row;
+use sqlx::{QueryBuilder, Row};
 
 type Query<'q> = sqlx::query::Query<'q, Db, <Db as sqlx::Database>::Arguments<'q>>;
 
@@ -36,6 +39,7 @@ impl S {
             .await?
             .try_get(0)?;
         let row = Self::job_in(&mut *tx, id).await?;
+        Self::schedule_expiry(&mut tx, &row).await?;
         Self::log_change(&mut tx, Changed::Job(id)).await?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(row)
@@ -73,6 +77,7 @@ impl S {
             return Ok(None);
         }
         let row = Self::job_in(&mut *tx, id).await?;
+        Self::schedule_expiry(&mut tx, &row).await?;
         Self::log_change(&mut tx, Changed::Job(id)).await?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(Some(row))
@@ -87,8 +92,172 @@ impl S {
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
+        sqlx::query(sql::EXPIRY_FORGET_JOB)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         Self::log_change(&mut tx, Changed::Job(id)).await?;
         Self::commit_with(tx, idem, &()).await
+    }
+
+    pub(super) async fn renew_job(
+        &self,
+        id: i64,
+        expires_at: DateTime<Utc>,
+        idem: Idem<'_, JobRow>,
+    ) -> StoreResult<JobRow> {
+        let mut tx = self.begin_write().await?;
+        let (status, _, updated_at) = Self::job_state(&mut tx, id).await?;
+        // An open job past its date is expired, which is renewable too.
+        if !status.is_renewable() {
+            return Err(StoreError::Conflict(Conflict::NotRenewable(status)));
+        }
+        sqlx::query(sql::JOB_RENEW)
+            .bind(expires_at)
+            .bind(next_version(updated_at))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        let row = Self::job_in(&mut *tx, id).await?;
+        Self::schedule_expiry(&mut tx, &row).await?;
+        Self::log_change(&mut tx, Changed::Job(id)).await?;
+        Self::commit_with(tx, idem, &row).await?;
+        Ok(row)
+    }
+
+    pub(super) async fn review_job(
+        &self,
+        id: i64,
+        review: Review,
+        idem: Idem<'_, JobRow>,
+    ) -> StoreResult<JobRow> {
+        let mut tx = self.begin_write().await?;
+        let (status, expires_at, updated_at) = Self::job_state(&mut tx, id).await?;
+        let approve = matches!(review, Review::Approve { .. });
+        status
+            .reviewed(approve)
+            .map_err(|e| StoreError::Conflict(Conflict::JobTransition(e)))?;
+        let now = next_version(updated_at);
+        match &review {
+            Review::Approve { posting } => {
+                // A date its members set that is still ahead stands; otherwise it runs from
+                // the approval.
+                let until = expires_at.filter(|t| *t > now).unwrap_or(now + *posting);
+                sqlx::query(sql::JOB_APPROVE)
+                    .bind(now)
+                    .bind(until)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            Review::Reject { reason } => {
+                sqlx::query(sql::JOB_REJECT)
+                    .bind(now)
+                    .bind(reason)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        let row = Self::job_in(&mut *tx, id).await?;
+        let decision = if approve {
+            Decision::Approved
+        } else {
+            Decision::Rejected
+        };
+        let members: Vec<i64> = sqlx::query_scalar(sql::MEMBER_IDS_ORDERED)
+            .bind(row.company_id)
+            .fetch_all(&mut *tx)
+            .await?;
+        // One job.reviewed per member (CONTRACT.md §5), in the decision's transaction.
+        for user_id in members {
+            let event = Event::new(
+                EventKind::JobReviewed {
+                    job_id: id,
+                    user_id,
+                    decision,
+                },
+                now,
+            );
+            Self::write_event(&mut tx, &event).await?;
+        }
+        Self::schedule_expiry(&mut tx, &row).await?;
+        Self::log_change(&mut tx, Changed::Job(id)).await?;
+        Self::commit_with(tx, idem, &row).await?;
+        Ok(row)
+    }
+
+    pub(super) async fn jobs_in_status(
+        &self,
+        status: JobStatus,
+        now: DateTime<Utc>,
+        page: Page,
+    ) -> StoreResult<(Vec<JobRow>, i64)> {
+        // Open and expired as the jobs read (an open job past its date is expired), the other
+        // statuses as stored.
+        let filter = |qb: &mut QueryBuilder<'_, Db>| match status {
+            JobStatus::Open => {
+                qb.push(" WHERE j.status = 'open' AND (j.expires_at IS NULL OR j.expires_at > ")
+                    .push_bind(now)
+                    .push(")");
+            }
+            JobStatus::Expired => {
+                qb.push(" WHERE (j.status = 'expired' OR (j.status = 'open' AND j.expires_at <= ")
+                    .push_bind(now)
+                    .push("))");
+            }
+            other => {
+                qb.push(" WHERE j.status = ").push_bind(other.as_str());
+            }
+        };
+        let mut tx = self.begin_read().await?;
+        let mut count = QueryBuilder::<Db>::new("SELECT COUNT(*) FROM jobs j");
+        filter(&mut count);
+        let total: i64 = count.build_query_scalar().fetch_one(&mut *tx).await?;
+        let mut list = QueryBuilder::<Db>::new(sql::JOB_SELECT);
+        filter(&mut list);
+        super::store_impl::push_page(&mut list, " ORDER BY j.created_at, j.id", page);
+        let rows = list.build_query_as::<JobRow>().fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        Ok((rows, total))
+    }
+
+    /// The job's stored status, `expires_at` and version, locked to the end of `tx`.
+    async fn job_state(
+        tx: &mut Tx,
+        id: i64,
+    ) -> StoreResult<(JobStatus, Option<DateTime<Utc>>, DateTime<Utc>)> {
+        let (status, expires_at, updated_at): (String, Option<DateTime<Utc>>, DateTime<Utc>) =
+            sqlx::query_as(sql::JOB_STATE_LOCKED)
+                .bind(id)
+                .fetch_optional(&mut **tx)
+                .await?
+                .ok_or(StoreError::NotFound)?;
+        let status = JobStatus::try_from(status).map_err(|e| StoreError::Other(e.into()))?;
+        Ok((status, expires_at, updated_at))
+    }
+
+    /// Puts an open job's `expires_at` on the upkeep's agenda (once per date).
+    pub(super) async fn schedule_expiry(tx: &mut Tx, row: &JobRow) -> StoreResult<()> {
+        if let (JobStatus::Open, Some(at)) = (row.status, row.expires_at) {
+            sqlx::query(sql::EXPIRY_SCHEDULE)
+                .bind(row.id)
+                .bind(at)
+                .execute(&mut **tx)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// A job's next version (`updated_at`): now, or just after the current one if the clock has
+/// not passed it, so that a merge that read the old version never overwrites the new.
+pub(super) fn next_version(current: DateTime<Utc>) -> DateTime<Utc> {
+    let now = crate::timefmt::now();
+    if now <= current {
+        current + chrono::Duration::microseconds(1)
+    } else {
+        now
     }
 }
 
@@ -106,4 +275,5 @@ fn bind_job<'q>(query: Query<'q>, f: &'q JobFields, company: &str) -> Query<'q> 
         .bind(f.status.as_str())
         .bind(job_terms(f.title.as_str(), &f.description, company))
         .bind(search::document_terms(&[f.title.as_str()]))
+        .bind(f.expires_at)
 }

@@ -13,6 +13,7 @@ mod companies;
 mod console;
 mod events;
 mod idempotency;
+mod job_upkeep;
 mod joblog;
 mod jobs;
 mod sqs_dead_letters;

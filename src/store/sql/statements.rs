@@ -107,19 +107,22 @@ pub const EMPLOYER_BY_EMAIL_KEY: &str =
 
 pub const JOB_SELECT: &str = "SELECT j.id, j.company_id, c.name AS company_name, j.title, \
      j.description, j.location, j.remote, j.salary_min, j.salary_max, j.employment_type, \
-     j.status, j.created_at, j.updated_at FROM jobs j JOIN companies c ON c.id = j.company_id";
+     j.status, j.expires_at, j.rejection_reason, j.created_at, j.updated_at \
+     FROM jobs j JOIN companies c ON c.id = j.company_id";
 pub const JOB_BY_ID: &str = concatcp!(JOB_SELECT, " WHERE j.id = $1");
 pub const JOB_INSERT: &str = "INSERT INTO jobs (company_id, title, description, location, \
      location_key, remote, salary_min, salary_max, employment_type, status, search_terms, \
-     title_terms, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) RETURNING id";
+     title_terms, expires_at, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14) RETURNING id";
 /// The creation time of the job with the highest id: a new job is never created before it.
 pub const JOB_LATEST_CREATED: &str = "SELECT created_at FROM jobs ORDER BY id DESC LIMIT 1";
 /// Updates the job only if it still has the version (`updated_at`) its merge started from.
+/// The rejection's reason goes once the job is no longer rejected.
 pub const JOB_UPDATE: &str = "UPDATE jobs SET title = $1, description = $2, location = $3, \
      location_key = $4, remote = $5, salary_min = $6, salary_max = $7, employment_type = $8, \
-     status = $9, search_terms = $10, title_terms = $11, updated_at = $12 \
-     WHERE id = $13 AND updated_at = $14";
+     status = $9, search_terms = $10, title_terms = $11, expires_at = $12, \
+     rejection_reason = CASE WHEN $9 = 'rejected' THEN rejection_reason END, updated_at = $13 \
+     WHERE id = $14 AND updated_at = $15";
 /// Rows whose title terms are not filled yet (written before the column existed).
 pub const JOB_TITLES_UNINDEXED: &str =
     "SELECT id, title FROM jobs WHERE title_terms IS NULL ORDER BY id LIMIT 500";
@@ -129,9 +132,28 @@ pub const JOB_COMPANY_NAME: &str =
 pub const JOB_SET_TERMS: &str = "UPDATE jobs SET search_terms = $1 WHERE id = $2";
 /// Locked so that a concurrent close or delete waits for the application being made.
 pub const JOB_STATUS_SHARED: &str = concatcp!(
-    "SELECT status FROM jobs WHERE id = $1",
+    "SELECT status, expires_at FROM jobs WHERE id = $1",
     <D as Dialect>::FOR_SHARE
 );
+/// A job's status and version, locked for the rest of the transaction (renew, review).
+pub const JOB_STATE_LOCKED: &str = concatcp!(
+    "SELECT status, expires_at, updated_at FROM jobs WHERE id = $1",
+    FOR_UPDATE
+);
+pub const JOB_RENEW: &str = "UPDATE jobs SET status = 'open', expires_at = $1, updated_at = $2 \
+     WHERE id = $3";
+/// An approval: open from now (`created_at` is the approval, CONTRACT.md §4), until `$2`.
+pub const JOB_APPROVE: &str = "UPDATE jobs SET status = 'open', expires_at = $2, \
+     rejection_reason = NULL, created_at = $1, updated_at = $1 WHERE id = $3";
+pub const JOB_REJECT: &str = "UPDATE jobs SET status = 'rejected', rejection_reason = $2, \
+     updated_at = $1 WHERE id = $3";
+/// The upkeep's agenda (migration 0015): an open job's `expires_at` to watch.
+pub const EXPIRY_SCHEDULE: &str = "INSERT INTO job_expiries (job_id, expires_at) VALUES ($1, $2) \
+     ON CONFLICT DO NOTHING";
+pub const EXPIRY_FORGET_JOB: &str = "DELETE FROM job_expiries WHERE job_id = $1";
+/// Every member of a company, by id: who a job's events go to.
+pub const MEMBER_IDS_ORDERED: &str =
+    "SELECT user_id FROM company_members WHERE company_id = $1 ORDER BY user_id";
 pub const JOB_DELETE: &str = "DELETE FROM jobs WHERE id = $1";
 
 // Applications

@@ -235,6 +235,33 @@ impl Store for S {
         S::delete_job(self, id, idem).await
     }
 
+    async fn renew_job(
+        &self,
+        id: i64,
+        expires_at: DateTime<Utc>,
+        idem: Idem<'_, JobRow>,
+    ) -> StoreResult<JobRow> {
+        S::renew_job(self, id, expires_at, idem).await
+    }
+
+    async fn review_job(
+        &self,
+        id: i64,
+        review: Review,
+        idem: Idem<'_, JobRow>,
+    ) -> StoreResult<JobRow> {
+        S::review_job(self, id, review, idem).await
+    }
+
+    async fn jobs_in_status(
+        &self,
+        status: crate::domain::JobStatus,
+        now: DateTime<Utc>,
+        page: Page,
+    ) -> StoreResult<(Vec<JobRow>, i64)> {
+        S::jobs_in_status(self, status, now, page).await
+    }
+
     async fn apply(
         &self,
         job_id: i64,

@@ -51,6 +51,8 @@ fn row_of(job: &Job, companies: &[String]) -> JobRow {
         } else {
             JobStatus::Closed
         },
+        expires_at: job.expires_at,
+        rejection_reason: None,
         created_at: job.created_at,
         updated_at: job.created_at,
     }
@@ -76,8 +78,10 @@ fn gen_jobs(rng: &mut StdRng, n: usize, companies: &[String]) -> Vec<Job> {
                 salary_max,
                 employment_type: *EmploymentType::ALL.choose(rng).unwrap(),
                 open: !rng.gen_bool(0.15),
+                expired: false,
                 deleted: false,
                 created_at: at,
+                expires_at: None,
                 terms: Default::default(),
                 title_terms: Default::default(),
             };

@@ -155,9 +155,14 @@ pub struct Job {
     pub salary_min: Option<i64>,
     pub salary_max: Option<i64>,
     pub employment_type: EmploymentType,
+    /// Stored `open` (else closed, or `expired` below).
     pub open: bool,
+    /// Stored `expired`: the upkeep expired it.
+    pub expired: bool,
     pub deleted: bool,
     pub created_at: DateTime<Utc>,
+    /// `None`: written before jobs expired.
+    pub expires_at: Option<DateTime<Utc>>,
     /// `document_terms` of title, description and company name, as a set.
     pub terms: BTreeSet<String>,
     /// `document_terms` of the title alone.
@@ -196,12 +201,21 @@ impl Job {
             salary: SalaryRange::parse(self.salary_min, self.salary_max)
                 .unwrap_or_else(|_| panic!("a valid salary range in {self:?}")),
             employment_type: self.employment_type,
-            status: if self.open {
+            status: if self.expired {
+                JobStatus::Expired
+            } else if self.open {
                 JobStatus::Open
             } else {
                 JobStatus::Closed
             },
+            expires_at: self.expires_at,
         }
+    }
+
+    /// Whether a search at `at` finds the job (its words and filters aside): open, and not
+    /// past its `expires_at`.
+    pub fn searchable_at(&self, at: DateTime<Utc>) -> bool {
+        !self.deleted && self.open && !self.expired && self.expires_at.is_none_or(|t| t > at)
     }
 }
 
@@ -340,6 +354,21 @@ pub fn gen_times(rng: &mut StdRng) -> Vec<DateTime<Utc>> {
     times
 }
 
+/// An `expires_at` as of [`fixed_now`]: mostly ahead (up to 90 days), some past (up to 30 days
+/// before, the upkeep not having run), some exactly at it (expired: a job is found only while
+/// its date is after the search's instant) or a microsecond after it, and some none (written
+/// before jobs expired).
+pub fn gen_expiry(rng: &mut StdRng) -> Option<DateTime<Utc>> {
+    let day = Duration::days(1).num_microseconds().unwrap();
+    Some(match rng.gen_range(0..100) {
+        0..=4 => return None,
+        5..=12 => fixed_now() - Duration::microseconds(rng.gen_range(0..30 * day)),
+        13 => fixed_now(),
+        14 => fixed_now() + Duration::microseconds(1),
+        _ => fixed_now() + Duration::microseconds(rng.gen_range(1..90 * day)),
+    })
+}
+
 pub fn gen_corpus(rng: &mut StdRng, companies: &[String]) -> Vec<Job> {
     let times = gen_times(rng);
     (0..*CORPUS_SIZE)
@@ -363,6 +392,7 @@ pub fn gen_corpus(rng: &mut StdRng, companies: &[String]) -> Vec<Job> {
                 _ => EmploymentType::Internship,
             };
             let open = !rng.gen_bool(if cobol { 0.9 } else { 0.12 });
+            let expires_at = gen_expiry(rng);
             let mut job = Job {
                 id: i as i64 + 1,
                 company: zipf(rng, companies.len()),
@@ -374,8 +404,10 @@ pub fn gen_corpus(rng: &mut StdRng, companies: &[String]) -> Vec<Job> {
                 salary_max,
                 employment_type,
                 open,
+                expired: false,
                 deleted: false,
                 created_at: times[i],
+                expires_at,
                 terms: BTreeSet::new(),
                 title_terms: BTreeSet::new(),
             };

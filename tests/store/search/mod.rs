@@ -7,13 +7,16 @@
 //! ("account executive"), two common words that almost never meet, words only in old jobs,
 //! only in new jobs or mostly in closed jobs, plurals and irregular plurals, Unicode locations,
 //! ties on `created_at`, creation times spread over 400 days, some jobs exactly on a
-//! `posted_within_days` boundary. Then jobs are closed, reopened, retitled and deleted, and a
-//! company renamed, through the store. The corpus's rows go into the log as they go into the
+//! `posted_within_days` boundary, expiry dates ahead of the searches' instant, past it (the
+//! upkeep not having run: a search leaves them out at once), exactly on it, or none. Then jobs
+//! are closed, reopened, retitled and deleted, and a company renamed, through the store; then
+//! the upkeep expires the jobs whose date passed, and jobs are renewed. The corpus's rows go into the log as they go into the
 //! tables, so each backend's index is built by following its log from the start; a second
 //! index per backend is rebuilt from the tables; both then follow the edits through the log. Then [`SEARCHES`]
 //! seeded searches over every parameter, several pages each (deep ones too, up to the
 //! 10 000-result window), some with facets, are checked page by page (ids in order, `total`,
-//! `total_exact`, facets) against the reference of `queries.rs`: the contract's rules written
+//! `total_exact`, facets, and the earliest `expires_at` among every match, which bounds a
+//! cached copy) against the reference of `queries.rs`: the contract's rules written
 //! plainly over the corpus in memory.
 //!
 //! `search::<backend>::pages_match_the_reference` checks one backend;
@@ -39,7 +42,7 @@ mod queries;
 use corpus::{COMPANIES, Job, gen_corpus, gen_title};
 use queries::{
     Answer, Search, fixed_searches, gen_pages, gen_search, reference_facets, reference_matches,
-    reference_page, vocabulary,
+    reference_page, reference_valid_until, vocabulary,
 };
 
 crate::each_backend!(with_db: pages_match_the_reference);
@@ -122,7 +125,7 @@ macro_rules! insert_corpus {
             let mut qb = sqlx::QueryBuilder::<$db>::new(
                 "INSERT INTO jobs (id, company_id, title, description, location, location_key, \
                  remote, salary_min, salary_max, employment_type, status, search_terms, \
-                 title_terms, created_at, updated_at) ",
+                 title_terms, expires_at, created_at, updated_at) ",
             );
             qb.push_values(chunk, |mut b, j: &Job| {
                 b.push_bind(j.id)
@@ -138,6 +141,7 @@ macro_rules! insert_corpus {
                     .push_bind(if j.open { "open" } else { "closed" })
                     .push_bind(j.search_terms($companies))
                     .push_bind(j.title_terms_joined())
+                    .push_bind(j.expires_at)
                     .push_bind(j.created_at)
                     .push_bind(j.created_at);
             });
@@ -151,6 +155,24 @@ macro_rules! insert_corpus {
                 b.push_bind(j.id);
             });
             log.build().execute(&mut *tx).await.expect("log the corpus");
+            // The upkeep's agenda gets the open jobs' dates as a job write would add them.
+            let dated: Vec<&Job> = chunk
+                .iter()
+                .filter(|j| j.open && j.expires_at.is_some())
+                .collect();
+            if !dated.is_empty() {
+                let mut agenda = sqlx::QueryBuilder::<$db>::new(
+                    "INSERT INTO job_expiries (job_id, expires_at) ",
+                );
+                agenda.push_values(dated, |mut b, j: &Job| {
+                    b.push_bind(j.id).push_bind(j.expires_at);
+                });
+                agenda
+                    .build()
+                    .execute(&mut *tx)
+                    .await
+                    .expect("put the corpus on the agenda");
+            }
         }
         tx.commit().await.expect("commit the corpus");
     }};
@@ -241,6 +263,7 @@ impl Backend<'_> {
                 self.name
             );
             assert_eq!(row.created_at, j.created_at, "{}: job {}", self.name, j.id);
+            assert_eq!(row.expires_at, j.expires_at, "{}: job {}", self.name, j.id);
             assert_eq!(row.company_name, companies[j.company], "{}", self.name);
         }
     }
@@ -348,6 +371,67 @@ async fn edit_through_the_store(
     for job in jobs.iter_mut().filter(|j| j.company == renamed) {
         job.reindex(companies);
     }
+
+    // The upkeep expires the open jobs whose date passed ten days before the searches'
+    // instant: the index drops them through the log (no search found them before either);
+    // those whose date passed since, exactly at the instant included, are still stored open
+    // for the searches to leave out by themselves.
+    let upkept = fixed_now() - chrono::Duration::days(10);
+    for b in backends {
+        let mut expired = 0;
+        loop {
+            let batch = b.store.expire_jobs(upkept, 500).await.expect("expire jobs");
+            expired += batch.jobs;
+            if batch.taken < 500 {
+                break;
+            }
+        }
+        let due = jobs
+            .iter()
+            .filter(|j| !j.deleted && j.open && j.expires_at.is_some_and(|t| t <= upkept))
+            .count() as u64;
+        assert_eq!(expired, due, "{}: the jobs whose date passed", b.name);
+    }
+    for j in jobs.iter_mut() {
+        if !j.deleted && j.open && j.expires_at.is_some_and(|t| t <= upkept) {
+            j.expired = true;
+        }
+    }
+    // Renewals: expired and open jobs open again with a new date; a closed one is refused.
+    let mut renew = Vec::new();
+    while renew.len() < 60 {
+        let i = rng.gen_range(0..jobs.len());
+        if !jobs[i].deleted && !renew.iter().any(|(r, _)| *r == i) {
+            let days = rng.gen_range(1..=60);
+            renew.push((i, fixed_now() + chrono::Duration::days(days)));
+        }
+    }
+    for b in backends {
+        for &(i, until) in &renew {
+            let got = b.store.renew_job(jobs[i].id, until, None).await;
+            if jobs[i].open || jobs[i].expired {
+                assert_eq!(got.expect("renew").expires_at, Some(until), "{}", b.name);
+            } else {
+                assert!(
+                    matches!(
+                        got,
+                        Err(jobboard::store::StoreError::Conflict(
+                            jobboard::domain::Conflict::NotRenewable(_)
+                        ))
+                    ),
+                    "{}: a closed job is not renewable: {got:?}",
+                    b.name
+                );
+            }
+        }
+    }
+    for &(i, until) in &renew {
+        if jobs[i].open || jobs[i].expired {
+            jobs[i].open = true;
+            jobs[i].expired = false;
+            jobs[i].expires_at = Some(until);
+        }
+    }
 }
 
 async fn conform(dbs: &[&TestDb]) {
@@ -374,7 +458,7 @@ async fn conform(dbs: &[&TestDb]) {
     futures::future::join_all(backends.iter().map(Backend::follow)).await;
     let seeded = started.elapsed();
 
-    let open = jobs.iter().filter(|j| j.open && !j.deleted).count();
+    let open = jobs.iter().filter(|j| j.searchable_at(fixed_now())).count();
     let v = vocabulary(&jobs);
     let mut searches = fixed_searches();
     for _ in 0..SEARCHES {
@@ -407,6 +491,7 @@ async fn conform(dbs: &[&TestDb]) {
         }] += 1;
         for &(page, size) in &s.pages {
             let mut expected = reference_page(&matches, page, size);
+            expected.valid_until = reference_valid_until(&jobs, &matches);
             let asked = |b: &Backend<'_>| JobSearch {
                 page: Page { page, size },
                 ..b.search(s)
@@ -422,6 +507,7 @@ async fn conform(dbs: &[&TestDb]) {
                         ids: found.rows.iter().map(|r| r.id).collect(),
                         total: found.total,
                         total_exact: true,
+                        valid_until: found.valid_until,
                         facets: found.facets.map(|f| {
                             let mut f = serde_json::to_value(f).expect("facets as JSON");
                             // Company ids differ by backend: the corpus's index stands for them.

@@ -1,11 +1,13 @@
-//! A property: any sequence of job writes (creates, patches that retitle, close or reopen,
-//! deletes, company renames), made through the store and applied to an index through the
-//! job-change log, whether the index follows along the way or only at the end, gives the
+//! A property: any sequence of job writes (creates with or without an expiry date, before or
+//! after the searches' instant, patches that retitle, close or reopen, renewals, the upkeep's
+//! expiries, deletes, company renames), made through the store and applied to an index through
+//! the job-change log, whether the index follows along the way or only at the end, gives the
 //! reference's pages on the final state.
 
 use super::corpus::Job;
 use super::queries::{reference_facets, reference_matches, reference_page};
 use crate::harness::{company, user};
+use chrono::{DateTime, Duration, Utc};
 use jobboard::domain::{EmploymentType, Role, search};
 use jobboard::search::{SearchIndex, StoreFeed};
 use jobboard::store::{CompanyFields, Facets, JobSearch, Page, SearchSort, Store};
@@ -26,6 +28,8 @@ enum Op {
         remote: bool,
         kind: usize,
         salary_max: Option<i64>,
+        /// Hours from the searches' instant (none: no date).
+        expires_in: Option<i64>,
     },
     /// Retitles the `job`-th job made so far (modulo), and opens or closes it.
     Patch {
@@ -35,6 +39,17 @@ enum Op {
     },
     Delete {
         job: usize,
+    },
+    /// Renews the `job`-th job until `hours` after the searches' instant (refused unless it is
+    /// open or expired).
+    Renew {
+        job: usize,
+        hours: i64,
+    },
+    /// The upkeep expires the jobs whose date is at or before `hours` after the searches'
+    /// instant (so, with a negative value, some of those the searches will find past theirs).
+    Expire {
+        hours: i64,
     },
     Rename {
         company: usize,
@@ -48,10 +63,13 @@ fn op() -> impl Strategy<Value = Op> {
     let w = 0..WORDS.len();
     prop_oneof![
         4 => (0..2usize, (w.clone(), w.clone()), w.clone(), 0..LOCATIONS.len(), any::<bool>(), 0..4usize,
-              proptest::option::of(prop_oneof![Just(50_000i64), Just(90_000), Just(120_000)]))
-            .prop_map(|(company, title, description, location, remote, kind, salary_max)| Op::Create {
-                company, title, description, location, remote, kind, salary_max,
+              proptest::option::of(prop_oneof![Just(50_000i64), Just(90_000), Just(120_000)]),
+              proptest::option::of(-3i64..4))
+            .prop_map(|(company, title, description, location, remote, kind, salary_max, expires_in)| Op::Create {
+                company, title, description, location, remote, kind, salary_max, expires_in,
             }),
+        1 => (0..20usize, -2i64..4).prop_map(|(job, hours)| Op::Renew { job, hours }),
+        1 => (-2i64..3).prop_map(|hours| Op::Expire { hours }),
         3 => (0..20usize, w.clone(), any::<bool>()).prop_map(|(job, title, open)| Op::Patch { job, title, open }),
         1 => (0..20usize).prop_map(|job| Op::Delete { job }),
         1 => (0..2usize, 0..NAMES.len()).prop_map(|(company, name)| Op::Rename { company, name }),
@@ -59,8 +77,9 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// The searches every case checks: each word and pair, both sorts, the filters, facets.
-fn searches(company_ids: &[i64]) -> Vec<(JobSearch, Option<usize>)> {
+/// The searches every case checks: each word and pair, both sorts, the filters, facets, all
+/// at the instant `at`.
+fn searches(company_ids: &[i64], at: DateTime<Utc>) -> Vec<(JobSearch, Option<usize>)> {
     let mut out = Vec::new();
     let all = Facets {
         employment_type: true,
@@ -105,6 +124,9 @@ fn searches(company_ids: &[i64]) -> Vec<(JobSearch, Option<usize>)> {
         },
         None,
     ));
+    for (s, _) in &mut out {
+        s.at = Some(at);
+    }
     out
 }
 
@@ -122,6 +144,9 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let index = Arc::new(SearchIndex::open(dir.path()).expect("open the index"));
     let feed = StoreFeed(store.clone());
     let mut jobs: Vec<Job> = Vec::new();
+    // The searches' instant; dates are set around it.
+    let at = jobboard::timefmt::now() + Duration::days(1);
+    let hours = |h: i64| at + Duration::hours(h);
     for op in ops {
         match op {
             Op::Create {
@@ -132,6 +157,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 remote,
                 kind,
                 salary_max,
+                expires_in,
             } => {
                 let mut job = Job {
                     id: 0,
@@ -144,8 +170,10 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     salary_max,
                     employment_type: EmploymentType::ALL[kind],
                     open: true,
+                    expired: false,
                     deleted: false,
                     created_at: chrono::Utc::now(),
+                    expires_at: expires_in.map(hours),
                     terms: Default::default(),
                     title_terms: Default::default(),
                 };
@@ -165,6 +193,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 };
                 jobs[i].title = format!("{} lead", WORDS[title]);
                 jobs[i].open = open;
+                jobs[i].expired = false;
                 jobs[i].reindex(&companies);
                 let current = store.job(jobs[i].id).await.expect("read job");
                 store
@@ -183,6 +212,31 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     .delete_job(jobs[i].id, None)
                     .await
                     .expect("delete job");
+            }
+            Op::Renew { job, hours: h } => {
+                let live: Vec<usize> = (0..jobs.len()).filter(|i| !jobs[*i].deleted).collect();
+                let Some(&i) = live.get(job % live.len().max(1)) else {
+                    continue;
+                };
+                let renewed = store.renew_job(jobs[i].id, hours(h), None).await;
+                if jobs[i].open || jobs[i].expired {
+                    prop_assert!(renewed.is_ok(), "{:?}", renewed);
+                    jobs[i].open = true;
+                    jobs[i].expired = false;
+                    jobs[i].expires_at = Some(hours(h));
+                } else {
+                    prop_assert!(renewed.is_err(), "a closed job is not renewable");
+                }
+            }
+            Op::Expire { hours: h } => {
+                let now = hours(h);
+                store.expire_jobs(now, 500).await.expect("expire jobs");
+                for j in jobs.iter_mut() {
+                    if !j.deleted && j.open && !j.expired && j.expires_at.is_some_and(|t| t <= now)
+                    {
+                        j.expired = true;
+                    }
+                }
             }
             Op::Rename { company, name } => {
                 companies[company] = NAMES[name].to_string();
@@ -212,7 +266,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     jobboard::search::catch_up(&index, &feed)
         .await
         .expect("follow the log");
-    for (s, company) in searches(&company_ids) {
+    for (s, company) in searches(&company_ids, at) {
         let matches = reference_matches(&jobs, &s, company);
         let mut expected = reference_page(&matches, s.page.page, s.page.size);
         if s.facets.any() {

@@ -2,6 +2,7 @@
 
 use super::corpus::{COMPANIES, Job, LOCATIONS, MADE_UP, made_up, pick};
 use super::{BOUNDARY_DAYS, fixed_now};
+use chrono::{DateTime, Utc};
 use jobboard::domain::{EmploymentType, search};
 use jobboard::store::{Facets, JobSearch, PostedWithin, SEARCH_WINDOW, SearchSort};
 use rand::Rng;
@@ -137,6 +138,7 @@ pub fn gen_search(rng: &mut StdRng, v: &Vocabulary, jobs: &[Job]) -> Search {
     let q = words.join(pick(rng, &[" ", ", ", " - ", "  "]));
     let mut s = JobSearch {
         terms: search::query_terms(&q).expect("short words"),
+        at: Some(fixed_now()),
         ..JobSearch::default()
     };
     if rng.gen_bool(0.2) {
@@ -256,13 +258,19 @@ pub struct Answer {
     pub total: i64,
     pub total_exact: bool,
     pub facets: Option<serde_json::Value>,
+    /// The earliest `expires_at` among every match: a cached copy is served no later.
+    pub valid_until: Option<DateTime<Utc>>,
 }
 
 /// Every match of the search, in result order.
 pub fn reference_matches(jobs: &[Job], s: &JobSearch, company: Option<usize>) -> Vec<i64> {
+    // Without an instant (the alert matcher's cases, which judge no dates) no date is judged.
     let mut found: Vec<(usize, &Job)> = jobs
         .iter()
-        .filter(|j| !j.deleted && j.open)
+        .filter(|j| match s.at {
+            Some(at) => j.searchable_at(at),
+            None => !j.deleted && j.open && !j.expired,
+        })
         .filter(|j| s.terms.iter().all(|t| j.terms.contains(t)))
         .filter(|j| {
             s.location
@@ -301,6 +309,12 @@ pub fn reference_matches(jobs: &[Job], s: &JobSearch, company: Option<usize>) ->
     found.into_iter().map(|(_, j)| j.id).collect()
 }
 
+/// Until when the answer holds: the earliest `expires_at` of every match (not only the page's).
+pub fn reference_valid_until(jobs: &[Job], matches: &[i64]) -> Option<DateTime<Utc>> {
+    let by_id: BTreeMap<i64, &Job> = jobs.iter().map(|j| (j.id, j)).collect();
+    matches.iter().filter_map(|id| by_id[id].expires_at).min()
+}
+
 /// A page of the matches: every match is counted, exactly.
 pub fn reference_page(matches: &[i64], page: i64, size: i64) -> Answer {
     let offset = (page - 1) * size;
@@ -314,6 +328,7 @@ pub fn reference_page(matches: &[i64], page: i64, size: i64) -> Answer {
         total: matches.len() as i64,
         total_exact: true,
         facets: None,
+        valid_until: None,
     }
 }
 
@@ -370,6 +385,7 @@ pub fn fixed_searches() -> Vec<Search> {
         search: JobSearch {
             terms: search::query_terms(q).expect("short words"),
             sort,
+            at: Some(fixed_now()),
             ..JobSearch::default()
         },
         company: None,

@@ -1,0 +1,162 @@
+//! A member's PATCH of a job (CONTRACT.md §4, Jobs): JSON Merge Patch of its fields, and the
+//! lifecycle's rules on `status` (only `open ↔ closed`; any edit of a rejected job sends it back
+//! to review) and `expires_at` (set while the job is open or waiting for review; reopening a
+//! job whose date passed gives it `JOB_POSTING_DAYS` from now).
+
+use super::error::{ApiResult, FieldErrors};
+use super::extract::{JsonBody, double_option};
+use super::jobs::{Draft, validate_job};
+use crate::domain::job::{check_expires_at, parse_time};
+use crate::domain::{Conflict, EmploymentType, JobStatus};
+use crate::store::{JobFields, JobRow, StoreError};
+use chrono::{DateTime, Duration, Utc};
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+/// JSON Merge Patch of a job: absent fields stay, `null` clears `salary_min` / `salary_max`.
+/// `status` moves only `open ↔ closed` (any PATCH of a `rejected` job sends it back to
+/// `pending_review`); `expires_at` is set while the job is open or waiting for review.
+#[derive(Deserialize, ToSchema, Default)]
+pub struct JobPatch {
+    #[serde(default, deserialize_with = "double_option")]
+    pub title: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub description: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub location: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub remote: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub salary_min: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub salary_max: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = EmploymentType)]
+    pub employment_type: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = JobStatus)]
+    pub status: Option<Option<String>>,
+    /// Any time in the next 365 days.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: Option<Option<String>>,
+}
+
+impl JsonBody for JobPatch {
+    const FIELDS: &'static [&'static str] = &[
+        "title",
+        "description",
+        "location",
+        "remote",
+        "salary_min",
+        "salary_max",
+        "employment_type",
+        "status",
+        "expires_at",
+    ];
+    const READ_ONLY: &'static [&'static str] = &[
+        "id",
+        "company",
+        "company_id",
+        "rejection_reason",
+        "created_at",
+        "updated_at",
+    ];
+}
+
+/// The job's fields after the patch: 422 for a bad field (every one named), then 409 for a
+/// move its status does not allow.
+pub(super) fn merge(
+    job: &JobRow,
+    p: &JobPatch,
+    now: DateTime<Utc>,
+    posting: Duration,
+) -> ApiResult<JobFields> {
+    // The stored values stand in for absent fields and are judged again with the patch.
+    let cur = job.clone();
+    let mut errors = FieldErrors::default();
+    fn required<T: Clone>(
+        errors: &mut FieldErrors,
+        name: &str,
+        v: &Option<Option<T>>,
+        current: T,
+    ) -> T {
+        match v {
+            None => current,
+            Some(Some(x)) => x.clone(),
+            Some(None) => {
+                errors.add(name, "must not be null");
+                current
+            }
+        }
+    }
+    let current = job.status_at(now);
+    let asked = match &p.status {
+        None => Some(current),
+        Some(Some(s)) => errors.check(
+            "status",
+            JobStatus::parse(s).ok_or_else(|| {
+                "must be one of open, closed, expired, pending_review, rejected".to_string()
+            }),
+        ),
+        Some(None) => {
+            errors.add("status", "must not be null");
+            None
+        }
+    };
+    // The same date sent back is no change; a new one is judged against now.
+    let new_expiry = match &p.expires_at {
+        None => None,
+        Some(None) => {
+            errors.add("expires_at", "must not be null");
+            None
+        }
+        Some(Some(raw)) => match parse_time(raw) {
+            Ok(t) if Some(t) == job.expires_at => None,
+            Ok(t) => errors.check("expires_at", check_expires_at(t, now)),
+            Err(m) => {
+                errors.add("expires_at", m);
+                None
+            }
+        },
+    };
+    let draft = Draft {
+        title: required(&mut errors, "title", &p.title, cur.title),
+        description: required(&mut errors, "description", &p.description, cur.description),
+        location: required(&mut errors, "location", &p.location, cur.location),
+        remote: required(&mut errors, "remote", &p.remote, cur.remote),
+        salary_min: p.salary_min.unwrap_or(cur.salary_min),
+        salary_max: p.salary_max.unwrap_or(cur.salary_max),
+        employment_type: required(
+            &mut errors,
+            "employment_type",
+            &p.employment_type,
+            cur.employment_type.as_str().to_string(),
+        ),
+        status: job.status,
+        expires_at: new_expiry.or(job.expires_at),
+    };
+    // Every field is judged (422) before the move (409).
+    let mut fields = validate_job(draft, errors)?;
+    let asked = asked.unwrap_or(current);
+    let next = current
+        .patched(asked)
+        .map_err(|e| StoreError::Conflict(Conflict::JobTransition(e)))?;
+    if new_expiry.is_some() && !current.takes_expiry() && !next.takes_expiry() {
+        return Err(StoreError::Conflict(Conflict::JobNotOpen(current)).into());
+    }
+    // Without a move the stored status stays: an open job past its date is left for the
+    // upkeep to expire (and to email its members about).
+    if next != current {
+        fields.status = next;
+    }
+    // Reopened with no date ahead (a job written before jobs expired, or one whose date passed
+    // while it was closed): it runs from now, as a renewal would.
+    if current == JobStatus::Closed
+        && next == JobStatus::Open
+        && fields.expires_at.is_none_or(|t| t <= now)
+    {
+        fields.expires_at = Some(now + posting);
+    }
+    Ok(fields)
+}
