@@ -145,10 +145,12 @@
     return Math.round(s / 3600) + " h";
   }
 
-  // The problem's own words, or the status.
+  // The problem's own words, or the status; for a 422, what it says of each field.
   async function problemText(res) {
     try {
       const p = await res.json();
+      const fields = p.errors && typeof p.errors === "object" ? Object.entries(p.errors) : [];
+      if (fields.length) return fields.map(([k, v]) => k + " " + [].concat(v).join(", ")).join("; ");
       return p.detail || p.title || "HTTP " + res.status;
     } catch (_) {
       return "HTTP " + res.status;
