@@ -1,8 +1,9 @@
 // The operator console. Everything received is put into the page as text (textContent), never
-// as HTML: a dead letter's body and reason are whatever a queue held. Every piece of such
-// outside text is isolated (<bdi>, `unicode-bidi: isolate`) and shows its bidi controls as
-// marked escapes, so none can reorder the text around it. The access token lives in
-// this closure only, never in localStorage, sessionStorage or a cookie; a reload signs in again.
+// as HTML: a dead letter's body and reason are whatever a queue held, a job's title and
+// description whatever its employer wrote. Every piece of such outside text is isolated (<bdi>,
+// `unicode-bidi: isolate`) and shows its bidi controls as marked escapes, so none can reorder
+// the text around it. The access token lives in this closure only, never in localStorage,
+// sessionStorage or a cookie; a reload signs in again.
 (function () {
   "use strict";
 
@@ -23,6 +24,15 @@
   let listRequest = 0;
   // When the figures shown were read (the page's clock, as text).
   let figuresTime = null;
+  // The jobs waiting for review: the page shown, the newest read (as `listRequest`), when the
+  // list shown was read, and the element drawn for each job with the job it was drawn from
+  // (id → {seen, node}): a refresh keeps the elements of the jobs that did not change.
+  let reviewPage = 1;
+  let reviewRequest = 0;
+  let reviewTime = null;
+  let reviewNodes = new Map();
+  // The job the reason is being written for: {job, index} while the dialog is open.
+  let rejecting = null;
 
   const $ = (id) => document.getElementById(id);
 
@@ -145,10 +155,12 @@
     return Math.round(s / 3600) + " h";
   }
 
-  // The problem's own words, or the status.
+  // The problem's own words, or the status; for a 422, what it says of each field.
   async function problemText(res) {
     try {
       const p = await res.json();
+      const fields = p.errors && typeof p.errors === "object" ? Object.entries(p.errors) : [];
+      if (fields.length) return fields.map(([k, v]) => k + " " + [].concat(v).join(", ")).join("; ");
       return p.detail || p.title || "HTTP " + res.status;
     } catch (_) {
       return "HTTP " + res.status;
@@ -245,6 +257,7 @@
       const f = renderFigures(await probe.json());
       lastFigure = f.dead_letters;
       await loadDeadLetters(1);
+      await loadReviews(1);
       schedule();
       $("queue-title").focus();
     } catch (e) {
@@ -275,9 +288,18 @@
     expiry = null;
     expiresAt = null;
     if ($("confirm").open) $("confirm").close("no");
+    rejecting = null;
+    if ($("reject").open) $("reject").close();
     $("notice").textContent = "";
     figuresTime = null;
     markStale(null);
+    reviewRequest += 1;
+    reviewPage = 1;
+    reviewTime = null;
+    reviewNodes = new Map();
+    markReviewStale(null);
+    reviewNotice([], false);
+    $("review-list").replaceChildren();
     $("console").hidden = true;
     hide("whoami");
     $("signout").hidden = true;
@@ -342,7 +364,8 @@
     }, REFRESH_MS);
   }
 
-  // The figures on their own; the dead letters too when their number changed.
+  // The figures on their own; the dead letters too when their number changed; the jobs
+  // waiting for review (no figure says when they change).
   async function refresh() {
     try {
       const f = await loadFigures();
@@ -353,6 +376,12 @@
     } catch (e) {
       // A failed read of the figures is shown beside them (markStale); of the list, here.
       if (!(e instanceof Gone) && $("figures-stale").hidden) notice("The dead letters were not read: " + e.message, true);
+    }
+    if (!token) return;
+    try {
+      await loadReviews(reviewPage);
+    } catch (_) {
+      // Shown beside the list (markReviewStale), or the page has signed out.
     }
   }
 
@@ -486,6 +515,319 @@
     $("dl-title").focus();
     const shown = $("story").hidden ? null : $("story").dataset.eventId;
     if (shown) await openStory(shown, false);
+  }
+
+  // ------------------------------------------------------------------ jobs waiting for review
+
+  // A reason's length limit, and the space the server trims from both ends first (Rust's
+  // `str::trim`: Unicode's White_Space, which is not quite what String.prototype.trim removes).
+  const REASON_MAX = 1000;
+  const EDGE_SPACE = /^\p{White_Space}+|\p{White_Space}+$/gu;
+
+  // The list shown is no longer current (`why` says why it could not be read since) or current
+  // again (null): kept, dimmed and marked, beside the time it was read, like the figures.
+  function markReviewStale(why) {
+    $("review-stale").hidden = !why;
+    $("review-list").classList.toggle("stale", Boolean(why));
+    $("review-note").classList.toggle("stale-note", Boolean(why));
+    $("review-updated").textContent =
+      (reviewTime ? "last updated " + reviewTime : "not yet read") + (why ? " — " + why : "");
+  }
+
+  // A message of the review section: `parts` are strings or nodes (outside text).
+  function reviewNotice(parts, bad) {
+    const node = $("review-notice");
+    node.replaceChildren(...parts);
+    node.className = bad ? "notice error" : "notice";
+  }
+
+  // Reads page `want` of the jobs waiting for review (oldest first) and draws it, unless a newer
+  // read began meanwhile. A read that fails leaves the list shown, marked stale.
+  async function loadReviews(want) {
+    const mine = ++reviewRequest;
+    let res;
+    try {
+      res = await api("GET", "/api/admin/jobs?status=pending_review&page=" + want + "&page_size=" + PAGE_SIZE);
+    } catch (e) {
+      if (!(e instanceof Gone) && mine === reviewRequest) markReviewStale("cannot reach the server");
+      throw e;
+    }
+    let list;
+    try {
+      if (!res.ok) throw new Error(await problemText(res));
+      list = await res.json();
+    } catch (e) {
+      if (mine === reviewRequest) markReviewStale("cannot read the list: " + e.message);
+      return;
+    }
+    if (mine !== reviewRequest) return;
+    if (list.items.length === 0 && want > 1) {
+      // Past the end (jobs were decided meanwhile): the last page there is.
+      return loadReviews(Math.max(1, Math.ceil(list.total / PAGE_SIZE)));
+    }
+    reviewPage = want;
+    reviewTime = new Date().toLocaleTimeString();
+    markReviewStale(null);
+    drawReviews(list);
+  }
+
+  // Draws a page of the list. A job unchanged since the last read keeps its element, so that a
+  // refresh every 5 seconds leaves an opened description open and the focus where it was; the
+  // list is rebuilt only when a job came, went or changed.
+  function drawReviews(list) {
+    $("review-total").textContent = String(list.total);
+    $("review-empty").hidden = list.total !== 0;
+    const pages = Math.max(1, Math.ceil(list.total / PAGE_SIZE));
+    $("review-page").textContent = "page " + reviewPage + " of " + pages;
+    $("review-prev").disabled = reviewPage <= 1;
+    $("review-next").disabled = reviewPage >= pages;
+    const kept = new Map();
+    const nodes = list.items.map((job) => {
+      const seen = JSON.stringify(job);
+      const before = reviewNodes.get(job.id);
+      const node = before && before.seen === seen ? before.node : jobItem(job);
+      kept.set(job.id, { seen, node });
+      return node;
+    });
+    reviewNodes = kept;
+    const ol = $("review-list");
+    const current = Array.from(ol.children);
+    if (current.length === nodes.length && current.every((n, i) => n === nodes[i])) return;
+    const focused = document.activeElement;
+    const within = focused && ol.contains(focused);
+    const at = within ? current.findIndex((n) => n.contains(focused)) : -1;
+    ol.replaceChildren(...nodes);
+    if (!within) return;
+    // The focus was in the list: back where it was if that is still drawn, else on the job now
+    // in that place (or the section's heading), without scrolling the page under the operator.
+    if (focused.isConnected) focused.focus({ preventScroll: true });
+    else focusJob(at, false);
+  }
+
+  // The focus on the title of the job now at `index` in the list (the next one once a job was
+  // decided), else on the section's heading; `scroll`: brought into view.
+  function focusJob(index, scroll) {
+    const items = $("review-list").children;
+    const target = items.length
+      ? items[Math.min(Math.max(index, 0), items.length - 1)].querySelector("h3")
+      : $("review-title");
+    if (scroll) target.scrollIntoView({ block: "nearest" });
+    target.focus({ preventScroll: true });
+  }
+
+  // Another page, from the pager at the list's foot: read from its top, like the dead letters.
+  async function turnReviewPage(want) {
+    await loadReviews(want);
+    const heading = $("review-title");
+    heading.scrollIntoView({ block: "start" });
+    heading.focus({ preventScroll: true });
+  }
+
+  function money(n) {
+    return Number(n).toLocaleString("en");
+  }
+
+  // A job as the operator decides on it: title, company, location, what kind of job, salary,
+  // when it was created and the date its members asked for, its description (folded when long),
+  // Approve and Reject. Each text of the employer's is outside text.
+  function jobItem(job) {
+    const title = el("h3", { id: "review-job-" + job.id, tabindex: "-1" }, outside(job.title, "bdi", "title"));
+    const facts = [
+      "at ",
+      outside(job.company && job.company.name, "bdi", "company"),
+      " · ",
+      outside(job.location, "bdi", "location"),
+      job.remote ? " (remote)" : "",
+      " · " + String(job.employment_type).replace(/_/g, " "),
+    ];
+    if (job.salary_min !== null || job.salary_max !== null) {
+      const range =
+        job.salary_min !== null && job.salary_max !== null
+          ? money(job.salary_min) + "–" + money(job.salary_max)
+          : job.salary_min !== null
+            ? "from " + money(job.salary_min)
+            : "up to " + money(job.salary_max);
+      facts.push(" · salary " + range);
+    }
+    facts.push(" · job " + job.id + ", created ", el("time", { class: "created", datetime: job.created_at, text: when(job.created_at) }));
+    if (job.expires_at) facts.push(", to expire " + when(job.expires_at));
+    const name = "job " + job.id + ", " + plain(job.title);
+    const approve = el("button", { type: "button", class: "approve", text: "Approve", "aria-label": "Approve " + name });
+    const reject = el("button", { type: "button", class: "reject danger", text: "Reject", "aria-label": "Reject " + name });
+    const index = () => Array.prototype.indexOf.call($("review-list").children, approve.closest("li"));
+    approve.addEventListener("click", () => approveJob(job, index(), approve));
+    reject.addEventListener("click", () => openReject(job, index()));
+    return el(
+      "li",
+      { class: "job", "data-id": String(job.id) },
+      title,
+      el("p", { class: "facts muted small" }, ...facts),
+      shown(job.description, "div", "description"),
+      el("div", { class: "actions" }, approve, reject)
+    );
+  }
+
+  // "job 12, <title> at <company>", as parts (see `confirmed`).
+  function jobLabel(job) {
+    return ["job " + job.id + ", ", outside(job.title), " at ", outside(job.company && job.company.name)];
+  }
+
+  // After a decision, or an attempt that found the job decided already: the list read again,
+  // and the focus on the next job (`index`: the decided one's place), or on the message when
+  // it says what went wrong.
+  async function afterReview(index, bad) {
+    try {
+      await loadReviews(reviewPage);
+    } catch (e) {
+      if (e instanceof Gone) return;
+    }
+    if (bad) $("review-notice").focus();
+    else focusJob(index, true);
+  }
+
+  // The answer to an approval or a rejection that did not go through: 409, someone decided the
+  // job first; 404, it is gone.
+  async function refused(res, job, verb) {
+    if (res.status === 409) {
+      return [
+        "Job " + job.id + ", ",
+        outside(job.title),
+        ", was not " + verb + ": it is no longer waiting for review, another operator may have decided it meanwhile (" +
+          (await problemText(res)) +
+          "). The list has been read again.",
+      ];
+    }
+    if (res.status === 404) {
+      return ["Job " + job.id + ", ", outside(job.title), ", was not " + verb + ": it no longer exists. The list has been read again."];
+    }
+    return ["Job " + job.id + " was not " + verb + ": " + (await problemText(res))];
+  }
+
+  async function approveJob(job, index, button) {
+    if (!(await confirmed("Approve ", ...jobLabel(job), "? It opens now and anyone can find it."))) {
+      // Its button may have gone with a refresh while the question was asked.
+      if (!button.isConnected) focusJob(index, false);
+      return;
+    }
+    button.disabled = true;
+    try {
+      const res = await api("POST", "/api/admin/jobs/" + encodeURIComponent(job.id) + "/approve");
+      if (res.ok) {
+        reviewNotice(["Approved ", ...jobLabel(job), ": it is open and in searches."], false);
+        await afterReview(index, false);
+      } else {
+        reviewNotice(await refused(res, job, "approved"), true);
+        await afterReview(index, true);
+      }
+    } catch (e) {
+      if (!(e instanceof Gone)) {
+        reviewNotice(["Not approved: " + e.message], true);
+        $("review-notice").focus();
+      }
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  // The reason's length in code points once trimmed as the server trims it, or a problem with
+  // it in words, checked before anything is sent.
+  function reasonProblem(value) {
+    if (value.includes("\0")) return "The reason must not contain NUL characters.";
+    const length = Array.from(value.replace(EDGE_SPACE, "")).length;
+    if (length === 0) return "Give a reason: the job's members read it, to know what to change.";
+    if (length > REASON_MAX) {
+      return "The reason is " + length.toLocaleString("en") + " characters long; at most " + REASON_MAX + ".";
+    }
+    return null;
+  }
+
+  function reasonLength() {
+    const length = Array.from($("reject-reason").value.replace(EDGE_SPACE, "")).length;
+    $("reject-length").textContent = length.toLocaleString("en");
+    $("reject-help").classList.toggle("over", length > REASON_MAX);
+  }
+
+  function rejectError(text) {
+    if (text) show("reject-error", text);
+    else hide("reject-error");
+    $("reject-reason").setAttribute("aria-invalid", text ? "true" : "false");
+  }
+
+  // Asks for the reason, in a dialog of its own: the text box has the focus.
+  function openReject(job, index) {
+    rejecting = { job, index };
+    $("reject-question").replaceChildren(
+      "Reject ",
+      ...jobLabel(job),
+      "? Its members are told why; an edit of theirs brings it back here."
+    );
+    $("reject-reason").value = "";
+    reasonLength();
+    rejectError(null);
+    $("reject-submit").disabled = false;
+    $("reject").showModal();
+    $("reject-reason").focus();
+  }
+
+  async function submitReject(event) {
+    event.preventDefault();
+    const r = rejecting;
+    if (!r) return;
+    const reason = $("reject-reason").value;
+    const problem = reasonProblem(reason);
+    if (problem) {
+      rejectError(problem);
+      $("reject-reason").focus();
+      return;
+    }
+    rejectError(null);
+    $("reject-submit").disabled = true;
+    try {
+      const res = await api("POST", "/api/admin/jobs/" + encodeURIComponent(r.job.id) + "/reject", { reason });
+      // The dialog may have been closed while the request was on its way: the answer is shown
+      // all the same, in the section.
+      const open = rejecting === r;
+      if (res.status === 422) {
+        // The server's own check: its words, in the dialog, the reason kept to be corrected.
+        const words = "Not rejected: " + (await problemText(res));
+        if (open) {
+          rejectError(words);
+          $("reject-reason").focus();
+        } else {
+          reviewNotice(["Job " + r.job.id + ". " + words], true);
+        }
+        return;
+      }
+      if (open) {
+        rejecting = null;
+        $("reject").close();
+      }
+      if (res.ok) {
+        reviewNotice(["Rejected ", ...jobLabel(r.job), ": its members are told why."], false);
+        await afterReview(r.index, false);
+      } else {
+        reviewNotice(await refused(res, r.job, "rejected"), true);
+        await afterReview(r.index, true);
+      }
+    } catch (e) {
+      if (!(e instanceof Gone) && rejecting === r) {
+        rejectError("Not rejected: " + e.message);
+        $("reject-reason").focus();
+      }
+    } finally {
+      $("reject-submit").disabled = false;
+    }
+  }
+
+  // Closed without a decision (Cancel, Escape): back to the job's Reject button, or, if a
+  // refresh took it away meanwhile, to the job now in its place.
+  function rejectClosed() {
+    const r = rejecting;
+    rejecting = null;
+    if (!r || !token) return;
+    const li = $("review-list").querySelector('li[data-id="' + r.job.id + '"]');
+    if (li) li.querySelector(".reject").focus();
+    else focusJob(r.index, false);
   }
 
   // ------------------------------------------------------------------ an event's story
@@ -668,5 +1010,15 @@
   $("redrive-all").addEventListener("click", () => redriveIds(null, null));
   $("dl-prev").addEventListener("click", () => reading(turnPage(Math.max(1, page - 1))));
   $("dl-next").addEventListener("click", () => reading(turnPage(page + 1)));
+  $("review-refresh").addEventListener("click", () => loadReviews(reviewPage).catch(() => {}));
+  $("review-prev").addEventListener("click", () => turnReviewPage(Math.max(1, reviewPage - 1)).catch(() => {}));
+  $("review-next").addEventListener("click", () => turnReviewPage(reviewPage + 1).catch(() => {}));
+  $("reject-form").addEventListener("submit", submitReject);
+  $("reject-reason").addEventListener("input", () => {
+    reasonLength();
+    if (!$("reject-error").hidden) rejectError(null);
+  });
+  $("reject-cancel").addEventListener("click", () => $("reject").close());
+  $("reject").addEventListener("close", rejectClosed);
   $("email").focus();
 })();

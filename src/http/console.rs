@@ -30,7 +30,8 @@ pub fn router() -> Router<AppState> {
         .route("/console/console.js", get(console_js))
 }
 
-/// The operator console: the queue's figures, the dead letters, any event's story.
+/// The operator console: the queue's figures, the jobs waiting for review, the dead letters, any
+/// event's story.
 #[utoipa::path(get, operation_id = "get_console_page", path = "/console", tag = "operations", responses((status = 200, description = "HTML", content_type = "text/html"), (status = 304, description = "not modified: `If-None-Match` names the current ETag")))]
 pub(super) async fn console(request: HeaderMap) -> Response {
     CONSOLE_HTML.serve(&request)

@@ -903,6 +903,13 @@ async fn figures_say_so_when_the_server_cannot_be_reached() {
         "0",
         "the last figures stay"
     );
+    // The jobs waiting for review, read with them, are marked the same way.
+    b.wait_text("#review-updated", "the failed refresh", |t| {
+        t.starts_with("last updated ") && t.contains(" — cannot reach the server")
+    })
+    .await;
+    assert!(b.visible("#review-stale").await);
+    assert_eq!(b.count("#review-list.stale").await, 1);
     b.shot("1-stale").await;
 
     // Back: the next refresh clears the mark and shows what changed meanwhile.
@@ -920,6 +927,11 @@ async fn figures_say_so_when_the_server_cannot_be_reached() {
     .await;
     assert!(!b.visible("#figures-stale").await);
     assert_eq!(b.count(".figures.stale").await, 0);
+    b.wait_text("#review-updated", "a fresh time", |t| {
+        t.starts_with("last updated ") && !t.contains("cannot")
+    })
+    .await;
+    assert!(!b.visible("#review-stale").await);
     b.close().await;
 }
 
@@ -1098,4 +1110,549 @@ async fn pages_and_assets_are_revalidated_by_their_etag() {
         assert_eq!(r.status(), 200, "{path}");
         assert_eq!(r.bytes().await.unwrap(), body, "{path}");
     }
+}
+
+/// The app with `JOB_MODERATION=true`: a new job waits for an operator's review.
+const MODERATED: &[(&str, &str)] = &[("JOB_MODERATION", "true")];
+
+fn job_id(job: &Value) -> i64 {
+    job["id"].as_i64().expect("a job's id")
+}
+
+/// A text as the console shows it: each bidi control as its escape (`\u{202E}`).
+fn escaped(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if BIDI_CONTROLS.contains(c) {
+                format!("\\u{{{:04X}}}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// A job as `who` reads it through the API.
+async fn job_as(app: &TestApp, who: &User, id: i64) -> Value {
+    let r = app.get(&format!("/api/jobs/{id}"), Some(&who.token)).await;
+    r.expect(200).clone()
+}
+
+impl Browser {
+    /// Whether the focused element is of class `class`, in the review list's item of job `id`.
+    async fn focus_in_job(&self, class: &str, id: i64) -> bool {
+        let script = "const [cls, id] = arguments; const e = document.activeElement; \
+             const li = e && e.closest('#review-list li'); \
+             return Boolean(li && e.classList.contains(cls) && li.dataset.id === String(id))";
+        self.client
+            .execute(script, vec![json!(class), json!(id)])
+            .await
+            .expect("script")
+            .as_bool()
+            .expect("a boolean")
+    }
+}
+
+/// A job whose every text is written to harm the operator who reviews it: markup and script in
+/// its title, company and location, bidi overrides, a description of the longest allowed
+/// (20 000 characters) that starts with markup. Each shows as text, its controls as escapes,
+/// isolated; the description folded, opened whole on demand; nothing runs; and the refreshes
+/// every 5 seconds leave the opened description open and the focus where it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_job_text_waiting_for_review_shows_as_text() {
+    let app = TestApp::spawn_with(Backend::Sqlite, CacheKind::Memory, MODERATED).await;
+    let employer = app.user("employer").await;
+    let company_name = "<b>Acme</b> \u{202E}gnitsoh";
+    let company = app.company(&employer, company_name).await;
+    let title = "<script>window.__pwned=3</script> Payroll \u{202E}fdp.exe";
+    let location = r#"<img src=x onerror="window.__pwned=4"> Berlin"#;
+    let end = " END-OF-DESCRIPTION";
+    let mut description = format!("{HOSTILE}\nPaid \u{202E}olleh\u{2069} weekly\n");
+    let mut line = 0;
+    while description.chars().count() < 20_000 {
+        description.push_str(&format!("line {line} of the description\n"));
+        line += 1;
+    }
+    let mut description: String = description.chars().take(20_000 - end.len()).collect();
+    description.push_str(end);
+    assert_eq!(description.chars().count(), 20_000);
+    let job = app
+        .job(
+            &employer,
+            company,
+            json!({"title": title, "location": location, "description": description}),
+        )
+        .await;
+    assert_eq!(job["status"], "pending_review");
+    assert_eq!(job["description"], json!(description), "stored whole");
+    let id = job_id(&job);
+    let op = app.operator().await;
+
+    let b = Browser::start("review-hostile").await;
+    b.goto(&app.url("/console")).await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#review-total", "one job waiting", is("1"))
+        .await;
+    let item = format!("#review-list li[data-id='{id}']");
+    assert_eq!(b.text(&format!("{item} h3")).await, escaped(title));
+    assert_eq!(
+        b.text(&format!("{item} .company")).await,
+        escaped(company_name)
+    );
+    assert_eq!(b.text(&format!("{item} .location")).await, location);
+    // The description, folded: its start, its length, a control that opens it.
+    let closed = format!("{item} details.fold.description:not([open])");
+    let summary = b.text(&format!("{closed} > summary")).await;
+    assert!(summary.starts_with("<img src=x"), "{summary}");
+    assert!(summary.contains("20,000 characters"), "{summary}");
+    b.shot("1-folded").await;
+
+    // Nothing ran, no markup became an element, the token is kept nowhere.
+    assert_eq!(
+        b.js("return window.__pwned === undefined").await,
+        json!(true)
+    );
+    assert_eq!(b.count("img").await, 0, "no markup became an element");
+    assert_eq!(b.count("#review b, #review script").await, 0);
+    assert_eq!(b.count("script").await, 1, "only the page's own script");
+    let kept = b
+        .js("return [localStorage.length, sessionStorage.length, document.cookie]")
+        .await;
+    assert_eq!(kept, json!([0, 0, ""]));
+
+    // No control is left in the page's text, and each piece is isolated, alone.
+    let shown = b.js("return document.body.innerText").await;
+    for c in BIDI_CONTROLS.chars() {
+        assert!(
+            !shown.as_str().unwrap().contains(c),
+            "U+{:04X} is in the page's text as it is",
+            c as u32
+        );
+    }
+    assert_eq!(
+        b.isolated("#review-list", "Payroll").await,
+        vec![Some(escaped(title))]
+    );
+    assert_eq!(
+        b.isolated("#review-list", "gnitsoh").await,
+        vec![Some(escaped(company_name))]
+    );
+    assert_eq!(
+        b.isolated("#review-list", "Berlin").await,
+        vec![Some(location.to_string())]
+    );
+
+    // Opened from the keyboard: the whole description, in a box of its own height.
+    b.find(&format!("{closed} > summary"))
+        .await
+        .send_keys(" ")
+        .await
+        .unwrap();
+    let opened = format!("{item} details.fold.description[open]");
+    b.find(&opened).await;
+    let whole = b
+        .js(&format!(
+            "return document.querySelector(\"{opened} .whole\").textContent"
+        ))
+        .await;
+    assert_eq!(
+        whole,
+        json!(escaped(&description)),
+        "the whole text, opened"
+    );
+    let pieces = b.isolated("#review-list", "olleh").await;
+    assert!(pieces.iter().all(Option::is_some), "{pieces:?}");
+    assert!(pieces.contains(&Some(escaped(&description))));
+    let height = b.js("return document.documentElement.scrollHeight").await;
+    assert!(
+        height.as_i64().is_some_and(|h| h < 3000),
+        "opened, the page is {height} px tall"
+    );
+    b.shot("2-opened").await;
+
+    // A refresh or two later the description is still open, the focus still on its control.
+    let read = b.text("#review-updated").await;
+    b.wait_text("#review-updated", "a refresh", |t| {
+        t != read && t.starts_with("last updated")
+    })
+    .await;
+    assert_eq!(b.count(&opened).await, 1, "still open after a refresh");
+    let focus = b
+        .js("const e = document.activeElement; \
+             return e.tagName === 'SUMMARY' && e.parentElement.matches('details.description[open]')")
+        .await;
+    assert_eq!(focus, json!(true), "the focus stays on the description");
+
+    // The questions name the job by its texts as well, isolated and escaped.
+    b.find(&format!("{item} .approve"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("#confirm[open]").await;
+    assert_eq!(
+        b.isolated("#confirm-text", "Payroll").await,
+        vec![Some(escaped(title))]
+    );
+    b.answer(false).await;
+    assert!(
+        b.focus_in_job("approve", id).await,
+        "Cancel gives the focus back to the job's Approve"
+    );
+    b.find(&format!("{item} .reject"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("#reject[open]").await;
+    assert_eq!(
+        b.isolated("#reject-question", "gnitsoh").await,
+        vec![Some(escaped(company_name))]
+    );
+    assert_eq!(
+        b.js("return window.__pwned === undefined").await,
+        json!(true)
+    );
+    assert_eq!(b.count("img").await, 0);
+
+    // At a phone's width, the dialog open over the list: nothing scrolls sideways.
+    b.client.set_window_size(390, 844).await.unwrap();
+    let fits = b
+        .js("return window.innerWidth <= 400 && document.documentElement.scrollWidth <= window.innerWidth")
+        .await;
+    assert_eq!(fits, json!(true), "the page scrolls sideways at 390 px");
+    b.shot("3-phone").await;
+    b.close().await;
+}
+
+mod an_operator_approves_and_rejects_jobs_waiting_for_review {
+    use crate::helpers::Backend;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        super::reviews(Backend::Sqlite, "review-sqlite").await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        super::reviews(Backend::Postgres, "review-postgres").await
+    }
+}
+
+/// The review from the browser: the empty state; jobs submitted meanwhile appear on their own,
+/// oldest first; Approve (asked first) opens a job and puts it in searches; Reject asks for a
+/// reason, refuses an empty one in the page, and leaves the job `rejected` with it; a job
+/// another operator decided meanwhile is said so (409) and the list read again; the server's
+/// own refusal of a reason (422) shows in the dialog. After each action the focus is on the
+/// next job, or on the message that says what went wrong.
+async fn reviews(backend: Backend, case: &'static str) {
+    let app = TestApp::spawn_with(backend, CacheKind::Memory, MODERATED).await;
+    let employer = app.user("employer").await;
+    let company = app.company(&employer, "Acme").await;
+    let op = app.operator().await;
+    let other = app.operator().await;
+
+    let b = Browser::start(case).await;
+    b.goto(&app.url("/console")).await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#review-total", "no job waiting", is("0"))
+        .await;
+    assert!(b.visible("#review-empty").await);
+    assert!(
+        b.text("#review-empty")
+            .await
+            .starts_with("No job is waiting for review."),
+        "the empty state says so"
+    );
+    b.shot("1-empty").await;
+
+    // Submitted while the page is open: listed on its own, oldest first.
+    let titles = [
+        "Zephyr welder",
+        "Glassblower",
+        "Cooper",
+        "Farrier",
+        "Thatcher",
+    ];
+    let mut ids = Vec::new();
+    for title in titles {
+        let job = app.job(&employer, company, json!({"title": title})).await;
+        assert_eq!(job["status"], "pending_review");
+        ids.push(job_id(&job));
+    }
+    b.wait_text("#review-total", "five jobs waiting", is("5"))
+        .await;
+    assert!(!b.visible("#review-empty").await);
+    assert_eq!(b.texts("#review-list .job h3").await, titles);
+    assert_eq!(b.text("#review-page").await, "page 1 of 1");
+    let facts = b.text("#review-list .job:first-child .facts").await;
+    assert!(
+        facts.contains("at Acme") && facts.contains("Berlin") && facts.contains("created"),
+        "{facts}"
+    );
+    b.shot("2-waiting").await;
+    let item = |id: i64| format!("#review-list li[data-id='{id}']");
+
+    // Approve, from the keyboard: asked first; Cancel leaves the job waiting.
+    let approve = format!("{} .approve", item(ids[0]));
+    b.find(&approve).await.send_keys("\u{E007}").await.unwrap();
+    assert!(b.text("#confirm-text").await.contains("Zephyr welder"));
+    b.answer(false).await;
+    assert_eq!(job_as(&app, &op, ids[0]).await["status"], "pending_review");
+    b.find(&approve).await.send_keys("\u{E007}").await.unwrap();
+    b.answer(true).await;
+    b.wait_text("#review-notice", "the approval", |t| {
+        t == "Approved job ".to_string()
+            + &ids[0].to_string()
+            + ", Zephyr welder at Acme: it is open and in searches."
+    })
+    .await;
+    b.wait_text("#review-total", "four jobs waiting", is("4"))
+        .await;
+    assert_eq!(b.count(&item(ids[0])).await, 0);
+    b.wait_focus(&format!("review-job-{}", ids[1])).await;
+    // Open and in searches at once, for anyone.
+    assert_eq!(job_as(&app, &employer, ids[0]).await["status"], "open");
+    let found = app.get("/api/jobs?q=zephyr", None).await;
+    let found: Vec<i64> = found.expect(200)["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(job_id)
+        .collect();
+    assert_eq!(found, vec![ids[0]], "the approved job is searchable");
+
+    // Reject: the reason is asked for, the focus in its box; an empty one (or only spaces) is
+    // refused in the page, and nothing is sent.
+    b.find(&format!("{} .reject", item(ids[1])))
+        .await
+        .send_keys("\u{E007}")
+        .await
+        .unwrap();
+    b.find("#reject[open]").await;
+    assert!(b.text("#reject-question").await.contains("Glassblower"));
+    b.wait_focus("reject-reason").await;
+    b.find("#reject-submit").await.click().await.unwrap();
+    b.wait_text("#reject-error", "the page's refusal", |t| {
+        t.starts_with("Give a reason")
+    })
+    .await;
+    assert_eq!(b.count("#reject[open]").await, 1, "the dialog stays open");
+    assert_eq!(
+        b.find("#reject-reason")
+            .await
+            .attr("aria-invalid")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("true")
+    );
+    b.wait_focus("reject-reason").await;
+    let reason = b.find("#reject-reason").await;
+    reason.send_keys("  \n \u{3000} ").await.unwrap();
+    assert!(!b.visible("#reject-error").await, "cleared while typing");
+    b.find("#reject-submit").await.click().await.unwrap();
+    b.wait_text("#reject-error", "the page's refusal", |t| {
+        t.starts_with("Give a reason")
+    })
+    .await;
+    b.shot("3-no-reason").await;
+    let waiting = job_as(&app, &op, ids[1]).await;
+    assert_eq!(waiting["status"], "pending_review");
+    assert!(waiting["rejection_reason"].is_null());
+    reason.clear().await.unwrap();
+    reason.send_keys("Please name the salary.").await.unwrap();
+    assert_eq!(b.text("#reject-length").await, "23");
+    b.find("#reject-submit").await.click().await.unwrap();
+    b.wait_text("#review-notice", "the rejection", |t| {
+        t.starts_with("Rejected job ") && t.contains("Glassblower")
+    })
+    .await;
+    assert_eq!(b.count("#reject[open]").await, 0);
+    b.wait_text("#review-total", "three jobs waiting", is("3"))
+        .await;
+    b.wait_focus(&format!("review-job-{}", ids[2])).await;
+    let rejected = job_as(&app, &op, ids[1]).await;
+    assert_eq!(rejected["status"], "rejected");
+    assert_eq!(rejected["rejection_reason"], "Please name the salary.");
+    app.get(&format!("/api/jobs/{}", ids[1]), None)
+        .await
+        .expect_problem(404, "not-found");
+
+    // Another operator approves the job while this one is asked to confirm: 409, said plainly,
+    // the list read again, the focus on the message.
+    b.find(&format!("{} .approve", item(ids[2])))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("#confirm[open]").await;
+    app.post(
+        &format!("/api/admin/jobs/{}/approve", ids[2]),
+        Some(&other.token),
+        json!({}),
+    )
+    .await
+    .expect(200);
+    b.answer(true).await;
+    let said = b
+        .wait_text("#review-notice", "the conflict", |t| {
+            t.contains("was not approved")
+        })
+        .await;
+    assert!(
+        said.contains("Cooper")
+            && said.contains("no longer waiting for review")
+            && said.contains("another operator"),
+        "{said}"
+    );
+    assert_eq!(b.count("#review-notice.error").await, 1);
+    b.wait_text("#review-total", "two jobs waiting", is("2"))
+        .await;
+    assert_eq!(b.count(&item(ids[2])).await, 0, "the list was read again");
+    b.wait_focus("review-notice").await;
+    b.shot("4-conflict").await;
+
+    // The same for a rejection: the reason written, the job rejected by another meanwhile.
+    b.find(&format!("{} .reject", item(ids[3])))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("#reject[open]").await;
+    b.find("#reject-reason")
+        .await
+        .send_keys("Too vague.")
+        .await
+        .unwrap();
+    app.post(
+        &format!("/api/admin/jobs/{}/reject", ids[3]),
+        Some(&other.token),
+        json!({"reason": "A duplicate."}),
+    )
+    .await
+    .expect(200);
+    b.find("#reject-submit").await.click().await.unwrap();
+    b.wait_text("#review-notice", "the conflict", |t| {
+        t.contains("Farrier") && t.contains("was not rejected") && t.contains("another operator")
+    })
+    .await;
+    assert_eq!(b.count("#reject[open]").await, 0);
+    b.wait_text("#review-total", "one job waiting", is("1"))
+        .await;
+    b.wait_focus("review-notice").await;
+    assert_eq!(
+        job_as(&app, &op, ids[3]).await["rejection_reason"],
+        "A duplicate.",
+        "the first decision stands"
+    );
+
+    // The server checks the reason too: one the page let through but the server refuses (the
+    // request's reason replaced on its way) shows the server's words in the dialog, which stays
+    // open with what was written.
+    b.js("const f = window.fetch; window.fetch = (url, init) => { \
+            if (String(url).endsWith('/reject') && init && init.body) \
+              init = Object.assign({}, init, { body: JSON.stringify({ reason: ' ' }) }); \
+            return f(url, init); }; return true")
+        .await;
+    b.find(&format!("{} .reject", item(ids[4])))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("#reject[open]").await;
+    let reason = b.find("#reject-reason").await;
+    reason.send_keys("Fine by the page.").await.unwrap();
+    b.find("#reject-submit").await.click().await.unwrap();
+    let refused = b
+        .wait_text("#reject-error", "the server's refusal", |t| {
+            t.starts_with("Not rejected")
+        })
+        .await;
+    assert_eq!(refused, "Not rejected: reason must not be empty");
+    assert_eq!(b.count("#reject[open]").await, 1);
+    assert_eq!(
+        reason.prop("value").await.unwrap().as_deref(),
+        Some("Fine by the page.")
+    );
+    assert_eq!(job_as(&app, &op, ids[4]).await["status"], "pending_review");
+    b.shot("5-server-refusal").await;
+    // Escape closes it; the focus goes back to the job's Reject.
+    reason.send_keys("\u{E00C}").await.unwrap();
+    wait_until("the dialog closes", || async {
+        b.count("#reject[open]").await == 0
+    })
+    .await;
+    assert!(b.focus_in_job("reject", ids[4]).await);
+
+    // The last one approved: the empty state, the focus on the section's heading.
+    b.find(&format!("{} .approve", item(ids[4])))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.answer(true).await;
+    b.wait_text("#review-total", "no job waiting", is("0"))
+        .await;
+    assert!(b.visible("#review-empty").await);
+    b.wait_focus("review-title").await;
+    assert_eq!(job_as(&app, &op, ids[4]).await["status"], "open");
+    b.close().await;
+}
+
+/// More jobs waiting than a page holds: the pager moves between pages from the keyboard, to the
+/// top of the new page; a page emptied by a decision gives way to the last page there is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_review_list_pages() {
+    let app = TestApp::spawn_with(Backend::Sqlite, CacheKind::Memory, MODERATED).await;
+    let employer = app.user("employer").await;
+    let company = app.company(&employer, "Acme").await;
+    let mut ids = Vec::new();
+    for n in 1..=21 {
+        let title = format!("Job number {n:02}");
+        ids.push(job_id(
+            &app.job(&employer, company, json!({"title": title})).await,
+        ));
+    }
+    let op = app.operator().await;
+    let b = Browser::start("review-paging").await;
+    b.goto(&app.url("/console")).await;
+    b.sign_in(&op.email, &op.password).await;
+    b.wait_text("#review-page", "two pages", is("page 1 of 2"))
+        .await;
+    assert_eq!(b.count("#review-list .job").await, 20);
+    assert_eq!(
+        b.text("#review-list .job:first-child h3").await,
+        "Job number 01"
+    );
+    b.find("#review-next")
+        .await
+        .send_keys("\u{E007}")
+        .await
+        .unwrap();
+    b.wait_text("#review-page", "page 2", is("page 2 of 2"))
+        .await;
+    b.wait_focus("review-title").await;
+    assert!(b.in_view("#review-title").await);
+    assert_eq!(b.texts("#review-list .job h3").await, ["Job number 21"]);
+    assert_eq!(
+        b.find("#review-next")
+            .await
+            .prop("disabled")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("true")
+    );
+
+    // The only job of page 2 approved: page 1, which is all there is now.
+    b.find(&format!("#review-list li[data-id='{}'] .approve", ids[20]))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.answer(true).await;
+    b.wait_text("#review-page", "one page", is("page 1 of 1"))
+        .await;
+    assert_eq!(b.text("#review-total").await, "20");
+    assert_eq!(b.count("#review-list .job").await, 20);
+    b.close().await;
 }
