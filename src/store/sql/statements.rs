@@ -342,12 +342,63 @@ pub const CLAIMS_EXPIRED_DELETE: &str = "DELETE FROM processed_events WHERE even
      (SELECT event_id FROM processed_events WHERE status IN ('done', 'missing', 'dead') \
      AND updated_at < $1 LIMIT $2)";
 
-/// The email's data, only while the application and its history row for the event exist.
-pub const EMAIL_DATA: &str = "SELECT u.id AS candidate_id, u.email, u.name, \
-     j.title AS job_title, c.name AS company FROM application_history h \
+// What an event's email needs, read at send time: one statement per type (see
+// `sql/email_data.rs`), each returning nothing once the event's record or what it reports is
+// gone. Every one starts with the recipient's columns.
+
+const RECIPIENT: &str = "u.id AS user_id, u.email, u.name";
+/// The candidate, the job and its company of an application event, from its history row.
+const APPLICATION_EVENT: &str = concatcp!(
+    "SELECT h.event_id, a.id AS application_id, ",
+    RECIPIENT,
+    ", j.title AS job_title, c.name AS company FROM application_history h \
      JOIN applications a ON a.id = h.application_id JOIN users u ON u.id = a.candidate_id \
-     JOIN jobs j ON j.id = a.job_id JOIN companies c ON c.id = j.company_id \
-     WHERE a.id = $1 AND h.event_id = $2";
+     JOIN jobs j ON j.id = a.job_id JOIN companies c ON c.id = j.company_id"
+);
+/// `application.status_changed`: its record is its history row.
+pub const STATUS_CHANGED_DATA: &str = concatcp!(APPLICATION_EVENT, " WHERE h.event_id = $1");
+/// [`STATUS_CHANGED_DATA`] for several events: `IN (…)` follows.
+pub const STATUS_CHANGED_DATA_MANY: &str = concatcp!(APPLICATION_EVENT, " WHERE h.event_id IN (");
+/// `application.submitted`: its record in `events`, and the history row it wrote with the
+/// application (which links it to the application).
+const SUBMITTED_EVENT: &str = concatcp!(
+    APPLICATION_EVENT,
+    " JOIN events e ON e.event_id = h.event_id"
+);
+pub const SUBMITTED_DATA: &str = concatcp!(SUBMITTED_EVENT, " WHERE h.event_id = $1");
+/// [`SUBMITTED_DATA`] for several events: `IN (…)` follows.
+pub const SUBMITTED_DATA_MANY: &str = concatcp!(SUBMITTED_EVENT, " WHERE h.event_id IN (");
+/// `job.expiring`, `job.expired`, `job.reviewed` (`$1` the event, `$2` the job, `$3` the user):
+/// its record, the job, and the user still a member of the job's company.
+/// The rejection reason is NULL until migration 0015 adds `jobs.rejection_reason`: select
+/// `j.rejection_reason` in its place then.
+pub const JOB_EVENT_DATA: &str = concatcp!(
+    "SELECT ",
+    RECIPIENT,
+    ", j.title AS job_title, c.name AS company, CAST(NULL AS TEXT) AS rejection_reason \
+     FROM events e JOIN jobs j ON j.id = $2 JOIN companies c ON c.id = j.company_id \
+     JOIN company_members m ON m.company_id = j.company_id AND m.user_id = $3 \
+     JOIN users u ON u.id = m.user_id WHERE e.event_id = $1"
+);
+/// `applications.digest` (`$1` the event, `$2` the member, `$3` the digest's application ids as
+/// a JSON array): the member, their preference, and the listed applications still there to
+/// their companies' jobs, counted by job (one row with a NULL job when none is left).
+pub const DIGEST_DATA: &str = concatcp!(
+    "SELECT ",
+    RECIPIENT,
+    ", u.application_digest, x.job_id, x.job_title, x.company, \
+     COUNT(x.application_id) AS applications FROM users u JOIN events e ON e.event_id = $1 \
+     LEFT JOIN (SELECT m.user_id, j.id AS job_id, j.title AS job_title, c.name AS company, \
+     a.id AS application_id FROM applications a JOIN jobs j ON j.id = a.job_id \
+     JOIN companies c ON c.id = j.company_id JOIN company_members m ON m.company_id = j.company_id \
+     WHERE a.id IN (",
+    <D as Dialect>::JSON_IDS_OPEN,
+    "$3",
+    <D as Dialect>::JSON_IDS_CLOSE,
+    ")) x ON x.user_id = u.id WHERE u.id = $2 \
+     GROUP BY u.id, u.email, u.name, u.application_digest, x.job_id, x.job_title, x.company \
+     ORDER BY x.company, x.job_title, x.job_id"
+);
 
 // Dead letters
 
