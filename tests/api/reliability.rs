@@ -246,8 +246,8 @@ async fn a_failed_transaction_send_leaves_a_new_lease_alone(app: TestApp) {
 /// A worker whose lease is taken from it mid-send (it ran past its lease and another worker
 /// reclaimed the event) must stop keeping the message hidden: that is now the other's to do.
 async fn a_lost_lease_stops_the_heartbeat(h: Harness) {
-    h.smtp.set_delay(Duration::from_secs(8));
     let (_, event_id) = h.status_change().await;
+    h.smtp.set_delay(Duration::from_secs(8));
     // A beat every 4 s; the send gives up after 6 s.
     let worker = h
         .worker_with(&[
@@ -306,8 +306,8 @@ async fn allow_done(app: &TestApp) {
 /// The mail server accepted two emails, then recording them failed for a moment: the worker
 /// retries the record within its lease instead of letting a redelivery send them again.
 async fn a_record_that_fails_after_the_send_is_retried_not_resent(h: Harness) {
-    let (_, first) = h.status_change().await;
-    let (_, second) = h.status_change().await;
+    let changed = h.status_changes(2).await;
+    let (first, second) = (changed[0].1.clone(), changed[1].1.clone());
     refuse_done(&h.app).await;
     let worker = h.worker().await;
     let run = tokio::spawn(async move { worker.run_until_empty().await });
@@ -331,9 +331,8 @@ async fn a_record_that_fails_after_the_send_is_retried_not_resent(h: Harness) {
 /// milliseconds), not when the slowest send of the batch ends: a worker killed meanwhile would
 /// send again everything whose record was waiting.
 async fn a_batch_records_each_send_promptly(h: Harness) {
-    let (_, slow) = h.status_change().await;
-    let (_, b) = h.status_change().await;
-    let (_, c) = h.status_change().await;
+    let changed = h.status_changes(3).await;
+    let [slow, b, c] = [0, 1, 2].map(|i| changed[i].1.clone());
     h.smtp.stall_matching(&slow, Duration::from_millis(1800));
     let worker = h.worker().await;
     let run = tokio::spawn(async move { worker.run_until_empty().await });
