@@ -25,6 +25,7 @@ pub const DEAD_LETTERS: &str = "dead_letters";
 pub const QUEUE_OLDEST_AGE_SECONDS: &str = "queue_oldest_age_seconds";
 pub const PROCESSED_EVENTS_DELETED_TOTAL: &str = "processed_events_deleted_total";
 pub const UPKEEP_FAILURES_TOTAL: &str = "upkeep_failures_total";
+pub const UPKEEP_EVENTS_WRITTEN_TOTAL: &str = "upkeep_events_written_total";
 pub const MAIL_SERVICE_UP: &str = "mail_service_up";
 pub const MAIL_SESSION_REFUSALS_TOTAL: &str = "mail_session_refusals_total";
 pub const IDEMPOTENCY_FAILURES_TOTAL: &str = "idempotency_failures_total";
@@ -223,13 +224,20 @@ fn describe() {
     metrics::counter!(PROCESSED_EVENTS_DELETED_TOTAL).increment(0);
     metrics::counter!(LEASES_LOST_TOTAL).increment(0);
     metrics::counter!(WORKER_TASK_PANICS_TOTAL).increment(0);
-    for task in ["queue_stats", "retention", "dead_letter_records"] {
+    for task in ["queue_stats", "retention", "dead_letter_records", "digests"] {
         metrics::counter!(UPKEEP_FAILURES_TOTAL, "task" => task).increment(0);
     }
     metrics::describe_counter!(
         UPKEEP_FAILURES_TOTAL,
         "Worker upkeep runs that failed, by task (queue_stats: the queue gauges are stale; retention; \
-         dead_letter_records: SQS dead letters without a record are not listed)"
+         dead_letter_records: SQS dead letters without a record are not listed; digests: the \
+         hourly applications digests are late)"
+    );
+    metrics::counter!(UPKEEP_EVENTS_WRITTEN_TOTAL, "type" => "applications.digest").increment(0);
+    metrics::describe_counter!(
+        UPKEEP_EVENTS_WRITTEN_TOTAL,
+        "Events the worker's upkeep wrote to the outbox, by type (an event another run or worker \
+         wrote first is not counted)"
     );
     metrics::counter!(MAIL_SESSION_REFUSALS_TOTAL).increment(0);
     for step in ["release", "read_response", "store_response"] {

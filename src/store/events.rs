@@ -277,6 +277,14 @@ pub trait EventStore: Send + Sync {
 
     /// Deletes up to `batch` finished processed-event records older than `older_than_ms`.
     async fn delete_processed_events(&self, older_than_ms: i64, batch: i64) -> StoreResult<u64>;
+    /// Deletes up to `batch` event records (`events`) written before `older_than` that no
+    /// message can need any more: their processed record is gone or finished, no copy waits in
+    /// the outbox, and no dead letter holds them (a redrive sends again).
+    async fn delete_event_records(
+        &self,
+        older_than: chrono::DateTime<chrono::Utc>,
+        batch: i64,
+    ) -> StoreResult<u64>;
     /// The database clock, ms since the epoch.
     async fn now_ms(&self) -> StoreResult<i64>;
 }

@@ -4,6 +4,7 @@
 
 pub mod console;
 mod dialect;
+pub mod digests;
 pub mod events;
 pub mod idempotency;
 pub mod joblog;
@@ -13,6 +14,7 @@ pub mod sqs_dead_letters;
 pub mod upkeep;
 
 pub use console::*;
+pub use digests::*;
 pub use events::*;
 pub use idempotency::*;
 pub use joblog::*;
@@ -359,6 +361,7 @@ pub struct AuthCounters {
 #[async_trait]
 pub trait Store:
     EventStore
+    + DigestStore
     + IdempotencyStore
     + ConsoleStore
     + SqsDeadLetterStore

@@ -11,6 +11,7 @@
 //!   connection is held during every send (the original design).
 
 mod batch;
+mod digests;
 mod heartbeat;
 mod lease;
 mod mail;
@@ -18,6 +19,8 @@ mod record;
 mod run_loop;
 mod transaction;
 mod upkeep;
+
+pub use digests::{DIGEST_GRACE, DIGEST_LOOKBACK_HOURS};
 
 use crate::config::{ClaimMode, Config};
 use crate::domain::event::{Event, parse_event};

@@ -190,20 +190,34 @@ async fn cleanup_command_prints_what_it_deleted() {
     h.app
         .exec(&format!(
             "INSERT INTO processed_events (event_id, status, attempts, updated_at) VALUES \
-         ('old', 'done', 0, {now} - 20 * 86400000), ('new', 'done', 0, {now})"
+         ('old', 'done', 0, {now} - 20 * 86400000), ('new', 'done', 0, {now}); \
+         INSERT INTO events (event_id, type, body, created_at) VALUES \
+         ('old', 'job.expired', '{{}}', now() - interval '20 days'), \
+         ('new', 'job.expired', '{{}}', now()), \
+         ('old-waiting', 'job.expired', '{{}}', now() - interval '20 days'); \
+         INSERT INTO outbox (event_id, body, created_at, visible_at) \
+         VALUES ('old-waiting', '{{}}', now(), {now})"
         ))
         .await;
     let (code, out, _) = run(&h, &["cleanup"]).await;
     assert_eq!(code, 0);
     assert_eq!(
         out.trim(),
-        "deleted 1 processed-event records, 0 idempotency keys, 0 expired sign-in failure counters"
+        "deleted 1 processed-event records, 0 idempotency keys, 0 expired sign-in failure counters, 1 event records"
     );
     assert_eq!(
         h.app
             .scalar_i64("SELECT COUNT(*) FROM processed_events")
             .await,
         1
+    );
+    // The recent record, and the old one whose message still waits, stay.
+    assert_eq!(
+        h.app
+            .scalar_text("SELECT string_agg(event_id, ',' ORDER BY event_id) FROM events")
+            .await
+            .as_deref(),
+        Some("new,old-waiting")
     );
 }
 
@@ -477,7 +491,7 @@ async fn cleanup_needs_only_the_database() {
             ("EMAIL_FILE_DIR", "/dev/null/mail")
         ])
         .await,
-        "deleted 1 processed-event records, 0 idempotency keys, 1 expired sign-in failure counters"
+        "deleted 1 processed-event records, 0 idempotency keys, 1 expired sign-in failure counters, 0 event records"
     );
     // An SMTP server that cannot be reached, with credentials and TLS it would need in
     // production, is no concern of cleanup's either.
@@ -487,7 +501,7 @@ async fn cleanup_needs_only_the_database() {
             ("SMTP_URL", "smtps://user:wrong@127.0.0.1:9"),
         ])
         .await,
-        "deleted 0 processed-event records, 0 idempotency keys, 0 expired sign-in failure counters"
+        "deleted 0 processed-event records, 0 idempotency keys, 0 expired sign-in failure counters, 0 event records"
     );
 }
 

@@ -222,3 +222,28 @@ pub async fn searched(
         .expect("follow the log");
     index.search(search).expect("search")
 }
+
+/// Runs statements on the test database itself, for what no store method writes (a chosen
+/// creation time, a preference another part of the application sets).
+pub async fn exec(db: &TestDb, sql: &str) {
+    match &db.url {
+        DatabaseUrl::Sqlite(url) => {
+            let pool = sqlx::SqlitePool::connect(url).await.expect("open SQLite");
+            sqlx::raw_sql(sql).execute(&pool).await.expect(sql);
+            pool.close().await;
+        }
+        DatabaseUrl::Postgres(url) => {
+            let pool = sqlx::PgPool::connect(url).await.expect("open PostgreSQL");
+            sqlx::raw_sql(sql).execute(&pool).await.expect(sql);
+            pool.close().await;
+        }
+    }
+}
+
+/// A time as an SQL literal both backends read as the store writes it.
+pub fn at(t: chrono::DateTime<chrono::Utc>) -> String {
+    format!(
+        "'{}'",
+        t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
+    )
+}

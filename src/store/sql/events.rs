@@ -658,6 +658,19 @@ impl EventStore for S {
         Ok(done.rows_affected())
     }
 
+    async fn delete_event_records(
+        &self,
+        older_than: chrono::DateTime<chrono::Utc>,
+        batch: i64,
+    ) -> StoreResult<u64> {
+        let done = sqlx::query(sql::EVENT_RECORDS_EXPIRED_DELETE)
+            .bind(older_than)
+            .bind(batch)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
     async fn now_ms(&self) -> StoreResult<i64> {
         Ok(sqlx::query_scalar(sql::NOW_MS)
             .fetch_one(&self.pool)

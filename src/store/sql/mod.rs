@@ -10,6 +10,7 @@ mod accounts;
 mod applications;
 mod companies;
 mod console;
+mod digests;
 mod email_data;
 mod events;
 mod idempotency;

@@ -400,6 +400,37 @@ pub const DIGEST_DATA: &str = concatcp!(
      ORDER BY x.company, x.job_title, x.job_id"
 );
 
+// The hourly applications digests (the worker's upkeep)
+
+/// The applications created in one hour (`$1` ≤ created_at < `$2`) to the jobs of the companies
+/// of up to `$4` members after member `$3` (by id) whose digest is on, by member.
+pub const DIGEST_MEMBERS: &str = "SELECT m.user_id, a.id FROM applications a \
+     JOIN jobs j ON j.id = a.job_id JOIN company_members m ON m.company_id = j.company_id \
+     WHERE a.created_at >= $1 AND a.created_at < $2 AND m.user_id IN (\
+     SELECT DISTINCT m2.user_id FROM applications a2 JOIN jobs j2 ON j2.id = a2.job_id \
+     JOIN company_members m2 ON m2.company_id = j2.company_id JOIN users u2 ON u2.id = m2.user_id \
+     WHERE a2.created_at >= $1 AND a2.created_at < $2 AND m2.user_id > $3 AND u2.application_digest \
+     ORDER BY m2.user_id LIMIT $4) ORDER BY m.user_id, a.id";
+pub const DIGEST_HOURS_DONE: &str =
+    "SELECT hour FROM application_digest_hours WHERE hour >= $1 AND hour < $2";
+pub const DIGEST_HOURS_ANY: &str =
+    "SELECT COUNT(*) FROM (SELECT 1 FROM application_digest_hours LIMIT 1) h";
+pub const DIGEST_HOUR_MARK: &str = "INSERT INTO application_digest_hours (hour, written_at) \
+     VALUES ($1, $2) ON CONFLICT (hour) DO NOTHING";
+pub const DIGEST_HOURS_DELETE: &str = "DELETE FROM application_digest_hours WHERE hour < $1";
+
+/// Retention of event records (`events`): up to `$2` older than `$1` that no message may still
+/// need: no processed record still in progress or pending (gone or finished), no message in
+/// the outbox, no dead letter (a redrive sends the event again, CONTRACT.md §6).
+pub const EVENT_RECORDS_EXPIRED_DELETE: &str = "DELETE FROM events WHERE event_id IN \
+     (SELECT e.event_id FROM events e WHERE e.created_at < $1 \
+     AND NOT EXISTS (SELECT 1 FROM processed_events p WHERE p.event_id = e.event_id \
+     AND p.status IN ('in_progress', 'pending')) \
+     AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_id = e.event_id) \
+     AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.event_id = e.event_id) \
+     AND NOT EXISTS (SELECT 1 FROM sqs_dead_letters s WHERE s.event_id = e.event_id) \
+     ORDER BY e.created_at LIMIT $2)";
+
 // Dead letters
 
 pub const DEAD_LETTER_COLUMNS: &str =
