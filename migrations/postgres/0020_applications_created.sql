@@ -1,5 +1,5 @@
 -- no-transaction
--- The applications of one hour, for its digests (see 0016): without this index every hour's
+-- The applications of one hour, for its digests (see 0019): without this index every hour's
 -- digests would read the whole applications table. Built without blocking writes; one
 -- statement alone, since PostgreSQL runs several sent together in one transaction, where
 -- CONCURRENTLY is refused. A build that failed leaves an invalid index, which `DROP INDEX
