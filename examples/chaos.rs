@@ -753,10 +753,11 @@ async fn run_in(
         .max_connections(2)
         .connect(db_url)
         .await?;
-    let events: Vec<String> =
-        sqlx::query_scalar("SELECT event_id FROM application_history WHERE old_status IS NOT NULL")
-            .fetch_all(&pool)
-            .await?;
+    // Every committed event: the status changes and submissions (their history rows) and the
+    // upkeep's digests (their records).
+    const COMMITTED: &str = "SELECT event_id FROM application_history WHERE event_id IS NOT NULL \
+         UNION SELECT event_id FROM events";
+    let events: Vec<String> = sqlx::query_scalar(COMMITTED).fetch_all(&pool).await?;
     let deadline = Instant::now() + Duration::from_secs(opts.drain_timeout_secs);
     let mut dead = Vec::new();
     for round in 0usize.. {
@@ -796,7 +797,9 @@ async fn run_in(
         .filter(|e| !emailed.contains_key(*e) && !dead.contains(e))
         .count();
     let duplicated: usize = emailed.values().map(|n| n - 1).sum();
-    let strangers = emailed.keys().filter(|e| !events.contains(e)).count();
+    // A digest the upkeep wrote while the run drained is committed too.
+    let committed: Vec<String> = sqlx::query_scalar(COMMITTED).fetch_all(&pool).await?;
+    let strangers = emailed.keys().filter(|e| !committed.contains(e)).count();
     let (refused, stalled) = smtp.troubles();
     let result = json!({
         "queue": format!("{:?}", opts.queue).to_lowercase(),
@@ -959,28 +962,48 @@ async fn dead_letters(bin: &Path, env: &[(String, String)]) -> Result<Vec<String
         .collect())
 }
 
-/// Re-enqueues a copy of a random committed event; false when there is none yet.
+/// Re-enqueues a copy of a random committed event (a status change, or any other event of its
+/// record in `events`); false when there is none yet.
 async fn inject(pool: &sqlx::PgPool, sqs: Option<&(aws_sdk_sqs::Client, String)>) -> Result<bool> {
-    let row: Option<(String, i64, String, String, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
-        "SELECT event_id, application_id, old_status, new_status, at FROM application_history \
-         WHERE old_status IS NOT NULL ORDER BY random() LIMIT 1",
+    type Row = (
+        String,
+        Option<i64>,
+        Option<String>,
+        Option<String>,
+        chrono::DateTime<chrono::Utc>,
+        Option<String>,
+    );
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT * FROM (SELECT event_id, application_id, old_status, new_status, at, \
+         NULL AS body FROM application_history WHERE old_status IS NOT NULL \
+         UNION ALL SELECT event_id, NULL, NULL, NULL, created_at, body FROM events) e \
+         ORDER BY random() LIMIT 1",
     )
     .fetch_optional(pool)
     .await?;
-    let Some((event_id, application_id, old, new, at)) = row else {
+    let Some((event_id, application_id, old, new, at, body)) = row else {
         return Ok(false);
     };
-    let status = |s: &str| {
-        jobboard::domain::ApplicationStatus::parse(s)
+    let status = |s: Option<String>| {
+        let s = s.context("a status change without its statuses")?;
+        jobboard::domain::ApplicationStatus::parse(&s)
             .with_context(|| format!("a stored status {s:?}"))
     };
-    let mut event = jobboard::domain::event::StatusChanged::new(
-        application_id,
-        status(&old)?,
-        status(&new)?,
-        at,
-    );
-    event.event_id = event_id.clone();
+    let event = match body {
+        Some(body) => jobboard::domain::event::parse_event(&body)
+            .map_err(|e| anyhow::anyhow!("a stored event: {}", e.reason))?,
+        None => jobboard::domain::event::Event {
+            event_id: event_id.clone(),
+            occurred_at: at,
+            kind: jobboard::domain::event::EventKind::StatusChanged {
+                application_id: application_id
+                    .context("a status change without its application")?,
+                old_status: status(old)?,
+                new_status: status(new)?,
+            },
+        },
+    };
+    let application_id = event.kind.application_id();
     let body = event.to_json();
     match sqs {
         None => {

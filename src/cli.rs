@@ -6,8 +6,8 @@ use clap::{Args, Parser, Subcommand};
 #[command(
     name = "jobboard",
     version,
-    about = "A job-board backend: jobs, search, applications, and one email per status change.",
-    long_about = "A job-board backend: jobs, search, applications, and one email per status change.\n\n\
+    about = "A job-board backend: jobs, search, applications, and one email per event (status changes, confirmations, hourly digests).",
+    long_about = "A job-board backend: jobs, search, applications, and one email per event (status changes, confirmations, hourly digests).\n\n\
         With no command, runs everything in one process on the default SQLite database: \
         migrations, the API on BIND_ADDR, the worker and the hourly cleanup.",
     after_help = crate::config::help()
@@ -25,8 +25,8 @@ pub enum Command {
         #[arg(long)]
         no_migrate: bool,
     },
-    /// Consume status-change events and send the emails; serves /healthz, /readyz and /metrics
-    /// on WORKER_HTTP_ADDR.
+    /// Consume the events and send their emails, and run the upkeep (the hourly applications
+    /// digests, retention); serves /healthz, /readyz and /metrics on WORKER_HTTP_ADDR.
     Worker,
     /// Apply migrations and exit.
     Migrate,

@@ -224,21 +224,28 @@ fn describe() {
     metrics::counter!(PROCESSED_EVENTS_DELETED_TOTAL).increment(0);
     metrics::counter!(LEASES_LOST_TOTAL).increment(0);
     metrics::counter!(WORKER_TASK_PANICS_TOTAL).increment(0);
-    for task in ["queue_stats", "retention", "dead_letter_records", "jobs"] {
+    for task in [
+        "queue_stats",
+        "retention",
+        "dead_letter_records",
+        "jobs",
+        "digests",
+    ] {
         metrics::counter!(UPKEEP_FAILURES_TOTAL, "task" => task).increment(0);
     }
     metrics::describe_counter!(
         UPKEEP_FAILURES_TOTAL,
         "Worker upkeep runs that failed, by task (queue_stats: the queue gauges are stale; retention; \
          dead_letter_records: SQS dead letters without a record are not listed; jobs: expiries \
-         and expiry notices wait)"
+         and expiry notices wait; digests: the hourly applications digests are late)"
     );
-    for kind in ["job.expiring", "job.expired"] {
+    for kind in ["job.expiring", "job.expired", "applications.digest"] {
         metrics::counter!(UPKEEP_EVENTS_WRITTEN_TOTAL, "type" => kind).increment(0);
     }
     metrics::describe_counter!(
         UPKEEP_EVENTS_WRITTEN_TOTAL,
-        "Events the worker's upkeep wrote to the outbox, by type (a second writing of one is not counted)"
+        "Events the worker's upkeep wrote to the outbox, by type (an event another run or worker \
+         wrote first is not counted)"
     );
     metrics::counter!(MAIL_SESSION_REFUSALS_TOTAL).increment(0);
     for step in ["release", "read_response", "store_response"] {

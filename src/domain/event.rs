@@ -177,42 +177,6 @@ impl Event {
     }
 }
 
-/// `application.status_changed`, as it travels on the queue.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct StatusChanged {
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub event_id: String,
-    pub application_id: i64,
-    pub old_status: ApplicationStatus,
-    pub new_status: ApplicationStatus,
-    #[serde(with = "crate::timefmt")]
-    pub occurred_at: DateTime<Utc>,
-}
-
-impl StatusChanged {
-    /// A new event with a fresh UUID as its id.
-    pub fn new(
-        application_id: i64,
-        old_status: ApplicationStatus,
-        new_status: ApplicationStatus,
-        occurred_at: DateTime<Utc>,
-    ) -> Self {
-        StatusChanged {
-            kind: STATUS_CHANGED.to_string(),
-            event_id: uuid::Uuid::new_v4().to_string(),
-            application_id,
-            old_status,
-            new_status,
-            occurred_at,
-        }
-    }
-
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("an event always serialises")
-    }
-}
-
 /// Why a queue message cannot be handled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidMessage {
@@ -227,53 +191,6 @@ pub fn valid_event_id(id: &str) -> bool {
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
-
-/// Parses a queue message body, naming exactly what is wrong with a bad one.
-pub fn parse_message(body: &str) -> Result<StatusChanged, InvalidMessage> {
-    let value: serde_json::Value = serde_json::from_str(body).map_err(|e| InvalidMessage {
-        event_id: None,
-        reason: format!("not JSON: {e}"),
-    })?;
-    let Some(obj) = value.as_object() else {
-        return Err(InvalidMessage {
-            event_id: None,
-            reason: "not a JSON object".into(),
-        });
-    };
-    let event_id = match obj.get("event_id") {
-        Some(serde_json::Value::String(s)) if valid_event_id(s) => s.clone(),
-        Some(serde_json::Value::String(_)) => {
-            return Err(InvalidMessage {
-                event_id: None,
-                reason: "event_id must match ^[A-Za-z0-9._-]{1,64}$".into(),
-            });
-        }
-        Some(_) => {
-            return Err(InvalidMessage {
-                event_id: None,
-                reason: "event_id must be a string".into(),
-            });
-        }
-        None => {
-            return Err(InvalidMessage {
-                event_id: None,
-                reason: "field event_id is missing".into(),
-            });
-        }
-    };
-    let bad = |reason: String| InvalidMessage {
-        event_id: Some(event_id.clone()),
-        reason,
-    };
-    match obj.get("type") {
-        Some(serde_json::Value::String(t)) if t == STATUS_CHANGED => {}
-        Some(serde_json::Value::String(t)) => return Err(bad(format!("unknown type {t:?}"))),
-        Some(_) => return Err(bad("type must be a string".into())),
-        None => return Err(bad("field type is missing".into())),
-    }
-    serde_json::from_value::<StatusChanged>(value.clone())
-        .map_err(|e| bad(format!("invalid field: {e}")))
 }
 
 /// Parses a queue message body of any type of §5, naming exactly what is wrong with a bad one.
@@ -293,16 +210,63 @@ pub fn parse_event(body: &str) -> Result<Event, InvalidMessage> {
         Some(_) => return Err(bad("type must be a string".into())),
         None => return Err(bad("field type is missing".into())),
     }
-    let event = serde_json::from_value::<Event>(value.clone())
-        .map_err(|e| bad(format!("invalid field: {e}")))?;
+    let event = serde_json::from_value::<Event>(value.clone()).map_err(|e| {
+        // serde names a missing field but not a mistyped one: find it, so the reason names it.
+        match bad_field(&value) {
+            Some((field, why)) => bad(format!("invalid field {field}: {why}")),
+            None => bad(format!("invalid field: {e}")),
+        }
+    })?;
     if let EventKind::AlertDigest { period, .. } = &event.kind
         && !valid_period(period)
     {
         return Err(bad(format!(
-            "invalid field: period {period:?} is neither YYYY-MM-DD nor YYYY-Www"
+            "invalid field period: {period:?} is neither YYYY-MM-DD nor YYYY-Www"
         )));
     }
     Ok(event)
+}
+
+/// The first field of the message's type (§5) that is missing or does not read as its type,
+/// and why: a message whose type is known and whose event id is valid.
+fn bad_field(value: &serde_json::Value) -> Option<(&'static str, String)> {
+    use serde::de::DeserializeOwned;
+    type Check = fn(&serde_json::Value) -> Result<(), String>;
+    fn reads<T: DeserializeOwned>(v: &serde_json::Value) -> Result<(), String> {
+        T::deserialize(v).map(|_| ()).map_err(|e| e.to_string())
+    }
+    fn time(v: &serde_json::Value) -> Result<(), String> {
+        crate::timefmt::deserialize(v)
+            .map(|_| ())
+            .map_err(|e: serde_json::Error| format!("{e} (RFC 3339 expected)"))
+    }
+    let id: Check = reads::<i64>;
+    let ids: Check = reads::<Vec<i64>>;
+    let status: Check = reads::<ApplicationStatus>;
+    let fields: &[(&'static str, Check)] = match value.get("type")?.as_str()? {
+        STATUS_CHANGED => &[
+            ("application_id", id),
+            ("old_status", status),
+            ("new_status", status),
+        ],
+        SUBMITTED => &[("application_id", id)],
+        JOB_EXPIRING | JOB_EXPIRED => &[("job_id", id), ("user_id", id), ("expires_at", time)],
+        JOB_REVIEWED => &[
+            ("job_id", id),
+            ("user_id", id),
+            ("decision", reads::<Decision>),
+        ],
+        APPLICATIONS_DIGEST => &[("user_id", id), ("hour", time), ("applications", ids)],
+        ALERT_DIGEST => &[("alert_id", id), ("period", reads::<String>), ("jobs", ids)],
+        _ => return None,
+    };
+    [("occurred_at", time as Check)]
+        .iter()
+        .chain(fields)
+        .find_map(|(field, check)| match value.get(*field) {
+            None => Some((*field, "missing".to_string())),
+            Some(v) => check(v).err().map(|why| (*field, why)),
+        })
 }
 
 /// The message's event id, checked: the first thing a bad message is judged by.
@@ -353,10 +317,16 @@ mod tests {
 
     #[test]
     fn parses_the_contract_example() {
-        let e = parse_message(&good().to_string()).unwrap();
+        let e = parse_event(&good().to_string()).unwrap();
         assert_eq!(e.event_id, "test-1");
-        assert_eq!(e.application_id, 3);
-        assert_eq!(e.new_status, ApplicationStatus::Interview);
+        assert_eq!(
+            e.kind,
+            EventKind::StatusChanged {
+                application_id: 3,
+                old_status: ApplicationStatus::Reviewing,
+                new_status: ApplicationStatus::Interview,
+            }
+        );
     }
 
     #[test]
@@ -412,7 +382,7 @@ mod tests {
                     v.to_string()
                 },
                 Some("test-1"),
-                "invalid field",
+                "invalid field application_id",
             ),
             (
                 {
@@ -430,11 +400,11 @@ mod tests {
                     v.to_string()
                 },
                 Some("test-1"),
-                "invalid field",
+                "invalid field old_status",
             ),
         ];
         for (body, id, reason) in cases {
-            let e = parse_message(&body).unwrap_err();
+            let e = parse_event(&body).unwrap_err();
             assert_eq!(e.event_id.as_deref(), id, "{body}");
             assert!(e.reason.contains(reason), "{body}: {}", e.reason);
         }
@@ -546,17 +516,17 @@ mod tests {
             (
                 serde_json::json!({"type": "job.expiring", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z",
                     "job_id": 1, "user_id": 2, "expires_at": "tomorrow"}),
-                "invalid field",
+                "invalid field expires_at",
             ),
             (
                 serde_json::json!({"type": "job.reviewed", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z",
                     "job_id": 1, "user_id": 2, "decision": "maybe"}),
-                "invalid field",
+                "invalid field decision",
             ),
             (
                 serde_json::json!({"type": "applications.digest", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z",
                     "user_id": 2, "hour": "2026-12-02T10:00:00Z", "applications": "1,2"}),
-                "invalid field",
+                "invalid field applications",
             ),
             (
                 serde_json::json!({"type": "alert.digest", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z",
@@ -572,6 +542,26 @@ mod tests {
                 serde_json::json!({"type": "job.expired", "event_id": "e", "job_id": 1, "user_id": 2,
                     "expires_at": "2026-12-02T10:00:00Z"}),
                 "occurred_at",
+            ),
+            (
+                serde_json::json!({"type": "application.submitted", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z",
+                    "application_id": "4"}),
+                "invalid field application_id",
+            ),
+            (
+                serde_json::json!({"type": "job.expired", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z",
+                    "job_id": 1, "user_id": -0.5, "expires_at": "2026-12-02T10:00:00Z"}),
+                "invalid field user_id",
+            ),
+            (
+                serde_json::json!({"type": "applications.digest", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z",
+                    "user_id": 2, "hour": 3, "applications": [1]}),
+                "invalid field hour",
+            ),
+            (
+                serde_json::json!({"type": "alert.digest", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z",
+                    "alert_id": 2, "period": "2026-W49", "jobs": ["one"]}),
+                "invalid field jobs",
             ),
             (
                 serde_json::json!({"type": 7, "event_id": "e"}),

@@ -1,15 +1,80 @@
-//! What a status-change email needs, and how a send can fail: the contract between the worker
-//! and a mailer, independent of where the data is stored or how the mail is sent.
+//! What an event's email needs, and how a send can fail: the contract between the worker, the
+//! store that loads the data and a mailer, independent of where the data is stored or how the
+//! mail is sent.
 
-/// What the email for an event needs, read at send time from current data.
+/// The person an email goes to, as they are now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EmailData {
-    pub candidate_id: i64,
+pub struct Recipient {
+    pub user_id: i64,
     pub email: String,
     pub name: String,
+}
+
+/// What the email for an event needs, read at send time from current data (what the event
+/// fixed, such as statuses or a digest's list, is the event's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmailData {
+    pub to: Recipient,
+    pub about: About,
+}
+
+/// The current data an email's text is made from, by what the event reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum About {
+    /// `application.status_changed`, `application.submitted`: the application's job and its
+    /// company.
+    Application { job_title: String, company: String },
+    /// `job.expiring`, `job.expired`, `job.reviewed`: the job and its company.
+    Job {
+        job_title: String,
+        company: String,
+        /// An operator's reason for a rejection, shown by `job.reviewed`. `None` until the jobs
+        /// table stores it (migration 0015 adds `jobs.rejection_reason`; the job-event query
+        /// selects NULL in its place until then).
+        rejection_reason: Option<String>,
+    },
+    /// `applications.digest`: the digest's applications still there, counted by job.
+    ApplicationsDigest { jobs: Vec<DigestJob> },
+}
+
+/// One job's line in an applications digest: never a candidate's name or address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DigestJob {
+    pub job_id: i64,
     pub job_title: String,
     pub company: String,
+    pub applications: i64,
 }
+
+/// What the store found for an event's email at send time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Loaded {
+    /// Everything the email needs.
+    Ready(EmailData),
+    /// Nothing to send (`missing`, CONTRACT.md §6).
+    Missing(Absent),
+    /// This version cannot email the event at all (what it needs is not stored here): it is
+    /// dead-lettered at once with this reason.
+    Unsendable(String),
+}
+
+/// Why an event has nothing to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Absent {
+    /// What the event reports (or its record) no longer exists.
+    Gone,
+    /// The person turned this email off.
+    TurnedOff,
+}
+
+/// Why an `alert.digest` cannot be emailed by this version: its alert (the search, the owner)
+/// is not stored here.
+pub const ALERTS_NOT_STORED: &str = "alert.digest: alerts are not stored by this version";
+
+/// How a permanent failure's text starts when the email could not be built, so that no mail
+/// service saw it (an address stored before the rule of CONTRACT.md §4, an event this version
+/// cannot email).
+pub const NOT_SENT: &str = "not sent: ";
 
 /// A send's failure, as the mail server reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,11 +1,13 @@
-//! Email: the message for a status change, and the mailers that send it (console, file, SMTP,
-//! Amazon SES).
+//! Email: the message for an event (its text is [`templates`]'), and the mailers that send it
+//! (console, file, SMTP, Amazon SES).
 //! Every message carries `Message-ID: <{event_id}@{EMAIL_FROM domain}>` and
-//! `X-Jobboard-Event-Id`, so a receiving system can recognise a repeat of the same event.
+//! `X-Jobboard-Event-Id`, so a receiving system can recognise a repeat of the same event; a
+//! digest carries `List-Unsubscribe` and `List-Unsubscribe-Post` (RFC 8058).
 
 use crate::config::{Config, EmailBackend};
+use crate::domain::event::Event;
 use crate::domain::mail::{EmailData, SendError};
-use crate::domain::{ApplicationStatus, validate};
+use crate::domain::validate;
 use anyhow::Context;
 use async_trait::async_trait;
 use lettre::Message;
@@ -16,6 +18,7 @@ use std::time::Duration;
 
 mod ses;
 mod smtp;
+pub mod templates;
 pub use ses::SesMailer;
 pub use smtp::SmtpMailer;
 
@@ -85,64 +88,93 @@ impl Sender {
     }
 }
 
-/// How a permanent failure's text starts when the email could not be built, so that no mail
-/// service saw it (an address stored before the rule of CONTRACT.md §4).
-pub const NOT_SENT: &str = "not sent: ";
+pub use crate::domain::mail::NOT_SENT;
 
 /// The permanent failure of an email that could not be built.
 pub fn not_sent(error: &anyhow::Error) -> SendError {
     SendError::Permanent(format!("{NOT_SENT}{error:#}"))
 }
 
-/// The email telling the candidate about a status change, rendered from current data.
-pub fn status_email(
-    sender: &Sender,
-    data: &EmailData,
-    event_id: &str,
-    old: ApplicationStatus,
-    new: ApplicationStatus,
-) -> anyhow::Result<Message> {
-    let subject = format!(
-        "Update on your application for {} at {}",
-        data.job_title, data.company
-    );
-    let body = if new == ApplicationStatus::Withdrawn {
-        format!(
-            "Hello {},\n\nThis confirms that you withdrew your application for {} at {} \
-             (it was {old}; it is now {new}).\n\n-- jobboard\n",
-            data.name, data.job_title, data.company
-        )
-    } else {
-        format!(
-            "Hello {},\n\nYour application for {} at {} has moved from {old} to {new}.\n\n-- jobboard\n",
-            data.name, data.job_title, data.company
-        )
+/// A header of our own whose value is given as it goes out.
+macro_rules! header {
+    ($(#[$doc:meta])* $name:ident, $text:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $name(pub String);
+
+        impl Header for $name {
+            fn name() -> HeaderName {
+                HeaderName::new_from_ascii_str($text)
+            }
+
+            fn parse(s: &str) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+                Ok($name(s.to_string()))
+            }
+
+            fn display(&self) -> HeaderValue {
+                HeaderValue::new(Self::name(), self.0.clone())
+            }
+        }
     };
+}
+
+header!(
+    /// `List-Unsubscribe: <URL>` (RFC 2369).
+    ListUnsubscribe,
+    "List-Unsubscribe"
+);
+header!(
+    /// `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058).
+    ListUnsubscribePost,
+    "List-Unsubscribe-Post"
+);
+
+/// The email for `event` to its person, rendered at send time from `data` (see [`templates`]).
+/// `list_unsubscribe` is the link that stops this kind of email: with it, the message carries
+/// `List-Unsubscribe` and the one-click `List-Unsubscribe-Post` (CONTRACT.md §5).
+pub fn event_email(
+    sender: &Sender,
+    event: &Event,
+    data: &EmailData,
+    list_unsubscribe: Option<&str>,
+) -> anyhow::Result<Message> {
+    let text = templates::render(event, data, list_unsubscribe)?;
+    let to = &data.to;
     // Addresses stored before the rule of CONTRACT.md §4 may break it: such an email is never
     // handed to a mail service that may or may not take it.
-    let address = validate::sendable_address(&data.email)
+    let address = validate::sendable_address(&to.email)
         .map_err(|reason| {
             anyhow::anyhow!(
                 "user {}'s address is not one every mail service can send to: it {reason}",
-                data.candidate_id
+                to.user_id
             )
         })?
         .parse()
-        .with_context(|| format!("user {}'s address is not deliverable", data.candidate_id))?;
-    let to = lettre::message::Mailbox::new(Some(data.name.clone()), address);
-    Message::builder()
+        .with_context(|| format!("user {}'s address is not deliverable", to.user_id))?;
+    let mut builder = Message::builder()
         .from(
             sender
                 .from
                 .parse()
                 .context("EMAIL_FROM is not an address")?,
         )
-        .to(to)
-        .subject(subject)
-        .message_id(Some(format!("<{event_id}@{}>", sender.domain)))
-        .header(EventIdHeader(event_id.to_string()))
+        .to(lettre::message::Mailbox::new(
+            Some(to.name.clone()),
+            address,
+        ))
+        .subject(text.subject)
+        .message_id(Some(format!("<{}@{}>", event.event_id, sender.domain)))
+        .header(EventIdHeader(event.event_id.clone()));
+    if let Some(link) = list_unsubscribe {
+        builder = builder
+            .header(ListUnsubscribe(format!("<{link}>")))
+            .header(ListUnsubscribePost(
+                "List-Unsubscribe=One-Click".to_string(),
+            ));
+    }
+    builder
         .header(ContentType::TEXT_PLAIN)
-        .body(body)
+        .body(text.body)
         .context("building the email")
 }
 
@@ -245,12 +277,36 @@ mod tests {
 
     fn data() -> EmailData {
         EmailData {
-            candidate_id: 7,
-            email: "cody@mail.example".into(),
-            name: "Cody".into(),
-            job_title: "Rust Engineer".into(),
-            company: "Acme".into(),
+            to: crate::domain::mail::Recipient {
+                user_id: 7,
+                email: "cody@mail.example".into(),
+                name: "Cody".into(),
+            },
+            about: crate::domain::mail::About::Application {
+                job_title: "Rust Engineer".into(),
+                company: "Acme".into(),
+            },
         }
+    }
+
+    fn sender() -> Sender {
+        Sender {
+            from: "jobs@acme.example".into(),
+            domain: "acme.example".into(),
+        }
+    }
+
+    fn status_change() -> Event {
+        let mut e = Event::new(
+            crate::domain::event::EventKind::StatusChanged {
+                application_id: 3,
+                old_status: crate::domain::ApplicationStatus::Reviewing,
+                new_status: crate::domain::ApplicationStatus::Interview,
+            },
+            chrono::Utc::now(),
+        );
+        e.event_id = "evt-1".into();
+        e
     }
 
     #[test]
@@ -259,22 +315,44 @@ mod tests {
         let text = String::from_utf8(m.formatted()).unwrap();
         assert!(text.contains("Message-ID: <evt-1@acme.example>"), "{text}");
         assert!(text.contains("X-Jobboard-Event-Id: evt-1"), "{text}");
+        assert!(text.contains("To: Cody <cody@mail.example>"), "{text}");
         assert!(
             text.contains("Subject: Update on your application for Rust Engineer at Acme"),
             "{text}"
         );
         let body = text.replace("=\r\n", "");
         assert!(body.contains("from reviewing to interview"), "{text}");
+        assert!(!text.contains("List-Unsubscribe"), "{text}");
+    }
+
+    #[test]
+    fn a_link_to_unsubscribe_adds_the_one_click_headers() {
+        let link = "https://jobs.example/api/unsubscribe/abc.def";
+        let m = event_email(&sender(), &status_change(), &data(), Some(link)).unwrap();
+        let text = String::from_utf8(m.formatted()).unwrap();
+        assert!(
+            text.contains(&format!("List-Unsubscribe: <{link}>\r\n")),
+            "{text}"
+        );
+        assert!(
+            text.contains("List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_undeliverable_address_names_the_user_not_the_address() {
+        let mut bad = data();
+        bad.to.email = "cödy@mail.example".into();
+        let error = event_email(&sender(), &status_change(), &bad, None).unwrap_err();
+        let text = format!("{error:#}");
+        assert!(text.contains("user 7's address"), "{text}");
+        assert!(!text.contains("mail.example"), "{text}");
     }
 
     /// A status-change message to Cody, as the worker builds it.
     pub(super) fn message() -> Message {
-        let sender = Sender {
-            from: "jobs@acme.example".into(),
-            domain: "acme.example".into(),
-        };
-        let (from, to) = (ApplicationStatus::Reviewing, ApplicationStatus::Interview);
-        status_email(&sender, &data(), "evt-1", from, to).unwrap()
+        event_email(&sender(), &status_change(), &data(), None).unwrap()
     }
 
     #[test]

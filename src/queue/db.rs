@@ -123,11 +123,11 @@ impl Queue for DbQueue {
     }
 
     async fn enqueue(&self, body: &str) -> anyhow::Result<()> {
-        let event = crate::domain::event::parse_message(body).ok();
+        let event = crate::domain::event::parse_event(body).ok();
         self.store
             .queue_enqueue(
                 event.as_ref().map(|e| e.event_id.as_str()),
-                event.as_ref().map(|e| e.application_id),
+                event.as_ref().and_then(|e| e.kind.application_id()),
                 body,
             )
             .await?;

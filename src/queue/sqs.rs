@@ -762,7 +762,7 @@ impl Queue for SqsQueue {
                 .and_then(|v| v.string_value())
                 .map(str::to_string)
                 .or_else(|| {
-                    crate::domain::event::parse_message(m.body().unwrap_or_default())
+                    crate::domain::event::parse_event(m.body().unwrap_or_default())
                         .ok()
                         .map(|e| e.event_id)
                 });
@@ -853,7 +853,7 @@ fn record_of(m: &aws_sdk_sqs::types::Message) -> SqsDeadLetterRow {
     };
     let body = m.body().unwrap_or_default().to_string();
     let event_id = get("event_id").or_else(|| {
-        crate::domain::event::parse_message(&body)
+        crate::domain::event::parse_event(&body)
             .ok()
             .map(|e| e.event_id)
     });

@@ -28,6 +28,10 @@ pub(super) trait Dialect {
     /// Taken just before a job-change log row is inserted and held to the commit, so that the
     /// log's rows commit in `seq` order (none where the transaction holds the write lock).
     const JOB_LOG_LOCK: Option<&'static str>;
+    /// `JSON_IDS_OPEN` + a parameter holding a JSON array of integers + `JSON_IDS_CLOSE`: a
+    /// SELECT of those integers, one per row (a list of any length in one bind).
+    const JSON_IDS_OPEN: &'static str;
+    const JSON_IDS_CLOSE: &'static str;
 }
 
 /// Maps a constraint violation to the given conflict; anything else stays an error.

@@ -3,7 +3,8 @@
 //! ms since the epoch on the database's clock, so that all workers judge leases on one clock.
 
 use super::StoreResult;
-use crate::domain::mail::{EmailData, SendError};
+use crate::domain::event::Event;
+use crate::domain::mail::{Absent, EmailData, Loaded, SendError};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use std::borrow::Cow;
@@ -79,28 +80,6 @@ pub struct FailedClaim {
     pub first_failed_at: i64,
 }
 
-/// The row the email-data query returns; decoded here so the domain type knows nothing of SQL.
-#[derive(sqlx::FromRow)]
-pub(crate) struct EmailDataRow {
-    candidate_id: i64,
-    email: String,
-    name: String,
-    job_title: String,
-    company: String,
-}
-
-impl From<EmailDataRow> for EmailData {
-    fn from(r: EmailDataRow) -> Self {
-        EmailData {
-            candidate_id: r.candidate_id,
-            email: r.email,
-            name: r.name,
-            job_title: r.job_title,
-            company: r.company,
-        }
-    }
-}
-
 /// What `process_in_transaction`'s claim found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TxClaim {
@@ -127,7 +106,8 @@ pub enum TxOutcome {
     Duplicate,
     /// The event was dead-lettered earlier.
     Dead,
-    Missing,
+    /// Nothing to send: what the event reports is gone, or its person turned the email off.
+    Missing(Absent),
     /// A `lease`-mode worker holds the event under a live lease for this long.
     Deferred {
         remaining_ms: i64,
@@ -224,12 +204,9 @@ pub trait EventStore: Send + Sync {
         lease_id: &str,
         finished: Finished,
     ) -> StoreResult<Vec<String>>;
-    /// The email data of several events at once, as `(event_id, data)`, for the pairs of
-    /// `(application_id, event_id)` whose application and history row exist.
-    async fn email_data_many(
-        &self,
-        events: &[(i64, String)],
-    ) -> StoreResult<Vec<(String, EmailData)>>;
+    /// What the emails of several events need, as `(event_id, loaded)`, one for each event:
+    /// one query per type present, the application types' batched.
+    async fn email_data_many(&self, events: &[Event]) -> StoreResult<Vec<(String, Loaded)>>;
     /// Deletes several received messages of one receive, in one statement; returns how many
     /// were still ours.
     async fn queue_ack_many(&self, receipt: &str, ids: &[i64]) -> StoreResult<u64>;
@@ -284,17 +261,14 @@ pub trait EventStore: Send + Sync {
     /// dies mid-send leaves a trace: the next claim sees it and reports `reclaimed`.
     async fn process_in_transaction(
         &self,
-        event_id: &str,
-        application_id: i64,
+        event: &Event,
         max_attempts: i64,
         send: SendFn<'_>,
     ) -> StoreResult<TxOutcome>;
-    /// The email's data, if the application and its history row for `event_id` exist.
-    async fn email_data(
-        &self,
-        application_id: i64,
-        event_id: &str,
-    ) -> StoreResult<Option<EmailData>>;
+    /// What the event's email needs, read now: only while the database holds the event as
+    /// committed (a status change's history row, any other event's record) and what it reports
+    /// still exists; `Missing(TurnedOff)` when its person turned that email off.
+    async fn email_data(&self, event: &Event) -> StoreResult<Loaded>;
 
     async fn dead_letters(&self) -> StoreResult<Vec<DeadLetterRow>>;
     /// Re-queues dead letters (all, or these ids) with their attempts reset.
@@ -334,6 +308,14 @@ pub trait EventStore: Send + Sync {
     /// to `batch` redrive traces last written before then of events that have no record left;
     /// returns how many rows went.
     async fn delete_processed_events(&self, older_than_ms: i64, batch: i64) -> StoreResult<u64>;
+    /// Deletes up to `batch` event records (`events`) written before `older_than` that no
+    /// message can need any more: their processed record is gone or finished, no copy waits in
+    /// the outbox, and no dead letter holds them (a redrive sends again).
+    async fn delete_event_records(
+        &self,
+        older_than: chrono::DateTime<chrono::Utc>,
+        batch: i64,
+    ) -> StoreResult<u64>;
     /// The database clock, ms since the epoch.
     async fn now_ms(&self) -> StoreResult<i64>;
 }

@@ -5,6 +5,7 @@
 pub mod alerts;
 pub mod console;
 mod dialect;
+pub mod digests;
 pub mod events;
 pub mod idempotency;
 pub mod job_upkeep;
@@ -16,6 +17,7 @@ pub mod upkeep;
 
 pub use alerts::*;
 pub use console::*;
+pub use digests::*;
 pub use events::*;
 pub use idempotency::*;
 pub use job_upkeep::JobUpkeepStore;
@@ -400,6 +402,7 @@ pub struct AuthCounters {
 #[async_trait]
 pub trait Store:
     EventStore
+    + DigestStore
     + IdempotencyStore
     + ConsoleStore
     + SqsDeadLetterStore

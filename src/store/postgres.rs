@@ -71,6 +71,9 @@ impl Dialect for PgDialect {
     const MIGRATION_SESSION: Option<&'static str> = Some("SET statement_timeout = 0");
 
     const JOB_LOG_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7406002)");
+    const JSON_IDS_OPEN: &'static str =
+        "SELECT CAST(value AS BIGINT) FROM jsonb_array_elements_text(CAST(";
+    const JSON_IDS_CLOSE: &'static str = " AS JSONB))";
 }
 
 // The shared SQL (`sql/`), compiled for this backend.

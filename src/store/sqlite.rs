@@ -70,6 +70,8 @@ impl Dialect for SqliteDialect {
     const MIGRATION_SESSION: Option<&'static str> = None;
 
     const JOB_LOG_LOCK: Option<&'static str> = None;
+    const JSON_IDS_OPEN: &'static str = "SELECT CAST(value AS INTEGER) FROM json_each(";
+    const JSON_IDS_CLOSE: &'static str = ")";
 }
 
 // The shared SQL (`sql/`), compiled for this backend.

@@ -1,7 +1,7 @@
 //! Retention: deleting expired rows in bounded batches. Each kind of data has one owner that
 //! runs its part: the API (`serve`, and the all-in-one process) its idempotency keys and sign-in
-//! failure counters, the worker its processed-event records; `cleanup` runs all three and needs
-//! nothing but the database.
+//! failure counters, the worker its processed-event records and the event records (`events`)
+//! no message needs any more; `cleanup` runs them all and needs nothing but the database.
 
 use super::{KEY_TTL_MS, Store, StoreResult};
 use std::time::Duration;
@@ -29,6 +29,18 @@ where
 pub async fn delete_expired_events(store: &dyn Store, retention: Duration) -> StoreResult<u64> {
     let cutoff = store.now_ms().await? - retention.as_millis() as i64;
     in_batches(|| store.delete_processed_events(cutoff, BATCH)).await
+}
+
+/// Deletes the event records (`events`) older than `retention` that no message can need any
+/// more (see [`EventStore::delete_event_records`](super::EventStore::delete_event_records)).
+pub async fn delete_expired_event_records(
+    store: &dyn Store,
+    retention: Duration,
+) -> StoreResult<u64> {
+    let now = store.now_ms().await?;
+    let cutoff = chrono::DateTime::from_timestamp_millis(now - retention.as_millis() as i64)
+        .ok_or_else(|| anyhow::anyhow!("the database clock reads {now} ms, out of range"))?;
+    in_batches(|| store.delete_event_records(cutoff, BATCH)).await
 }
 
 /// Deletes idempotency keys older than 24 h.
@@ -69,17 +81,20 @@ pub struct Upkept {
     pub events: u64,
     pub keys: u64,
     pub auth_failures: u64,
+    pub event_records: u64,
 }
 
-/// Everything that expires: processed-event records older than `retention`, idempotency keys
-/// and sign-in failure counters.
+/// Everything that expires: processed-event records and event records older than `retention`,
+/// idempotency keys and sign-in failure counters.
 pub async fn upkeep(store: &dyn Store, retention: Duration) -> StoreResult<Upkept> {
+    let event_records = delete_expired_event_records(store, retention).await?;
     let events = delete_expired_events(store, retention).await?;
     let (keys, auth_failures) = api_upkeep(store).await?;
     Ok(Upkept {
         events,
         keys,
         auth_failures,
+        event_records,
     })
 }
 
@@ -87,8 +102,8 @@ impl std::fmt::Display for Upkept {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "deleted {} processed-event records, {} idempotency keys, {} expired sign-in failure counters",
-            self.events, self.keys, self.auth_failures
+            "deleted {} processed-event records, {} idempotency keys, {} expired sign-in failure counters, {} event records",
+            self.events, self.keys, self.auth_failures, self.event_records
         )
     }
 }

@@ -3,8 +3,8 @@
 
 use super::record::GROUP_WINDOW;
 use super::{Outcome, Worker, count};
-use crate::domain::event::{StatusChanged, parse_message};
-use crate::domain::mail::EmailData;
+use crate::domain::event::{Event, parse_event};
+use crate::domain::mail::{EmailData, Loaded};
 use crate::queue::Message;
 use std::time::Instant;
 use tracing::Instrument;
@@ -23,9 +23,9 @@ impl Worker {
         let start = Instant::now();
         let mut seen = std::collections::HashSet::new();
         let mut alone = Vec::new();
-        let mut fresh: Vec<(usize, StatusChanged)> = Vec::new();
+        let mut fresh: Vec<(usize, Event)> = Vec::new();
         for (i, m) in batch.iter().enumerate() {
-            match parse_message(&m.body) {
+            match parse_event(&m.body) {
                 Ok(e) if seen.insert(e.event_id.clone()) => fresh.push((i, e)),
                 _ => alone.push(i),
             }
@@ -59,9 +59,9 @@ impl Worker {
         for (i, r) in alone.into_iter().zip(single_results) {
             results[i] = Some(r);
         }
-        for ((i, _), r) in mine.iter().zip(claimed_results) {
+        for ((i, e), r) in mine.iter().zip(claimed_results) {
             if let Ok(outcome) = &r {
-                count(crate::domain::event::STATUS_CHANGED, *outcome, start);
+                count(e.type_name(), *outcome, start);
             }
             results[*i] = Some(r);
         }
@@ -75,7 +75,7 @@ impl Worker {
     async fn handle_claimed(
         &self,
         batch: &[Message],
-        mine: &[(usize, StatusChanged)],
+        mine: &[(usize, Event)],
         lease_id: &str,
     ) -> Vec<anyhow::Result<Outcome>> {
         if mine.is_empty() {
@@ -86,11 +86,8 @@ impl Worker {
                 .map(|_| Err(anyhow::anyhow!("{err:#}")))
                 .collect::<Vec<_>>()
         };
-        let wanted: Vec<(i64, String)> = mine
-            .iter()
-            .map(|(_, e)| (e.application_id, e.event_id.clone()))
-            .collect();
-        let mut data: std::collections::HashMap<String, EmailData> =
+        let wanted: Vec<Event> = mine.iter().map(|(_, e)| e.clone()).collect();
+        let mut data: std::collections::HashMap<String, Loaded> =
             match self.store.email_data_many(&wanted).await {
                 Ok(rows) => rows.into_iter().collect(),
                 Err(err) => return all_failed(err.into()),
@@ -98,33 +95,44 @@ impl Worker {
         // Each accepted send is reported here, and recorded and acknowledged with whatever
         // else was accepted within GROUP_WINDOW: never later than its own group.
         let (accepted, mut reports) = tokio::sync::mpsc::unbounded_channel::<usize>();
-        let sends: Vec<_> = mine.iter().enumerate().map(|(k, (i, e))| {
-            let data = data.remove(&e.event_id);
-            let accepted = accepted.clone();
-            async move {
-                let m = &batch[*i];
-                let span = tracing::info_span!("event", event_id = %e.event_id, application_id = e.application_id);
-                let Some(data) = data else {
-                    return (None, self.missing(m, e, lease_id).instrument(span).await);
-                };
-                let sent = self
-                    .send_with_heartbeat(m, e, lease_id, &data)
-                    .instrument(span.clone())
-                    .await;
-                match sent {
-                    Ok(()) => {
-                        let _ = accepted.send(k);
-                        (Some(data), Ok(Outcome::Sent))
+        let sends: Vec<_> = mine
+            .iter()
+            .enumerate()
+            .map(|(k, (i, e))| {
+                let data = data.remove(&e.event_id);
+                let accepted = accepted.clone();
+                async move {
+                    let m = &batch[*i];
+                    let span = super::span(e);
+                    let loaded = data.unwrap_or(Loaded::Missing(crate::domain::mail::Absent::Gone));
+                    let data = match self
+                        .unless_ready(m, e, lease_id, loaded)
+                        .instrument(span.clone())
+                        .await
+                    {
+                        Ok(Ok(data)) => data,
+                        Ok(Err(outcome)) => return (None, Ok(outcome)),
+                        Err(err) => return (None, Err(err)),
+                    };
+                    let sent = self
+                        .send_with_heartbeat(m, e, lease_id, &data)
+                        .instrument(span.clone())
+                        .await;
+                    match sent {
+                        Ok(()) => {
+                            let _ = accepted.send(k);
+                            (Some(data), Ok(Outcome::Sent))
+                        }
+                        Err(error) => (
+                            None,
+                            self.failed_send(m, e, lease_id, error)
+                                .instrument(span)
+                                .await,
+                        ),
                     }
-                    Err(error) => (
-                        None,
-                        self.failed_send(m, e, lease_id, error)
-                            .instrument(span)
-                            .await,
-                    ),
                 }
-            }
-        }).collect();
+            })
+            .collect();
         drop(accepted);
         let recorder = async {
             let mut recorded: Vec<(usize, Result<(), String>)> = Vec::new();
@@ -166,7 +174,7 @@ impl Worker {
     async fn record_group(
         &self,
         batch: &[Message],
-        mine: &[(usize, StatusChanged)],
+        mine: &[(usize, Event)],
         group: &[usize],
         lease_id: &str,
     ) -> anyhow::Result<()> {

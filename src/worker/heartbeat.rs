@@ -1,9 +1,8 @@
 //! The send under a lease: a deadline, and a heartbeat that keeps the claim and the message ours.
 
 use super::Worker;
-use crate::domain::event::StatusChanged;
+use crate::domain::event::Event;
 use crate::domain::mail::{EmailData, SendError};
-use crate::email;
 use crate::queue::Message;
 use crate::telemetry as t;
 
@@ -12,13 +11,11 @@ impl Worker {
     pub(super) async fn send_with_heartbeat(
         &self,
         m: &Message,
-        e: &StatusChanged,
+        e: &Event,
         lease_id: &str,
         data: &EmailData,
     ) -> Result<(), SendError> {
-        let message =
-            email::status_email(&self.sender, data, &e.event_id, e.old_status, e.new_status)
-                .map_err(|err| email::not_sent(&err))?;
+        let message = self.message(e, data)?;
         let lease_ms = self.visibility.as_millis() as i64;
         let beat = async {
             let mut every = tokio::time::interval(self.visibility / 3);

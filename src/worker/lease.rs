@@ -1,27 +1,49 @@
 //! Lease mode: the claim of a single event, its send and record, and what follows a failure.
 
 use super::{Outcome, Worker};
-use crate::domain::event::StatusChanged;
-use crate::domain::mail::SendError;
+use crate::domain::event::Event;
+use crate::domain::mail::{Absent, Loaded, NOT_SENT, SendError};
 use crate::email;
 use crate::queue::{DeadLetterReason, Message};
 use crate::store::{Claim, Finished};
 use crate::telemetry as t;
 
 impl Worker {
-    /// The event's application or history row is gone: nothing to send.
+    /// What the event reports is gone, or its person turned the email off: nothing to send.
     pub(super) async fn missing(
         &self,
         m: &Message,
-        e: &StatusChanged,
+        e: &Event,
         lease_id: &str,
+        absent: Absent,
     ) -> anyhow::Result<Outcome> {
         self.store
             .finish_claim(&e.event_id, lease_id, Finished::Missing)
             .await?;
         self.queue.ack(m).await?;
-        self.log_missing(e);
+        self.log_missing(e, absent);
         Ok(Outcome::Missing)
+    }
+
+    /// What follows the load of a claimed event's data when there is nothing to send: `None`
+    /// when it is ready to be sent.
+    pub(super) async fn unless_ready(
+        &self,
+        m: &Message,
+        e: &Event,
+        lease_id: &str,
+        loaded: Loaded,
+    ) -> anyhow::Result<Result<crate::domain::mail::EmailData, Outcome>> {
+        Ok(Err(match loaded {
+            Loaded::Ready(data) => return Ok(Ok(data)),
+            Loaded::Missing(absent) => self.missing(m, e, lease_id, absent).await?,
+            // Never handed to a mail service: it fails for good, as an email that cannot be
+            // built does.
+            Loaded::Unsendable(reason) => {
+                let error = SendError::Permanent(format!("{NOT_SENT}{reason}"));
+                self.failed_send(m, e, lease_id, error).await?
+            }
+        }))
     }
 
     /// A failed send under a lease: releases this claim only, counting the attempt (none when
@@ -30,7 +52,7 @@ impl Worker {
     pub(super) async fn failed_send(
         &self,
         m: &Message,
-        e: &StatusChanged,
+        e: &Event,
         lease_id: &str,
         error: SendError,
     ) -> anyhow::Result<Outcome> {
@@ -67,11 +89,7 @@ impl Worker {
         }
     }
 
-    pub(super) async fn handle_lease(
-        &self,
-        m: &Message,
-        e: &StatusChanged,
-    ) -> anyhow::Result<Outcome> {
+    pub(super) async fn handle_lease(&self, m: &Message, e: &Event) -> anyhow::Result<Outcome> {
         let lease_ms = self.visibility.as_millis() as i64;
         let (lease_id, reclaimed) = match self.store.claim_event(&e.event_id, lease_ms).await? {
             Claim::Duplicate => {
@@ -91,8 +109,10 @@ impl Worker {
             tracing::warn!("reclaiming expired claim");
             metrics::counter!(t::EVENTS_RECLAIMED_TOTAL).increment(1);
         }
-        let Some(data) = self.store.email_data(e.application_id, &e.event_id).await? else {
-            return self.missing(m, e, &lease_id).await;
+        let loaded = self.store.email_data(e).await?;
+        let data = match self.unless_ready(m, e, &lease_id, loaded).await? {
+            Ok(data) => data,
+            Err(outcome) => return Ok(outcome),
         };
         let result = self.send_with_heartbeat(m, e, &lease_id, &data).await;
         match result {
@@ -110,7 +130,7 @@ impl Worker {
     pub(super) async fn after_failure(
         &self,
         m: &Message,
-        e: &StatusChanged,
+        e: &Event,
         error: &SendError,
         attempts: i64,
         dead: bool,

@@ -6,7 +6,7 @@
 //! a send succeeds; receiving then resumes at once.
 
 use super::{Outcome, Worker};
-use crate::domain::event::StatusChanged;
+use crate::domain::event::Event;
 use crate::domain::mail::SendError;
 use crate::queue::Message;
 use crate::telemetry as t;
@@ -85,7 +85,7 @@ impl Worker {
     pub(super) async fn mail_unavailable(
         &self,
         m: &Message,
-        e: &StatusChanged,
+        e: &Event,
         lease_id: Option<&str>,
         error: &SendError,
     ) -> anyhow::Result<Outcome> {

@@ -1,5 +1,7 @@
-//! The worker: receives status-change events, claims each event id, sends the email, records
-//! it, and acknowledges the message, keeping CONTRACT.md §6 for every outcome.
+//! The worker: receives the events of CONTRACT.md §5, claims each event id, sends its email,
+//! records it, and acknowledges the message, keeping CONTRACT.md §6 for every outcome. Every
+//! type takes the same path: only loading its data (the store) and rendering its text
+//! (`email::templates`) know one type from another.
 //!
 //! Two claim modes (`CLAIM_MODE`):
 //! - `lease` (default): the claim commits at once with a lease on the database clock; the send
@@ -9,6 +11,7 @@
 //!   connection is held during every send (the original design).
 
 mod batch;
+mod digests;
 mod heartbeat;
 mod lease;
 mod mail;
@@ -18,10 +21,12 @@ mod transaction;
 mod upkeep;
 pub mod upkeep_jobs;
 
+pub use digests::{DIGEST_GRACE, DIGEST_LOOKBACK_HOURS};
+
 use crate::config::{ClaimMode, Config};
-use crate::domain::event::{StatusChanged, parse_message};
-use crate::domain::mail::EmailData;
-use crate::email::{Mailer, Sender};
+use crate::domain::event::{Event, parse_event};
+use crate::domain::mail::{Absent, EmailData};
+use crate::email::{Mailer, Sender, templates};
 use crate::queue::{DeadLetterReason, Message, Queue};
 use crate::store::Store;
 use crate::telemetry as t;
@@ -57,6 +62,11 @@ impl Outcome {
             Outcome::MailUnavailable => "mail_unavailable",
         }
     }
+}
+
+/// The span of one event's handling: its id and type in every log line.
+fn span(e: &Event) -> tracing::Span {
+    tracing::info_span!("event", event_id = %e.event_id, r#type = e.type_name())
 }
 
 /// Counts one handled message in the metrics.
@@ -146,7 +156,7 @@ impl Worker {
     /// is left to reappear after its visibility timeout, and nothing counts as an attempt.
     pub async fn handle(&self, m: &Message) -> anyhow::Result<Outcome> {
         let start = Instant::now();
-        let (kind, outcome) = match parse_message(&m.body) {
+        let (kind, outcome) = match parse_event(&m.body) {
             Err(invalid) => {
                 tracing::warn!(event_id = invalid.event_id.as_deref().unwrap_or("-"), reason = %invalid.reason,
                     "invalid message dead-lettered: {}", invalid.reason);
@@ -165,14 +175,19 @@ impl Worker {
                 ("unknown", Outcome::Invalid)
             }
             Ok(event) => {
-                let span = tracing::info_span!("event", event_id = %event.event_id, application_id = event.application_id);
                 let outcome = match self.mode {
-                    ClaimMode::Lease => self.handle_lease(m, &event).instrument(span).await?,
+                    ClaimMode::Lease => {
+                        self.handle_lease(m, &event)
+                            .instrument(span(&event))
+                            .await?
+                    }
                     ClaimMode::Transaction => {
-                        self.handle_transaction(m, &event).instrument(span).await?
+                        self.handle_transaction(m, &event)
+                            .instrument(span(&event))
+                            .await?
                     }
                 };
-                (crate::domain::event::STATUS_CHANGED, outcome)
+                (event.type_name(), outcome)
             }
         };
         count(kind, outcome, start);
@@ -182,7 +197,7 @@ impl Worker {
     /// A copy of an event that was dead-lettered: it goes to the dead letters too (where the
     /// store keeps one per event), so that nothing is lost even if the first dead-lettering
     /// never completed.
-    async fn dead_letter_copy(&self, m: &Message, e: &StatusChanged) -> anyhow::Result<Outcome> {
+    async fn dead_letter_copy(&self, m: &Message, e: &Event) -> anyhow::Result<Outcome> {
         self.queue
             .dead_letter(
                 m,
@@ -199,24 +214,52 @@ impl Worker {
         Ok(Outcome::DeadLettered)
     }
 
-    fn log_sent(&self, data: &EmailData, e: &StatusChanged) {
+    /// The email of `e`, rendered from `data`; a message that cannot be built fails for good.
+    fn message(
+        &self,
+        e: &Event,
+        data: &EmailData,
+    ) -> Result<lettre::Message, crate::domain::mail::SendError> {
+        let link = self.unsubscribe_link(e);
+        crate::email::event_email(&self.sender, e, data, link.as_deref())
+            .map_err(|err| crate::email::not_sent(&err))
+    }
+
+    /// The link that stops the kind of email `e` is (digests carry one, CONTRACT.md §5): with
+    /// it the email carries `List-Unsubscribe` and `List-Unsubscribe-Post`.
+    fn unsubscribe_link(&self, e: &Event) -> Option<String> {
+        let _stops = templates::unsubscribe(&e.kind)?;
+        // UNSUBSCRIBE: the one line that makes the link, once the signed tokens (module
+        // `unsubscribe`) and PUBLIC_BASE_URL are in: `Some(unsubscribe::link(&base_url,
+        // jwt_secret, _stops.into()))`, `_stops` as `unsubscribe::Target::Digest { user_id }`.
+        // Until then digests go out without the two headers.
+        None
+    }
+
+    /// CONTRACT.md §6's line: the user and what the event is about, by id, never an address.
+    fn log_sent(&self, data: &EmailData, e: &Event) {
         tracing::info!(
-            "emailed user {} about application {}: {} -> {} (event {})",
-            data.candidate_id,
-            e.application_id,
-            e.old_status,
-            e.new_status,
+            "emailed user {} about {} (event {})",
+            data.to.user_id,
+            templates::about(&e.kind),
             e.event_id
         );
     }
 
-    /// The event's application (or its history row) is gone: nothing to send, in either mode.
-    fn log_missing(&self, e: &StatusChanged) {
-        tracing::warn!(
-            "application {} or its history row for event {} no longer exists; nothing to send",
-            e.application_id,
-            e.event_id
-        );
+    /// Nothing to send for the event, in either mode.
+    fn log_missing(&self, e: &Event, absent: Absent) {
+        match absent {
+            Absent::Gone => tracing::warn!(
+                "{} for event {} no longer exists; nothing to send",
+                templates::reported(&e.kind),
+                e.event_id
+            ),
+            Absent::TurnedOff => tracing::warn!(
+                "the person turned this email off; nothing to send for {} (event {})",
+                templates::about(&e.kind),
+                e.event_id
+            ),
+        }
     }
 
     /// Another worker holds the event under a live lease, in either mode: the message comes

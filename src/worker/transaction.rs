@@ -1,9 +1,8 @@
 //! Transaction mode: the claim, the send and the record share one database transaction.
 
 use super::{Outcome, Worker};
-use crate::domain::event::StatusChanged;
+use crate::domain::event::Event;
 use crate::domain::mail::{EmailData, SendError};
-use crate::email;
 use crate::queue::Message;
 use crate::store::{SendFn, TxClaim, TxOutcome};
 use crate::telemetry as t;
@@ -13,12 +12,10 @@ impl Worker {
     pub(super) async fn handle_transaction(
         &self,
         m: &Message,
-        e: &StatusChanged,
+        e: &Event,
     ) -> anyhow::Result<Outcome> {
         let mailer = self.mailer.clone();
-        let sender = self.sender.clone();
         let timeout = self.send_timeout;
-        let event = e.clone();
         let sent_to: Arc<std::sync::Mutex<Option<EmailData>>> = Arc::default();
         let record = sent_to.clone();
         let send: SendFn<'_> = Box::new(move |data: EmailData, claim: TxClaim| {
@@ -29,14 +26,7 @@ impl Worker {
                     tracing::warn!("reclaiming expired claim");
                     metrics::counter!(t::EVENTS_RECLAIMED_TOTAL).increment(1);
                 }
-                let message = email::status_email(
-                    &sender,
-                    &data,
-                    &event.event_id,
-                    event.old_status,
-                    event.new_status,
-                )
-                .map_err(|err| email::not_sent(&err))?;
+                let message = self.message(e, &data)?;
                 let result = tokio::time::timeout(timeout, mailer.send(&message))
                     .await
                     .unwrap_or_else(|_| {
@@ -64,7 +54,7 @@ impl Worker {
         };
         let began = self.mail_recoveries();
         let outcome = tokio::select! {
-            o = self.store.process_in_transaction(&e.event_id, e.application_id, self.max_attempts, send) => o?,
+            o = self.store.process_in_transaction(e, self.max_attempts, send) => o?,
             _ = keep_hidden => unreachable!("the heartbeat never ends"),
         };
         match outcome {
@@ -83,9 +73,9 @@ impl Worker {
                 Ok(Outcome::Duplicate)
             }
             TxOutcome::Deferred { remaining_ms } => self.defer(m, remaining_ms).await,
-            TxOutcome::Missing => {
+            TxOutcome::Missing(absent) => {
                 self.queue.ack(m).await?;
-                self.log_missing(e);
+                self.log_missing(e, absent);
                 Ok(Outcome::Missing)
             }
             TxOutcome::Released { error } => {

@@ -3,7 +3,7 @@
 
 use crate::each_store;
 use crate::helpers::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 each_store!(
     apply_rules,
@@ -87,16 +87,29 @@ async fn apply_rules(app: TestApp) {
             Some(&cand.token),
         )
         .await;
+    let event_id = history.expect(200)[0]["event_id"]
+        .as_str()
+        .expect("the submission's event id")
+        .to_string();
     assert_eq!(
-        history.expect(200).as_array().unwrap()[0],
-        json!({"old_status": null, "new_status": "submitted", "changed_by": cand.id, "event_id": null,
+        history.body.as_array().unwrap()[0],
+        json!({"old_status": null, "new_status": "submitted", "changed_by": cand.id, "event_id": event_id,
                "at": history.body[0]["at"]})
     );
-    assert_eq!(
-        app.scalar_i64("SELECT COUNT(*) FROM outbox").await,
-        0,
-        "applying emits no event"
-    );
+    // Each application emits one event, its candidate's confirmation (CONTRACT.md §5), in its
+    // transaction: two here, none for the refused attempts.
+    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 2);
+    let body: Value = serde_json::from_str(
+        &app.scalar_text(&format!(
+            "SELECT body FROM outbox WHERE event_id = '{event_id}'"
+        ))
+        .await
+        .expect("its message"),
+    )
+    .unwrap();
+    assert_eq!(body["type"], "application.submitted");
+    assert_eq!(body["application_id"], a["id"]);
+    assert_eq!(body["occurred_at"], history.body[0]["at"]);
 }
 
 async fn concurrent_duplicate_applications(app: TestApp) {
@@ -243,8 +256,9 @@ async fn workflow_and_events(app: TestApp) {
     event_ids.dedup();
     assert_eq!(event_ids.len(), 4, "one distinct event per move");
     assert!(event_ids.iter().all(|id| uuid::Uuid::parse_str(id).is_ok()));
-    // The outbox holds exactly those events, each with the contract's body.
-    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 4);
+    // The outbox holds exactly those events (and the submission's), each with the contract's
+    // body.
+    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 5);
     for (i, id) in event_ids.iter().enumerate() {
         let n = app
             .scalar_i64(&format!(
@@ -271,7 +285,7 @@ async fn workflow_and_events(app: TestApp) {
         .unwrap()
         .to_string();
     assert!(detail.contains("final"), "{detail}");
-    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 4);
+    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 5);
 }
 
 async fn forbidden_moves_name_the_allowed_ones(app: TestApp) {
@@ -333,7 +347,8 @@ async fn forbidden_moves_name_the_allowed_ones(app: TestApp) {
             .await
             .expect(200);
     }
-    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 4);
+    // The submission's event and one per move.
+    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 5);
 }
 
 async fn withdraw_rules(app: TestApp) {
@@ -362,7 +377,7 @@ async fn withdraw_rules(app: TestApp) {
     )
     .await
     .expect_problem(409, "invalid-transition");
-    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 2);
+    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 3);
     let history = app
         .get(&format!("{path}/history"), Some(&s.employer.token))
         .await;
@@ -421,8 +436,9 @@ async fn delete_then_apply_again(app: TestApp) {
             .await,
         0
     );
-    // The queued event outlives the application (the worker will find it missing).
-    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 1);
+    // The queued events (the submission's and the move's) outlive the application (the
+    // worker will find them missing).
+    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 2);
     let again = app.apply(&s.candidate, s.job_id).await;
     assert!(
         again["id"].as_i64().unwrap() > s.application_id,

@@ -57,9 +57,10 @@ fn spawn_worker(h: &Harness, log: &std::path::Path) -> tokio::process::Child {
         .expect("spawn worker")
 }
 
-/// Twenty status changes; a worker process is killed (SIGKILL) while sends are in flight and a
-/// new one finishes the job. Every event is emailed exactly once, except for repeats in the one
-/// window the contract admits, each of which must show as a logged reclaim.
+/// Five applications and twenty status changes; a worker process is killed (SIGKILL) while
+/// sends are in flight and a new one finishes the job. Every event is emailed exactly once,
+/// except for repeats in the one window the contract admits, each of which must show as a logged
+/// reclaim.
 pub async fn kill_and_restart(h: Harness) {
     let mut events = Vec::new();
     let s = h.app.scenario().await;
@@ -67,6 +68,9 @@ pub async fn kill_and_restart(h: Harness) {
     for _ in 0..4 {
         let c = h.app.user("candidate").await;
         apps.push(h.app.apply(&c, s.job_id).await["id"].as_i64().unwrap());
+    }
+    for app_id in &apps {
+        events.push(h.last_submission(*app_id).await);
     }
     for app_id in &apps {
         for status in ["reviewing", "interview", "offered", "hired"] {
@@ -81,14 +85,14 @@ pub async fn kill_and_restart(h: Harness) {
             events.push(h.last_event_id(*app_id).await);
         }
     }
-    assert_eq!(events.len(), 20);
+    assert_eq!(events.len(), 25);
     h.smtp.set_delay(Duration::from_millis(150));
     let dir = tempfile::tempdir().unwrap();
     let mut first = spawn_worker(&h, &dir.path().join("first.log"));
     wait_until("some emails sent", || async { h.smtp.mails().len() >= 5 }).await;
     first.kill().await.expect("SIGKILL");
     let sent_before = h.smtp.mails().len();
-    assert!(sent_before < 20, "killed mid-flight ({sent_before} sent)");
+    assert!(sent_before < 25, "killed mid-flight ({sent_before} sent)");
 
     let log = dir.path().join("second.log");
     let mut second = spawn_worker(&h, &log);
@@ -124,7 +128,7 @@ pub async fn kill_and_restart(h: Harness) {
         repeats <= reclaims,
         "{repeats} repeats but {reclaims} reclaims"
     );
-    assert_eq!(h.smtp.mails().len(), 20 + repeats);
+    assert_eq!(h.smtp.mails().len(), 25 + repeats);
     for e in &events {
         assert_eq!(h.processed_status(e).await.as_deref(), Some("done"), "{e}");
     }
@@ -186,14 +190,20 @@ async fn cleanup_command_prints_what_it_deleted() {
     h.app
         .exec(&format!(
             "INSERT INTO processed_events (event_id, status, attempts, updated_at) VALUES \
-         ('old', 'done', 0, {now} - 20 * 86400000), ('new', 'done', 0, {now})"
+         ('old', 'done', 0, {now} - 20 * 86400000), ('new', 'done', 0, {now}); \
+         INSERT INTO events (event_id, type, body, created_at) VALUES \
+         ('old', 'job.expired', '{{}}', now() - interval '20 days'), \
+         ('new', 'job.expired', '{{}}', now()), \
+         ('old-waiting', 'job.expired', '{{}}', now() - interval '20 days'); \
+         INSERT INTO outbox (event_id, body, created_at, visible_at) \
+         VALUES ('old-waiting', '{{}}', now(), {now})"
         ))
         .await;
     let (code, out, _) = run(&h, &["cleanup"]).await;
     assert_eq!(code, 0);
     assert_eq!(
         out.trim(),
-        "deleted 1 processed-event records, 0 idempotency keys, 0 expired sign-in failure counters"
+        "deleted 1 processed-event records, 0 idempotency keys, 0 expired sign-in failure counters, 1 event records"
     );
     assert_eq!(
         h.app
@@ -201,14 +211,23 @@ async fn cleanup_command_prints_what_it_deleted() {
             .await,
         1
     );
+    // The recent record, and the old one whose message still waits, stay.
+    assert_eq!(
+        h.app
+            .scalar_text("SELECT string_agg(event_id, ',' ORDER BY event_id) FROM events")
+            .await
+            .as_deref(),
+        Some("new,old-waiting")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dlq_commands() {
     let h = Harness::new(Backend::Sqlite, "lease").await;
     let store = h.app.state.store.clone();
+    let s = h.scenario().await;
     store.queue_enqueue(None, None, "garbage").await.unwrap();
-    let (_, event_id) = h.status_change().await;
+    let event_id = h.change(&s).await;
     h.smtp.reject_next();
     h.worker().await.run_until_empty().await.unwrap();
 
@@ -375,13 +394,28 @@ async fn all_in_one_process_emails_a_status_change() {
             })
             .unwrap_or_default()
     };
-    wait_until("the email file is written", || async {
-        emails().len() == 1
+    // The application's confirmation and the status change.
+    wait_until("the email files are written", || async {
+        emails().len() == 2
     })
     .await;
-    let text = std::fs::read_to_string(&emails()[0]).unwrap();
-    assert!(text.contains("To: candidate <cody@mail.example>"), "{text}");
-    assert!(text.contains("X-Jobboard-Event-Id: "), "{text}");
+    let texts: Vec<String> = emails()
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    for text in &texts {
+        assert!(text.contains("To: candidate <cody@mail.example>"), "{text}");
+        assert!(text.contains("X-Jobboard-Event-Id: "), "{text}");
+    }
+    let subjects: Vec<&str> = texts
+        .iter()
+        .filter_map(|t| t.lines().find_map(|l| l.strip_prefix("Subject: ")))
+        .collect();
+    assert!(
+        subjects.contains(&"We received your application for Engineer at Acme")
+            && subjects.contains(&"Update on your application for Engineer at Acme"),
+        "{subjects:?}"
+    );
     // The email is written before the send is recorded and counted.
     let metrics = || async {
         let r = client.get(format!("{base}/metrics")).send().await.unwrap();
@@ -411,7 +445,7 @@ async fn all_in_one_process_emails_a_status_change() {
         .expect("stops")
         .unwrap();
     assert_eq!(status.code(), Some(0));
-    assert_eq!(emails().len(), 1, "exactly one email");
+    assert_eq!(emails().len(), 2, "exactly one email per event");
 }
 
 /// `cleanup` deletes rows and needs nothing but the database: it runs with `QUEUE=sqs` and no
@@ -457,7 +491,7 @@ async fn cleanup_needs_only_the_database() {
             ("EMAIL_FILE_DIR", "/dev/null/mail")
         ])
         .await,
-        "deleted 1 processed-event records, 0 idempotency keys, 1 expired sign-in failure counters"
+        "deleted 1 processed-event records, 0 idempotency keys, 1 expired sign-in failure counters, 0 event records"
     );
     // An SMTP server that cannot be reached, with credentials and TLS it would need in
     // production, is no concern of cleanup's either.
@@ -467,7 +501,7 @@ async fn cleanup_needs_only_the_database() {
             ("SMTP_URL", "smtps://user:wrong@127.0.0.1:9"),
         ])
         .await,
-        "deleted 0 processed-event records, 0 idempotency keys, 0 expired sign-in failure counters"
+        "deleted 0 processed-event records, 0 idempotency keys, 0 expired sign-in failure counters, 0 event records"
     );
 }
 

@@ -515,8 +515,8 @@ async fn status_change_retried_emits_one_event(app: TestApp) {
     assert_eq!(retry.text, first.text);
     assert_eq!(
         app.scalar_i64("SELECT COUNT(*) FROM outbox").await,
-        2,
-        "one event per real move"
+        3,
+        "the application's, and one per real move"
     );
     let smtp = crate::smtp::SmtpServer::start().await;
     let url = smtp.url();
@@ -526,7 +526,7 @@ async fn status_change_retried_emits_one_event(app: TestApp) {
         .unwrap();
     worker.run_until_empty().await.unwrap();
     let mails = smtp.mails();
-    assert_eq!(mails.len(), 2);
+    assert_eq!(mails.len(), 3);
     assert_eq!(
         mails
             .iter()
@@ -554,8 +554,8 @@ async fn withdraw_retried_with_a_key_answers_200_again(app: TestApp) {
     other_key.expect_problem(409, "invalid-transition");
     assert_eq!(
         app.scalar_i64("SELECT COUNT(*) FROM outbox").await,
-        1,
-        "one event for the one withdrawal"
+        2,
+        "the application's, and one for the one withdrawal"
     );
 }
 

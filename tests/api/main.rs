@@ -17,6 +17,7 @@ mod console;
 mod crash;
 mod docs;
 mod errors;
+mod events;
 mod headers;
 mod idempotency;
 mod index;

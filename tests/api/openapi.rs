@@ -824,9 +824,10 @@ impl World {
                 .queue_enqueue(None, None, "not an event")
                 .await
                 .unwrap();
-            // The status change's message is on the queue too; the poison is the newer one.
+            // The applications' and the status change's messages are on the queue too; the
+            // poison is the newest.
             let m = store
-                .queue_receive(10, 60_000)
+                .queue_receive(100, 60_000)
                 .await
                 .unwrap()
                 .into_iter()

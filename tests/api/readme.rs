@@ -48,5 +48,6 @@ async fn readme_walkthrough_works_as_written() {
     );
     assert!(stdout.contains("\"new_status\":\"reviewing\""), "{stdout}");
     assert!(stdout.contains("/problems/invalid-transition"), "{stdout}");
-    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 1);
+    // The application's confirmation and the move.
+    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 2);
 }

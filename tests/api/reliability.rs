@@ -3,6 +3,7 @@
 
 use crate::helpers::{Backend, TestApp};
 use crate::worker::{Harness, wait_until};
+use jobboard::domain::event::{Event, parse_event};
 use jobboard::domain::mail::SendError;
 use jobboard::store::{Claim, NewDeadLetter, SendFn, TxOutcome};
 use serde_json::json;
@@ -133,8 +134,8 @@ async fn migrating_keeps_the_first_of_duplicate_dead_letters(app: TestApp) {
     assert!(try_exec(&app, INSERT_DEAD).await.is_err());
 }
 
-/// A status change through the API: its application id and event id.
-async fn status_change(app: &TestApp) -> (i64, String) {
+/// A status change through the API: its event, as the outbox holds it.
+async fn status_change(app: &TestApp) -> Event {
     let s = app.scenario().await;
     app.patch(
         &format!("/api/applications/{}", s.application_id),
@@ -143,15 +144,15 @@ async fn status_change(app: &TestApp) -> (i64, String) {
     )
     .await
     .expect(200);
-    let event_id = app
+    let body = app
         .scalar_text(&format!(
-            "SELECT event_id FROM application_history WHERE application_id = {} \
-             AND event_id IS NOT NULL",
+            "SELECT o.body FROM outbox o JOIN application_history h ON h.event_id = o.event_id \
+             WHERE h.application_id = {} AND h.old_status IS NOT NULL",
             s.application_id
         ))
         .await
-        .expect("an event id");
-    (s.application_id, event_id)
+        .expect("the status change's event");
+    parse_event(&body).expect("an event")
 }
 
 /// A send that counts its calls and fails (transiently) when told to, after `pause`.
@@ -173,17 +174,15 @@ fn counting_send(sends: Arc<AtomicUsize>, fail: bool, pause: Duration) -> SendFn
 /// event another worker holds under a live lease: it must not send it too.
 async fn transaction_mode_leaves_a_live_lease_alone(app: TestApp) {
     let store = app.state.store.clone();
-    let (application_id, event_id) = status_change(&app).await;
+    let event = status_change(&app).await;
+    let event_id = event.event_id.clone();
     let Claim::Claimed { lease_id, .. } = store.claim_event(&event_id, 60_000).await.unwrap()
     else {
         panic!("the lease worker claims the new event");
     };
     let sends = Arc::new(AtomicUsize::new(0));
     let send = counting_send(sends.clone(), false, Duration::ZERO);
-    let outcome = store
-        .process_in_transaction(&event_id, application_id, 5, send)
-        .await
-        .unwrap();
+    let outcome = store.process_in_transaction(&event, 5, send).await.unwrap();
     assert_eq!(
         sends.load(Ordering::SeqCst),
         0,
@@ -206,7 +205,8 @@ async fn transaction_mode_leaves_a_live_lease_alone(app: TestApp) {
 /// claims the event. Counting the failure must not clear that worker's lease.
 async fn a_failed_transaction_send_leaves_a_new_lease_alone(app: TestApp) {
     let store = app.state.store.clone();
-    let (application_id, event_id) = status_change(&app).await;
+    let event = status_change(&app).await;
+    let event_id = event.event_id.clone();
     let sends = Arc::new(AtomicUsize::new(0));
     let claimer = {
         let (store, event_id) = (store.clone(), event_id.clone());
@@ -217,9 +217,7 @@ async fn a_failed_transaction_send_leaves_a_new_lease_alone(app: TestApp) {
         })
     };
     let send = counting_send(sends.clone(), true, Duration::from_millis(400));
-    let outcome = store
-        .process_in_transaction(&event_id, application_id, 5, send)
-        .await;
+    let outcome = store.process_in_transaction(&event, 5, send).await;
     let claim = claimer.await.unwrap();
     match claim {
         Claim::Claimed { lease_id, .. } => {
@@ -248,8 +246,8 @@ async fn a_failed_transaction_send_leaves_a_new_lease_alone(app: TestApp) {
 /// A worker whose lease is taken from it mid-send (it ran past its lease and another worker
 /// reclaimed the event) must stop keeping the message hidden: that is now the other's to do.
 async fn a_lost_lease_stops_the_heartbeat(h: Harness) {
-    h.smtp.set_delay(Duration::from_secs(8));
     let (_, event_id) = h.status_change().await;
+    h.smtp.set_delay(Duration::from_secs(8));
     // A beat every 4 s; the send gives up after 6 s.
     let worker = h
         .worker_with(&[
@@ -308,8 +306,8 @@ async fn allow_done(app: &TestApp) {
 /// The mail server accepted two emails, then recording them failed for a moment: the worker
 /// retries the record within its lease instead of letting a redelivery send them again.
 async fn a_record_that_fails_after_the_send_is_retried_not_resent(h: Harness) {
-    let (_, first) = h.status_change().await;
-    let (_, second) = h.status_change().await;
+    let changed = h.status_changes(2).await;
+    let (first, second) = (changed[0].1.clone(), changed[1].1.clone());
     refuse_done(&h.app).await;
     let worker = h.worker().await;
     let run = tokio::spawn(async move { worker.run_until_empty().await });
@@ -333,9 +331,8 @@ async fn a_record_that_fails_after_the_send_is_retried_not_resent(h: Harness) {
 /// milliseconds), not when the slowest send of the batch ends: a worker killed meanwhile would
 /// send again everything whose record was waiting.
 async fn a_batch_records_each_send_promptly(h: Harness) {
-    let (_, slow) = h.status_change().await;
-    let (_, b) = h.status_change().await;
-    let (_, c) = h.status_change().await;
+    let changed = h.status_changes(3).await;
+    let [slow, b, c] = [0, 1, 2].map(|i| changed[i].1.clone());
     h.smtp.stall_matching(&slow, Duration::from_millis(1800));
     let worker = h.worker().await;
     let run = tokio::spawn(async move { worker.run_until_empty().await });

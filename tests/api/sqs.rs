@@ -242,10 +242,11 @@ async fn permanent_failure_goes_to_the_dlq_and_redrives(h: Harness) {
 }
 
 async fn poison_messages_go_to_the_dlq(h: Harness) {
+    let s = h.scenario().await;
     h.enqueue("not json").await;
     h.enqueue(&json!({"type": "application.status_changed", "event_id": "bad id!"}).to_string())
         .await;
-    let (_, event_id) = h.status_change().await;
+    let event_id = h.change(&s).await;
     let worker = h.worker().await;
     let mut outcomes = worker.run_until_empty().await.unwrap();
     outcomes.sort_by_key(|o| o.as_str());
@@ -295,7 +296,7 @@ async fn sigkill_mid_flight_sqs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relay_publishes_after_an_api_crash() {
     let h = Harness::new_sqs(Backend::Postgres, "lease").await;
-    let s = h.app.scenario().await;
+    let s = h.scenario().await;
     let q = h.sqs.as_ref().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let spawn_api = |endpoint: String| {
@@ -555,7 +556,8 @@ async fn a_hung_sqs_times_out_and_holds_no_transaction() {
         app.scalar_i64("SELECT COUNT(*) FROM outbox").await == 0
     })
     .await;
-    assert_eq!(queues.count(&queues.url).await, 1);
+    // The application's confirmation and the move.
+    assert_eq!(queues.count(&queues.url).await, 2);
 }
 
 /// Runs `jobboard worker` on the harness's queues with `extra` variables, its stderr in `log`.

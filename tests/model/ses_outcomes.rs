@@ -5,8 +5,9 @@
 //! the model's outcomes shows here.
 
 use jobboard::domain::ApplicationStatus;
-use jobboard::domain::mail::{EmailData, SendError};
-use jobboard::email::{Mailer, Sender, SesMailer, status_email};
+use jobboard::domain::event::{Event, EventKind};
+use jobboard::domain::mail::{About, EmailData, Recipient, SendError};
+use jobboard::email::{Mailer, Sender, SesMailer, event_email};
 use jobboard_protocol_model::{Mail, Seen};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -249,14 +250,26 @@ fn message() -> lettre::Message {
         domain: "acme.example".into(),
     };
     let data = EmailData {
-        candidate_id: 7,
-        email: "cody@mail.example".into(),
-        name: "Cody".into(),
-        job_title: "Rust Engineer".into(),
-        company: "Acme".into(),
+        to: Recipient {
+            user_id: 7,
+            email: "cody@mail.example".into(),
+            name: "Cody".into(),
+        },
+        about: About::Application {
+            job_title: "Rust Engineer".into(),
+            company: "Acme".into(),
+        },
     };
-    let (from, to) = (ApplicationStatus::Reviewing, ApplicationStatus::Interview);
-    status_email(&sender, &data, "evt-table", from, to).expect("the message")
+    let mut event = Event::new(
+        EventKind::StatusChanged {
+            application_id: 3,
+            old_status: ApplicationStatus::Reviewing,
+            new_status: ApplicationStatus::Interview,
+        },
+        chrono::Utc::now(),
+    );
+    event.event_id = "evt-table".into();
+    event_email(&sender, &event, &data, None).expect("the message")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

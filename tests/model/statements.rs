@@ -33,9 +33,34 @@ pub const TIED: &[(Source, &str, &str)] = &[
         "7ad4c71056b0d839",
     ),
     (
-        Source::Const("EMAIL_DATA"),
+        Source::Const("APPLICATION_EVENT"),
         "Step/Phase::Data, Phase::TxData: email_data, process_in_transaction",
-        "8e51d25ce3071392",
+        "91e6feb8bec155cf",
+    ),
+    (
+        Source::Const("STATUS_CHANGED_DATA"),
+        "Step/Phase::Data, Phase::TxData: email_data, process_in_transaction",
+        "6c3181d3871d4f1f",
+    ),
+    (
+        Source::Const("SUBMITTED_EVENT"),
+        "Step/Phase::Data, Phase::TxData: email_data, process_in_transaction",
+        "35d721ead8f91818",
+    ),
+    (
+        Source::Const("SUBMITTED_DATA"),
+        "Step/Phase::Data, Phase::TxData: email_data, process_in_transaction",
+        "180892aef6697c2a",
+    ),
+    (
+        Source::Const("JOB_EVENT_DATA"),
+        "Step/Phase::Data, Phase::TxData: email_data, process_in_transaction",
+        "7f6ceddb792b4a69",
+    ),
+    (
+        Source::Const("DIGEST_DATA"),
+        "Step/Phase::Data, Phase::TxData: email_data, process_in_transaction",
+        "6a86960b14781094",
     ),
     (
         Source::Const("CLAIM_EXTEND"),

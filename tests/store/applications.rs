@@ -1,6 +1,7 @@
 //! Applications: applying, listing, the status workflow with its history and outbox event.
 
 use crate::harness::*;
+use jobboard::domain::event::{EventKind, parse_event};
 use jobboard::domain::{Actor, ApplicationStatus, Conflict, JobStatus, Role, TransitionError};
 use jobboard::store::{ApplicationViewer, Page, Store};
 use std::sync::Arc;
@@ -41,9 +42,22 @@ async fn apply_records_the_submission(store: Arc<dyn Store>) {
     assert_eq!(h.old_status().unwrap(), None);
     assert_eq!(h.new_status, ApplicationStatus::Submitted);
     assert_eq!(h.changed_by, s.candidate.id);
-    assert_eq!(h.event_id, None, "a submission emits no event");
     assert_eq!(h.at, a.created_at);
-    assert_eq!(store.outbox_pending().await.unwrap(), 0);
+    // One event, the candidate's confirmation, with its id on the history row.
+    let event_id = h.event_id.clone().expect("a submission emits its event");
+    assert_eq!(store.outbox_pending().await.unwrap(), 1);
+    let messages = store.queue_receive(10, 60_000).await.unwrap();
+    assert_eq!(messages.len(), 1);
+    assert_eq!(messages[0].event_id.as_deref(), Some(event_id.as_str()));
+    let event = parse_event(&messages[0].body).expect("an event");
+    assert_eq!(event.event_id, event_id);
+    assert_eq!(
+        event.kind,
+        EventKind::Submitted {
+            application_id: a.id
+        }
+    );
+    assert_eq!(event.occurred_at, a.created_at);
 
     // No cover letter is stored as none.
     let other = user(&store, Role::Candidate).await;
@@ -211,6 +225,7 @@ async fn list_applications_shows_each_viewer_theirs(store: Arc<dyn Store>) {
 async fn change_status_writes_history_and_one_event(store: Arc<dyn Store>) {
     let s = scenario(&store).await;
     let id = s.application.id;
+    let s_event = store.history(id).await.unwrap()[0].event_id.clone();
     let change = store
         .change_status(
             id,
@@ -243,9 +258,15 @@ async fn change_status_writes_history_and_one_event(store: Arc<dyn Store>) {
     assert_eq!(h.event_id.as_deref(), Some(event_id.as_str()));
     assert_eq!(h.at, change.application.updated_at);
 
-    // Exactly one event, on the outbox, carrying the move.
-    assert_eq!(store.outbox_pending().await.unwrap(), 1);
-    let messages = store.queue_receive(10, 60_000).await.unwrap();
+    // Exactly one event, on the outbox beside the submission's, carrying the move.
+    assert_eq!(store.outbox_pending().await.unwrap(), 2);
+    let messages: Vec<_> = store
+        .queue_receive(10, 60_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.event_id != s_event)
+        .collect();
     assert_eq!(messages.len(), 1);
     assert_eq!(messages[0].event_id.as_deref(), Some(event_id.as_str()));
     let body: serde_json::Value = serde_json::from_str(&messages[0].body).expect("JSON body");
@@ -270,7 +291,7 @@ async fn change_status_writes_history_and_one_event(store: Arc<dyn Store>) {
     assert_eq!(same.application.status(), ApplicationStatus::Reviewing);
     assert_eq!(same.application.updated_at, change.application.updated_at);
     assert_eq!(store.history(id).await.unwrap().len(), 2);
-    assert_eq!(store.outbox_pending().await.unwrap(), 1);
+    assert_eq!(store.outbox_pending().await.unwrap(), 2);
 
     // The candidate withdraws: a second event with an id of its own.
     let withdrawn = store
@@ -285,7 +306,7 @@ async fn change_status_writes_history_and_one_event(store: Arc<dyn Store>) {
         .expect("withdraw");
     let second = withdrawn.event_id.expect("an event");
     assert_ne!(second, event_id);
-    assert_eq!(store.outbox_pending().await.unwrap(), 2);
+    assert_eq!(store.outbox_pending().await.unwrap(), 3);
     let history = store.history(id).await.unwrap();
     assert_eq!(history.len(), 3);
     assert_eq!(history[2].changed_by, s.candidate.id);
@@ -354,9 +375,9 @@ async fn change_status_refuses_what_the_workflow_forbids(store: Arc<dyn Store>) 
             allowed: vec![],
         }),
     );
-    // Nothing refused was written: the submission and the one rejection.
+    // Nothing refused was written: the submission and the one rejection, with their events.
     assert_eq!(store.history(id).await.unwrap().len(), 2);
-    assert_eq!(store.outbox_pending().await.unwrap(), 1);
+    assert_eq!(store.outbox_pending().await.unwrap(), 2);
     assert_eq!(
         store.application(id).await.unwrap().status(),
         ApplicationStatus::Rejected

@@ -4,7 +4,8 @@
 
 use crate::harness::*;
 use futures::FutureExt;
-use jobboard::domain::mail::{EmailData, SendError};
+use jobboard::domain::event::{Event, EventKind};
+use jobboard::domain::mail::{About, Absent, EmailData, Loaded, Recipient, SendError};
 use jobboard::domain::{Actor, ApplicationStatus};
 use jobboard::store::{
     Claim, FailedClaim, Finished, NewDeadLetter, RedriveResult, Store, TxOutcome,
@@ -413,24 +414,48 @@ fn sender(
     })
 }
 
-/// Moves the scenario's application on, returning the new event's id.
-async fn status_event(store: &Arc<dyn Store>, s: &Scenario, to: ApplicationStatus) -> String {
-    store
+/// Moves the scenario's application on, returning the new event.
+async fn status_event(store: &Arc<dyn Store>, s: &Scenario, to: ApplicationStatus) -> Event {
+    let from = store.application(s.application.id).await.unwrap().status();
+    let event_id = store
         .change_status(s.application.id, to, Actor::Employer, s.employer.id, None)
         .await
         .unwrap()
         .event_id
-        .expect("an event")
+        .expect("an event");
+    Event {
+        event_id,
+        occurred_at: chrono::Utc::now(),
+        kind: EventKind::StatusChanged {
+            application_id: s.application.id,
+            old_status: from,
+            new_status: to,
+        },
+    }
+}
+
+/// The candidate's email data for the scenario's application.
+fn candidate_data(s: &Scenario, company: &str) -> Loaded {
+    Loaded::Ready(EmailData {
+        to: Recipient {
+            user_id: s.candidate.id,
+            email: s.candidate.email.clone(),
+            name: s.candidate.name.clone(),
+        },
+        about: About::Application {
+            job_title: s.job.title.clone(),
+            company: company.to_string(),
+        },
+    })
 }
 
 async fn transaction_mode_sends_once(store: Arc<dyn Store>) {
     let s = scenario(&store).await;
-    let app = s.application.id;
     let calls = Arc::new(Mutex::new(Vec::new()));
     let ev = status_event(&store, &s, ApplicationStatus::Reviewing).await;
 
     let out = store
-        .process_in_transaction(&ev, app, 3, sender(&calls, Ok(())))
+        .process_in_transaction(&ev, 3, sender(&calls, Ok(())))
         .await
         .expect("process");
     assert_eq!(out, TxOutcome::Sent);
@@ -440,24 +465,18 @@ async fn transaction_mode_sends_once(store: Arc<dyn Store>) {
         let (data, attempts) = &calls[0];
         assert_eq!(*attempts, 0);
         assert_eq!(
-            data,
-            &EmailData {
-                candidate_id: s.candidate.id,
-                email: s.candidate.email.clone(),
-                name: s.candidate.name.clone(),
-                job_title: s.job.title.clone(),
-                company: s.company.name.clone(),
-            }
+            Loaded::Ready(data.clone()),
+            candidate_data(&s, &s.company.name)
         );
     }
     let out = store
-        .process_in_transaction(&ev, app, 3, sender(&calls, Ok(())))
+        .process_in_transaction(&ev, 3, sender(&calls, Ok(())))
         .await
         .unwrap();
     assert_eq!(out, TxOutcome::Duplicate);
     assert_eq!(calls.lock().unwrap().len(), 1, "not sent twice");
     assert_eq!(
-        store.claim_event(&ev, LEASE).await.unwrap(),
+        store.claim_event(&ev.event_id, LEASE).await.unwrap(),
         Claim::Duplicate
     );
 
@@ -466,7 +485,6 @@ async fn transaction_mode_sends_once(store: Arc<dyn Store>) {
     let out = store
         .process_in_transaction(
             &ev,
-            app,
             3,
             sender(&calls, Err(SendError::Transient("421".into()))),
         )
@@ -478,7 +496,7 @@ async fn transaction_mode_sends_once(store: Arc<dyn Store>) {
     assert_eq!((failure.attempts, failure.dead), (1, false));
     assert_eq!(error, SendError::Transient("421".into()));
     let out = store
-        .process_in_transaction(&ev, app, 3, sender(&calls, Ok(())))
+        .process_in_transaction(&ev, 3, sender(&calls, Ok(())))
         .await
         .unwrap();
     assert_eq!(out, TxOutcome::Sent);
@@ -493,7 +511,6 @@ async fn transaction_mode_sends_once(store: Arc<dyn Store>) {
     let out = store
         .process_in_transaction(
             &ev,
-            app,
             3,
             sender(&calls, Err(SendError::Permanent("550".into()))),
         )
@@ -505,7 +522,7 @@ async fn transaction_mode_sends_once(store: Arc<dyn Store>) {
     );
     let sent = calls.lock().unwrap().len();
     let out = store
-        .process_in_transaction(&ev, app, 3, sender(&calls, Ok(())))
+        .process_in_transaction(&ev, 3, sender(&calls, Ok(())))
         .await
         .unwrap();
     assert_eq!(out, TxOutcome::Dead);
@@ -514,7 +531,6 @@ async fn transaction_mode_sends_once(store: Arc<dyn Store>) {
     let out = store
         .process_in_transaction(
             &ev,
-            app,
             1,
             sender(&calls, Err(SendError::Transient("421".into()))),
         )
@@ -534,13 +550,13 @@ async fn transaction_mode_sends_once(store: Arc<dyn Store>) {
         .unwrap();
     let sent = calls.lock().unwrap().len();
     let out = store
-        .process_in_transaction(&ev, other.application.id, 3, sender(&calls, Ok(())))
+        .process_in_transaction(&ev, 3, sender(&calls, Ok(())))
         .await
         .unwrap();
-    assert_eq!(out, TxOutcome::Missing);
+    assert_eq!(out, TxOutcome::Missing(Absent::Gone));
     assert_eq!(calls.lock().unwrap().len(), sent);
     let out = store
-        .process_in_transaction(&ev, other.application.id, 3, sender(&calls, Ok(())))
+        .process_in_transaction(&ev, 3, sender(&calls, Ok(())))
         .await
         .unwrap();
     assert_eq!(out, TxOutcome::Duplicate);
@@ -551,54 +567,45 @@ async fn email_data_follows_the_application(store: Arc<dyn Store>) {
     let other = scenario(&store).await;
     let ev = status_event(&store, &s, ApplicationStatus::Reviewing).await;
     let other_ev = status_event(&store, &other, ApplicationStatus::Rejected).await;
-    let want = EmailData {
-        candidate_id: s.candidate.id,
-        email: s.candidate.email.clone(),
-        name: s.candidate.name.clone(),
-        job_title: s.job.title.clone(),
-        company: s.company.name.clone(),
+    let want = candidate_data(&s, &s.company.name);
+    assert_eq!(store.email_data(&ev).await.unwrap(), want);
+    let unknown = Event {
+        event_id: "unknown".into(),
+        ..ev.clone()
     };
-    assert_eq!(
-        store.email_data(s.application.id, &ev).await.unwrap(),
-        Some(want.clone())
-    );
-    assert_eq!(
-        store.email_data(s.application.id, "unknown").await.unwrap(),
-        None
-    );
-    assert_eq!(
-        store.email_data(other.application.id, &ev).await.unwrap(),
-        None,
-        "the event is not of that application"
-    );
+    let gone = Loaded::Missing(Absent::Gone);
+    assert_eq!(store.email_data(&unknown).await.unwrap(), gone);
+    // A hand-made copy naming another application than the one its id wrote.
+    let misnamed = Event {
+        kind: EventKind::StatusChanged {
+            application_id: other.application.id,
+            old_status: ApplicationStatus::Submitted,
+            new_status: ApplicationStatus::Reviewing,
+        },
+        ..ev.clone()
+    };
+    assert_eq!(store.email_data(&misnamed).await.unwrap(), gone);
 
-    let many = store
+    let mut got = store
         .email_data_many(&[
-            (s.application.id, ev.clone()),
-            (other.application.id, other_ev.clone()),
-            (s.application.id, "unknown".to_string()),
+            ev.clone(),
+            other_ev.clone(),
+            unknown.clone(),
+            misnamed.clone(),
         ])
         .await
         .unwrap();
-    let mut got: Vec<(String, EmailData)> = many;
-    got.sort_by(|a, b| a.0.cmp(&b.0));
-    let other_data = store
-        .email_data(other.application.id, &other_ev)
-        .await
-        .unwrap()
-        .expect("other data");
-    assert_eq!(other_data.candidate_id, other.candidate.id);
-    let mut want_many = vec![(ev.clone(), want.clone()), (other_ev.clone(), other_data)];
-    want_many.sort_by(|a, b| a.0.cmp(&b.0));
+    let other_data = store.email_data(&other_ev).await.unwrap();
+    assert_eq!(other_data, candidate_data(&other, &other.company.name));
+    let mut want_many = vec![
+        (ev.event_id.clone(), want.clone()),
+        (other_ev.event_id.clone(), other_data),
+        ("unknown".to_string(), gone.clone()),
+        (ev.event_id.clone(), gone.clone()),
+    ];
+    got.sort_by(|a, b| (&a.0, format!("{:?}", a.1)).cmp(&(&b.0, format!("{:?}", b.1))));
+    want_many.sort_by(|a, b| (&a.0, format!("{:?}", a.1)).cmp(&(&b.0, format!("{:?}", b.1))));
     assert_eq!(got, want_many);
-    assert!(
-        store
-            .email_data_many(&[(other.application.id, ev.clone())])
-            .await
-            .unwrap()
-            .is_empty(),
-        "the event is not of that application"
-    );
     assert!(store.email_data_many(&[]).await.unwrap().is_empty());
 
     // The data is read at send time: a rename shows, a deletion leaves nothing.
@@ -607,24 +614,20 @@ async fn email_data_follows_the_application(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert_eq!(
-        store
-            .email_data(s.application.id, &ev)
-            .await
-            .unwrap()
-            .map(|d| d.company),
-        Some("Renamed".to_string())
+        store.email_data(&ev).await.unwrap(),
+        candidate_data(&s, "Renamed")
     );
     store
         .delete_application(s.application.id, None)
         .await
         .unwrap();
-    assert_eq!(store.email_data(s.application.id, &ev).await.unwrap(), None);
-    assert!(
+    assert_eq!(store.email_data(&ev).await.unwrap(), gone);
+    assert_eq!(
         store
-            .email_data_many(&[(s.application.id, ev)])
+            .email_data_many(std::slice::from_ref(&ev))
             .await
-            .unwrap()
-            .is_empty()
+            .unwrap(),
+        vec![(ev.event_id.clone(), gone)]
     );
 }
 
@@ -741,7 +744,6 @@ async fn redrive_traces_last_as_long_as_their_records(store: Arc<dyn Store>) {
 /// does not.
 async fn a_vanished_transaction_holder_is_reclaimed(store: Arc<dyn Store>) {
     let s = scenario(&store).await;
-    let app = s.application.id;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let noting = |result: Result<(), SendError>| -> jobboard::store::SendFn<'static> {
         let seen = seen.clone();
@@ -751,9 +753,9 @@ async fn a_vanished_transaction_holder_is_reclaimed(store: Arc<dyn Store>) {
         })
     };
     let ev = status_event(&store, &s, ApplicationStatus::Reviewing).await;
-    abandon_mid_send(&store, &ev, app).await;
+    abandon_mid_send(&store, &ev).await;
     let out = store
-        .process_in_transaction(&ev, app, 3, noting(Ok(())))
+        .process_in_transaction(&ev, 3, noting(Ok(())))
         .await
         .expect("process");
     assert_eq!(out, TxOutcome::Sent);
@@ -765,19 +767,19 @@ async fn a_vanished_transaction_holder_is_reclaimed(store: Arc<dyn Store>) {
 
     // In lease mode too.
     let ev = status_event(&store, &s, ApplicationStatus::Interview).await;
-    abandon_mid_send(&store, &ev, app).await;
-    let (_, reclaimed, _) = claim(&store, &ev).await;
+    abandon_mid_send(&store, &ev).await;
+    let (_, reclaimed, _) = claim(&store, &ev.event_id).await;
     assert!(reclaimed, "a lease-mode claim reports it too");
 
     // A new event, and one whose earlier send failed and was counted, are no takeovers.
     let ev = status_event(&store, &s, ApplicationStatus::Offered).await;
     let out = store
-        .process_in_transaction(&ev, app, 3, noting(Err(SendError::Transient("451".into()))))
+        .process_in_transaction(&ev, 3, noting(Err(SendError::Transient("451".into()))))
         .await
         .unwrap();
     assert!(matches!(out, TxOutcome::Failed { .. }), "{out:?}");
     store
-        .process_in_transaction(&ev, app, 3, noting(Ok(())))
+        .process_in_transaction(&ev, 3, noting(Ok(())))
         .await
         .unwrap();
     let seen = seen.lock().unwrap();
@@ -786,12 +788,12 @@ async fn a_vanished_transaction_holder_is_reclaimed(store: Arc<dyn Store>) {
 }
 
 /// Starts a transaction-mode send that never ends and abandons it, as a killed worker does.
-async fn abandon_mid_send(store: &Arc<dyn Store>, event_id: &str, application_id: i64) {
+async fn abandon_mid_send(store: &Arc<dyn Store>, event: &Event) {
     let hangs: jobboard::store::SendFn<'static> =
         Box::new(|_data, _claim| futures::future::pending().boxed());
     let abandoned = tokio::time::timeout(
         std::time::Duration::from_millis(200),
-        store.process_in_transaction(event_id, application_id, 3, hangs),
+        store.process_in_transaction(event, 3, hangs),
     )
     .await;
     assert!(abandoned.is_err(), "the send was abandoned");
@@ -846,15 +848,15 @@ async fn a_released_claim_counts_no_attempt(store: Arc<dyn Store>) {
     let calls = Arc::new(Mutex::new(Vec::new()));
     let error = SendError::Unavailable("535 credentials refused".into());
     let out = store
-        .process_in_transaction(&ev, s.application.id, 3, sender(&calls, Err(error.clone())))
+        .process_in_transaction(&ev, 3, sender(&calls, Err(error.clone())))
         .await
         .unwrap();
     assert_eq!(out, TxOutcome::Released { error });
-    let (lease, reclaimed, attempts) = claim(&store, &ev).await;
+    let (lease, reclaimed, attempts) = claim(&store, &ev.event_id).await;
     assert_eq!((reclaimed, attempts), (false, 0));
     assert!(
         store
-            .finish_claim(&ev, &lease, Finished::Done)
+            .finish_claim(&ev.event_id, &lease, Finished::Done)
             .await
             .unwrap()
     );

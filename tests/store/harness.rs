@@ -267,3 +267,19 @@ pub async fn exec(db: &TestDb, sql: &str) -> Result<(), String> {
     };
     done.map_err(|e| e.to_string())
 }
+
+/// Runs statements on the test database itself, for what no store method writes (a chosen
+/// creation time, a preference another part of the application sets); panics on an error.
+pub async fn run_sql(db: &TestDb, sql: &str) {
+    if let Err(e) = exec(db, sql).await {
+        panic!("{sql}: {e}");
+    }
+}
+
+/// A time as an SQL literal both backends read as the store writes it.
+pub fn at(t: chrono::DateTime<chrono::Utc>) -> String {
+    format!(
+        "'{}'",
+        t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
+    )
+}

@@ -29,6 +29,7 @@ mod lifecycle;
 mod ops;
 mod queue;
 mod search;
+mod upkeep_events;
 
 /// Expands each named case into one test per backend. `fresh: a, b` hands the cases a store
 /// whose migrations have not run yet; `with_db: a, b` hands them the whole migrated

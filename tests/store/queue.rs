@@ -198,6 +198,14 @@ async fn enqueue_and_stats_count_what_waits(store: Arc<dyn Store>) {
     assert_eq!(store.outbox_pending().await.unwrap(), 0);
 
     let s = scenario(&store).await;
+    // The submission's own event is not what this case is about.
+    let submitted = store.queue_receive(1, 60_000).await.unwrap().remove(0);
+    assert!(
+        store
+            .queue_ack(submitted.id, &submitted.receipt)
+            .await
+            .unwrap()
+    );
     let id = store
         .queue_enqueue(None, Some(s.application.id), "hand-made")
         .await

@@ -2,6 +2,7 @@
 
 use super::store_impl::push_page;
 use super::{Db, S, sql};
+use crate::domain::event::{Event, EventKind};
 use crate::domain::{Actor, ApplicationStatus, Conflict, JobStatus};
 use crate::store::dialect::constraint;
 use crate::store::*;
@@ -41,15 +42,18 @@ impl S {
             .fetch_one(&mut *tx)
             .await
             .map_err(|e| constraint(e, Conflict::AlreadyApplied))?;
+        // The candidate's confirmation (CONTRACT.md §5); its history row carries its id.
+        let event = Event::new(EventKind::Submitted { application_id: id }, now);
         sqlx::query(sql::HISTORY_INSERT)
             .bind(id)
             .bind(None::<&str>)
             .bind(ApplicationStatus::Submitted.as_str())
             .bind(candidate_id)
-            .bind(None::<&str>)
+            .bind(&event.event_id)
             .bind(now)
             .execute(&mut *tx)
             .await?;
+        Self::write_event(&mut tx, &event).await?;
         let row = Self::application_in(&mut *tx, id).await?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(row)
@@ -101,8 +105,8 @@ impl S {
         let mut event_id = None;
         if moves {
             let now = crate::timefmt::now();
-            let event = crate::domain::event::Event::new(
-                crate::domain::event::EventKind::StatusChanged {
+            let event = Event::new(
+                EventKind::StatusChanged {
                     application_id: id,
                     old_status: from,
                     new_status: to,

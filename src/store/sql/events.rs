@@ -1,7 +1,8 @@
 //! [`EventStore`]: the database queue, claims of events, dead letters, the outbox relay.
 
 use super::{D, Db, S, Tx, sql};
-use crate::domain::mail::{EmailData, SendError};
+use crate::domain::event::Event;
+use crate::domain::mail::{Loaded, NOT_SENT, SendError};
 use crate::store::dialect::{Dialect, placeholders};
 use crate::store::events::*;
 use crate::store::{StoreError, StoreResult};
@@ -289,45 +290,8 @@ impl EventStore for S {
         Ok(query.fetch_all(&self.pool).await?)
     }
 
-    async fn email_data_many(
-        &self,
-        events: &[(i64, String)],
-    ) -> StoreResult<Vec<(String, EmailData)>> {
-        if events.is_empty() {
-            return Ok(Vec::new());
-        }
-        let statement = format!(
-            "SELECT h.event_id, a.id AS application_id, u.id AS candidate_id, u.email, u.name, \
-             j.title AS job_title, c.name AS company FROM application_history h \
-             JOIN applications a ON a.id = h.application_id JOIN users u ON u.id = a.candidate_id \
-             JOIN jobs j ON j.id = a.job_id JOIN companies c ON c.id = j.company_id \
-             WHERE h.event_id IN ({})",
-            placeholders(1, events.len())
-        );
-        let mut query =
-            sqlx::query_as::<_, (String, i64, i64, String, String, String, String)>(&statement);
-        for (_, id) in events {
-            query = query.bind(id);
-        }
-        let rows = query.fetch_all(&self.pool).await?;
-        let wanted: std::collections::HashMap<&str, i64> =
-            events.iter().map(|(app, id)| (id.as_str(), *app)).collect();
-        Ok(rows
-            .into_iter()
-            .filter(|(event_id, app, ..)| wanted.get(event_id.as_str()) == Some(app))
-            .map(
-                |(event_id, _, candidate_id, email, name, job_title, company)| {
-                    let data = EmailData {
-                        candidate_id,
-                        email,
-                        name,
-                        job_title,
-                        company,
-                    };
-                    (event_id, data)
-                },
-            )
-            .collect())
+    async fn email_data_many(&self, events: &[Event]) -> StoreResult<Vec<(String, Loaded)>> {
+        self.load_email_data_many(events).await
     }
 
     async fn queue_ack_many(&self, receipt: &str, ids: &[i64]) -> StoreResult<u64> {
@@ -432,11 +396,11 @@ impl EventStore for S {
 
     async fn process_in_transaction(
         &self,
-        event_id: &str,
-        application_id: i64,
+        event: &Event,
         max_attempts: i64,
         send: SendFn<'_>,
     ) -> StoreResult<TxOutcome> {
+        let event_id = event.event_id.as_str();
         // The mark, in a short transaction of its own.
         let mut tx = self.begin_write().await?;
         let state: Option<(String, Option<i64>, i64)> = sqlx::query_as(sql::CLAIM_TX_PEEK)
@@ -485,34 +449,31 @@ impl EventStore for S {
                 _ => TxOutcome::Duplicate,
             });
         };
-        let data = sqlx::query_as::<_, EmailDataRow>(sql::EMAIL_DATA)
-            .bind(application_id)
-            .bind(event_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .map(EmailData::from);
-        let Some(data) = data else {
-            sqlx::query(sql::CLAIM_MISSING)
-                .bind(event_id)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            return Ok(TxOutcome::Missing);
-        };
-        let error = match send(
-            data,
-            TxClaim {
-                attempts,
-                reclaimed,
-            },
-        )
-        .await
-        {
-            Ok(()) => {
+        let error = match Self::load_email_data(&mut *tx, event).await? {
+            Loaded::Missing(absent) => {
+                sqlx::query(sql::CLAIM_MISSING)
+                    .bind(event_id)
+                    .execute(&mut *tx)
+                    .await?;
                 tx.commit().await?;
-                return Ok(TxOutcome::Sent);
+                return Ok(TxOutcome::Missing(absent));
             }
-            Err(error) => error,
+            // Never handed to a mail service: it fails for good, as an email that cannot be
+            // built does.
+            Loaded::Unsendable(reason) => SendError::Permanent(format!("{NOT_SENT}{reason}")),
+            Loaded::Ready(data) => {
+                let claim = TxClaim {
+                    attempts,
+                    reclaimed,
+                };
+                match send(data, claim).await {
+                    Ok(()) => {
+                        tx.commit().await?;
+                        return Ok(TxOutcome::Sent);
+                    }
+                    Err(error) => error,
+                }
+            }
         };
         tx.rollback().await?;
         if let SendError::Unavailable(_) = &error {
@@ -556,17 +517,8 @@ impl EventStore for S {
         Ok(TxOutcome::Failed { failure, error })
     }
 
-    async fn email_data(
-        &self,
-        application_id: i64,
-        event_id: &str,
-    ) -> StoreResult<Option<EmailData>> {
-        Ok(sqlx::query_as::<_, EmailDataRow>(sql::EMAIL_DATA)
-            .bind(application_id)
-            .bind(event_id)
-            .fetch_optional(&self.pool)
-            .await?
-            .map(EmailData::from))
+    async fn email_data(&self, event: &Event) -> StoreResult<Loaded> {
+        Self::load_email_data(&self.pool, event).await
     }
 
     async fn dead_letters(&self) -> StoreResult<Vec<DeadLetterRow>> {
@@ -733,6 +685,19 @@ impl EventStore for S {
             .execute(&self.pool)
             .await?;
         Ok(records.rows_affected() + traces.rows_affected())
+    }
+
+    async fn delete_event_records(
+        &self,
+        older_than: chrono::DateTime<chrono::Utc>,
+        batch: i64,
+    ) -> StoreResult<u64> {
+        let done = sqlx::query(sql::EVENT_RECORDS_EXPIRED_DELETE)
+            .bind(older_than)
+            .bind(batch)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
     }
 
     async fn now_ms(&self) -> StoreResult<i64> {

@@ -11,6 +11,8 @@ mod alerts;
 mod applications;
 mod companies;
 mod console;
+mod digests;
+mod email_data;
 mod events;
 mod idempotency;
 mod job_upkeep;

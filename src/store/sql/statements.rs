@@ -369,12 +369,94 @@ pub const CLAIMS_EXPIRED_DELETE: &str = "DELETE FROM processed_events WHERE even
      (SELECT event_id FROM processed_events WHERE status IN ('done', 'missing', 'dead') \
      AND updated_at < $1 LIMIT $2)";
 
-/// The email's data, only while the application and its history row for the event exist.
-pub const EMAIL_DATA: &str = "SELECT u.id AS candidate_id, u.email, u.name, \
-     j.title AS job_title, c.name AS company FROM application_history h \
+// What an event's email needs, read at send time: one statement per type (see
+// `sql/email_data.rs`), each returning nothing once the event's record or what it reports is
+// gone. Every one starts with the recipient's columns.
+
+const RECIPIENT: &str = "u.id AS user_id, u.email, u.name";
+/// The candidate, the job and its company of an application event, from its history row.
+const APPLICATION_EVENT: &str = concatcp!(
+    "SELECT h.event_id, a.id AS application_id, ",
+    RECIPIENT,
+    ", j.title AS job_title, c.name AS company FROM application_history h \
      JOIN applications a ON a.id = h.application_id JOIN users u ON u.id = a.candidate_id \
-     JOIN jobs j ON j.id = a.job_id JOIN companies c ON c.id = j.company_id \
-     WHERE a.id = $1 AND h.event_id = $2";
+     JOIN jobs j ON j.id = a.job_id JOIN companies c ON c.id = j.company_id"
+);
+/// `application.status_changed`: its record is its history row.
+pub const STATUS_CHANGED_DATA: &str = concatcp!(APPLICATION_EVENT, " WHERE h.event_id = $1");
+/// [`STATUS_CHANGED_DATA`] for several events: `IN (…)` follows.
+pub const STATUS_CHANGED_DATA_MANY: &str = concatcp!(APPLICATION_EVENT, " WHERE h.event_id IN (");
+/// `application.submitted`: its record in `events`, and the history row it wrote with the
+/// application (which links it to the application).
+const SUBMITTED_EVENT: &str = concatcp!(
+    APPLICATION_EVENT,
+    " JOIN events e ON e.event_id = h.event_id"
+);
+pub const SUBMITTED_DATA: &str = concatcp!(SUBMITTED_EVENT, " WHERE h.event_id = $1");
+/// [`SUBMITTED_DATA`] for several events: `IN (…)` follows.
+pub const SUBMITTED_DATA_MANY: &str = concatcp!(SUBMITTED_EVENT, " WHERE h.event_id IN (");
+/// `job.expiring`, `job.expired`, `job.reviewed` (`$1` the event, `$2` the job, `$3` the user):
+/// its record, the job, and the user still a member of the job's company.
+/// The rejection reason is NULL until migration 0015 adds `jobs.rejection_reason`: select
+/// `j.rejection_reason` in its place then.
+pub const JOB_EVENT_DATA: &str = concatcp!(
+    "SELECT ",
+    RECIPIENT,
+    ", j.title AS job_title, c.name AS company, CAST(NULL AS TEXT) AS rejection_reason \
+     FROM events e JOIN jobs j ON j.id = $2 JOIN companies c ON c.id = j.company_id \
+     JOIN company_members m ON m.company_id = j.company_id AND m.user_id = $3 \
+     JOIN users u ON u.id = m.user_id WHERE e.event_id = $1"
+);
+/// `applications.digest` (`$1` the event, `$2` the member, `$3` the digest's application ids as
+/// a JSON array): the member, their preference, and the listed applications still there to
+/// their companies' jobs, counted by job (one row with a NULL job when none is left).
+pub const DIGEST_DATA: &str = concatcp!(
+    "SELECT ",
+    RECIPIENT,
+    ", u.application_digest, x.job_id, x.job_title, x.company, \
+     COUNT(x.application_id) AS applications FROM users u JOIN events e ON e.event_id = $1 \
+     LEFT JOIN (SELECT m.user_id, j.id AS job_id, j.title AS job_title, c.name AS company, \
+     a.id AS application_id FROM applications a JOIN jobs j ON j.id = a.job_id \
+     JOIN companies c ON c.id = j.company_id JOIN company_members m ON m.company_id = j.company_id \
+     WHERE a.id IN (",
+    <D as Dialect>::JSON_IDS_OPEN,
+    "$3",
+    <D as Dialect>::JSON_IDS_CLOSE,
+    ")) x ON x.user_id = u.id WHERE u.id = $2 \
+     GROUP BY u.id, u.email, u.name, u.application_digest, x.job_id, x.job_title, x.company \
+     ORDER BY x.company, x.job_title, x.job_id"
+);
+
+// The hourly applications digests (the worker's upkeep)
+
+/// The applications created in one hour (`$1` ≤ created_at < `$2`) to the jobs of the companies
+/// of up to `$4` members after member `$3` (by id) whose digest is on, by member.
+pub const DIGEST_MEMBERS: &str = "SELECT m.user_id, a.id FROM applications a \
+     JOIN jobs j ON j.id = a.job_id JOIN company_members m ON m.company_id = j.company_id \
+     WHERE a.created_at >= $1 AND a.created_at < $2 AND m.user_id IN (\
+     SELECT DISTINCT m2.user_id FROM applications a2 JOIN jobs j2 ON j2.id = a2.job_id \
+     JOIN company_members m2 ON m2.company_id = j2.company_id JOIN users u2 ON u2.id = m2.user_id \
+     WHERE a2.created_at >= $1 AND a2.created_at < $2 AND m2.user_id > $3 AND u2.application_digest \
+     ORDER BY m2.user_id LIMIT $4) ORDER BY m.user_id, a.id";
+pub const DIGEST_HOURS_DONE: &str =
+    "SELECT hour FROM application_digest_hours WHERE hour >= $1 AND hour < $2";
+pub const DIGEST_HOURS_ANY: &str =
+    "SELECT COUNT(*) FROM (SELECT 1 FROM application_digest_hours LIMIT 1) h";
+pub const DIGEST_HOUR_MARK: &str = "INSERT INTO application_digest_hours (hour, written_at) \
+     VALUES ($1, $2) ON CONFLICT (hour) DO NOTHING";
+pub const DIGEST_HOURS_DELETE: &str = "DELETE FROM application_digest_hours WHERE hour < $1";
+
+/// Retention of event records (`events`): up to `$2` older than `$1` that no message may still
+/// need: no processed record still in progress or pending (gone or finished), no message in
+/// the outbox, no dead letter (a redrive sends the event again, CONTRACT.md §6).
+pub const EVENT_RECORDS_EXPIRED_DELETE: &str = "DELETE FROM events WHERE event_id IN \
+     (SELECT e.event_id FROM events e WHERE e.created_at < $1 \
+     AND NOT EXISTS (SELECT 1 FROM processed_events p WHERE p.event_id = e.event_id \
+     AND p.status IN ('in_progress', 'pending')) \
+     AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_id = e.event_id) \
+     AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.event_id = e.event_id) \
+     AND NOT EXISTS (SELECT 1 FROM sqs_dead_letters s WHERE s.event_id = e.event_id) \
+     ORDER BY e.created_at LIMIT $2)";
 
 // Dead letters
 

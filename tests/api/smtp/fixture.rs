@@ -200,6 +200,11 @@ impl SmtpServer {
         self.state.lock().unwrap().sessions_refused
     }
 
+    /// Forgets the messages accepted so far (a case's setup sent them).
+    pub fn forget(&self) {
+        self.state.lock().unwrap().accepted.clear();
+    }
+
     pub fn mails(&self) -> Vec<Mail> {
         self.state.lock().unwrap().accepted.clone()
     }

@@ -347,7 +347,8 @@ pub enum Action {
     Redrive {
         e: u8,
     },
-    /// The application is deleted (its history rows with it).
+    /// What the event reports is deleted (for a status change, the application with its
+    /// history rows), or its person turns that email off: the same to the worker.
     DeleteApplication {
         e: u8,
     },
@@ -523,7 +524,11 @@ impl Protocol {
                     }
                 }
             }
-            // lease.rs handle_lease → email_data (EMAIL_DATA).
+            // lease.rs handle_lease → email_data (STATUS_CHANGED_DATA, SUBMITTED_DATA,
+            // JOB_EVENT_DATA or DIGEST_DATA, by type: each finds nothing once the event's record
+            // or what it reports is gone, or its person turned the email off). An event this
+            // version cannot email (`Loaded::Unsendable`) fails for good without a send: the
+            // path of `Mail::Refuse5xx`, with no message on the server.
             Phase::Data => {
                 if self.mutated(Mutation::AckBeforeRecord) && mine {
                     Self::remove_msg(st, t.msg);
@@ -673,7 +678,8 @@ impl Protocol {
                     }
                 }
             }
-            // process_in_transaction: EMAIL_DATA in the transaction; CLAIM_MISSING and commit.
+            // process_in_transaction: load_email_data in the transaction (the statements of
+            // Phase::Data); CLAIM_MISSING and commit.
             Phase::TxData => {
                 if st.deleted[e] {
                     Self::take_over(st, e, me);

@@ -1,0 +1,563 @@
+//! The text of every email of CONTRACT.md §5, in one place: plain text, rendered at send time
+//! from the current data the store loaded (the job's title and company as they are now, the
+//! person's name) and from what the event fixed (statuses, `expires_at`, the decision, a
+//! digest's list). Subjects are exactly the contract's. An employer's email never names a
+//! candidate: a digest gives job titles and counts only.
+//!
+//! Also here, since they are what an event reads as in words: the log's description of each
+//! event (ids only, never an address) and which emails carry an unsubscribe link.
+
+use crate::domain::ApplicationStatus;
+use crate::domain::event::{Decision, Event, EventKind};
+use crate::domain::mail::{ALERTS_NOT_STORED, About, DigestJob, EmailData};
+use chrono::{DateTime, Utc};
+
+/// An email's subject and plain-text body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub subject: String,
+    pub body: String,
+}
+
+const SIGNATURE: &str = "\n-- jobboard\n";
+
+/// The email for `event`, from the data loaded for it. `list_unsubscribe` is the link that
+/// stops this kind of email (digests carry one, CONTRACT.md §5); its body names it too.
+pub fn render(
+    event: &Event,
+    data: &EmailData,
+    list_unsubscribe: Option<&str>,
+) -> anyhow::Result<Rendered> {
+    let name = &data.to.name;
+    let rendered = match (&event.kind, &data.about) {
+        (
+            EventKind::StatusChanged {
+                old_status,
+                new_status,
+                ..
+            },
+            About::Application { job_title, company },
+        ) => status_changed(name, job_title, company, *old_status, *new_status),
+        (EventKind::Submitted { .. }, About::Application { job_title, company }) => Rendered {
+            subject: format!("We received your application for {job_title} at {company}"),
+            body: format!(
+                "Hello {name},\n\nWe received your application for {job_title} at {company}. \
+                 Its status is submitted; you will get an email each time it changes.\n{SIGNATURE}"
+            ),
+        },
+        (
+            EventKind::JobExpiring {
+                job_id, expires_at, ..
+            },
+            About::Job {
+                job_title, company, ..
+            },
+        ) => Rendered {
+            subject: format!("{job_title} expires on {}", date(expires_at)),
+            body: format!(
+                "Hello {name},\n\nYour job {job_title} at {company} expires on {} at {} UTC. \
+                 After that it is no longer in searches and cannot be applied to.\n\nA member \
+                 of {company} can renew it for another posting period: POST \
+                 /api/jobs/{job_id}/renew.\n{SIGNATURE}",
+                date(expires_at),
+                time(expires_at)
+            ),
+        },
+        (
+            EventKind::JobExpired {
+                job_id, expires_at, ..
+            },
+            About::Job {
+                job_title, company, ..
+            },
+        ) => Rendered {
+            subject: format!("{job_title} has expired"),
+            body: format!(
+                "Hello {name},\n\nYour job {job_title} at {company} expired on {} at {} UTC: \
+                 it is no longer in searches and cannot be applied to.\n\nA member of {company} \
+                 can renew it for another posting period: POST /api/jobs/{job_id}/renew.\n{SIGNATURE}",
+                date(expires_at),
+                time(expires_at)
+            ),
+        },
+        (
+            EventKind::JobReviewed {
+                job_id, decision, ..
+            },
+            About::Job {
+                job_title,
+                company,
+                rejection_reason,
+            },
+        ) => job_reviewed(
+            name,
+            *job_id,
+            job_title,
+            company,
+            *decision,
+            rejection_reason.as_deref(),
+        ),
+        (EventKind::ApplicationsDigest { hour, .. }, About::ApplicationsDigest { jobs }) => {
+            applications_digest(name, hour, jobs, list_unsubscribe)
+        }
+        // The alerts' rendering joins here once alerts are stored: `{n} new jobs for {the
+        // alert's words or filters}`, the jobs newest first (CONTRACT.md §4, digest rule).
+        (EventKind::AlertDigest { .. }, _) => anyhow::bail!(ALERTS_NOT_STORED),
+        (kind, about) => anyhow::bail!(
+            "the data loaded for a {} event does not fit it: {about:?}",
+            kind.type_name()
+        ),
+    };
+    Ok(rendered)
+}
+
+fn status_changed(
+    name: &str,
+    job_title: &str,
+    company: &str,
+    old: ApplicationStatus,
+    new: ApplicationStatus,
+) -> Rendered {
+    let body = if new == ApplicationStatus::Withdrawn {
+        format!(
+            "Hello {name},\n\nThis confirms that you withdrew your application for {job_title} \
+             at {company} (it was {old}; it is now {new}).\n{SIGNATURE}"
+        )
+    } else {
+        format!(
+            "Hello {name},\n\nYour application for {job_title} at {company} has moved from \
+             {old} to {new}.\n{SIGNATURE}"
+        )
+    };
+    Rendered {
+        subject: format!("Update on your application for {job_title} at {company}"),
+        body,
+    }
+}
+
+fn job_reviewed(
+    name: &str,
+    job_id: i64,
+    job_title: &str,
+    company: &str,
+    decision: Decision,
+    rejection_reason: Option<&str>,
+) -> Rendered {
+    match decision {
+        Decision::Approved => Rendered {
+            subject: format!("{job_title} was approved"),
+            body: format!(
+                "Hello {name},\n\nAn operator approved your job {job_title} at {company}: it is \
+                 open, in searches, and candidates can apply.\n{SIGNATURE}"
+            ),
+        },
+        Decision::Rejected => {
+            let reason = match rejection_reason {
+                Some(reason) => format!("The reason given:\n\n{reason}"),
+                None => format!("The reason is shown with the job: GET /api/jobs/{job_id}."),
+            };
+            Rendered {
+                subject: format!("{job_title} was not approved"),
+                body: format!(
+                    "Hello {name},\n\nAn operator did not approve your job {job_title} at \
+                     {company}. {reason}\n\nA member of {company} can edit the job (PATCH \
+                     /api/jobs/{job_id}), which puts it back in review.\n{SIGNATURE}"
+                ),
+            }
+        }
+    }
+}
+
+/// Job titles and counts, by company; never a candidate's name or address.
+fn applications_digest(
+    name: &str,
+    hour: &DateTime<Utc>,
+    jobs: &[DigestJob],
+    list_unsubscribe: Option<&str>,
+) -> Rendered {
+    let n: i64 = jobs.iter().map(|j| j.applications).sum();
+    let mut lines = String::new();
+    let mut company: Option<&str> = None;
+    for job in jobs {
+        if company != Some(job.company.as_str()) {
+            lines.push_str(&format!("\n{}\n", job.company));
+            company = Some(&job.company);
+        }
+        lines.push_str(&format!("  {}: {}\n", job.job_title, job.applications));
+    }
+    let end = *hour + chrono::Duration::hours(1);
+    let stop = match list_unsubscribe {
+        Some(link) => format!("\nTo stop these hourly emails: {link}\n"),
+        None => String::new(),
+    };
+    Rendered {
+        subject: format!("{n} new applications"),
+        body: format!(
+            "Hello {name},\n\nBetween {} and {} UTC on {}, your companies' jobs received {n} \
+             new applications:\n{lines}\nSee them with GET /api/applications.\n{stop}{SIGNATURE}",
+            time(hour),
+            time(&end),
+            date(hour)
+        ),
+    }
+}
+
+fn date(t: &DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d").to_string()
+}
+
+fn time(t: &DateTime<Utc>) -> String {
+    t.format("%H:%M").to_string()
+}
+
+/// A time in a log line, as RFC 3339 UTC.
+fn stamp(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// What the event is about, for the log line of a sent email: ids and the event's own fields,
+/// never an address. A status change reads as CONTRACT.md §6's line: `application {id}: {old}
+/// -> {new}`.
+pub fn about(kind: &EventKind) -> String {
+    match kind {
+        EventKind::StatusChanged {
+            application_id,
+            old_status,
+            new_status,
+        } => format!("application {application_id}: {old_status} -> {new_status}"),
+        EventKind::Submitted { application_id } => {
+            format!("application {application_id}: submitted")
+        }
+        EventKind::JobExpiring {
+            job_id, expires_at, ..
+        } => format!("job {job_id}: expires at {}", stamp(expires_at)),
+        EventKind::JobExpired {
+            job_id, expires_at, ..
+        } => format!("job {job_id}: expired at {}", stamp(expires_at)),
+        EventKind::JobReviewed {
+            job_id, decision, ..
+        } => format!(
+            "job {job_id}: {}",
+            match decision {
+                Decision::Approved => "approved",
+                Decision::Rejected => "not approved",
+            }
+        ),
+        EventKind::ApplicationsDigest {
+            hour, applications, ..
+        } => format!(
+            "the applications of the hour from {} ({} listed)",
+            stamp(hour),
+            applications.len()
+        ),
+        EventKind::AlertDigest {
+            alert_id,
+            period,
+            jobs,
+        } => format!("alert {alert_id}: {period} ({} jobs listed)", jobs.len()),
+    }
+}
+
+/// What must still exist for the event to be sent, for the log line of one that is `missing`.
+pub fn reported(kind: &EventKind) -> String {
+    match kind {
+        EventKind::StatusChanged { application_id, .. } => {
+            format!("application {application_id} or its history row")
+        }
+        EventKind::Submitted { application_id } => {
+            format!("application {application_id} or the event's record")
+        }
+        EventKind::JobExpiring {
+            job_id, user_id, ..
+        }
+        | EventKind::JobExpired {
+            job_id, user_id, ..
+        }
+        | EventKind::JobReviewed {
+            job_id, user_id, ..
+        } => format!(
+            "job {job_id}, user {user_id}'s membership of its company, or the event's record"
+        ),
+        EventKind::ApplicationsDigest { user_id, .. } => format!(
+            "user {user_id}, every listed application to their companies, or the event's record"
+        ),
+        EventKind::AlertDigest { alert_id, .. } => format!("alert {alert_id}"),
+    }
+}
+
+/// What an unsubscribe link in an email stops (CONTRACT.md §4): one user's application digest,
+/// or one alert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsubscribe {
+    Digest { user_id: i64 },
+    Alert { alert_id: i64 },
+}
+
+/// The unsubscribe link an event's email carries, if any: digests carry one (CONTRACT.md §5).
+pub fn unsubscribe(kind: &EventKind) -> Option<Unsubscribe> {
+    match kind {
+        EventKind::ApplicationsDigest { user_id, .. } => {
+            Some(Unsubscribe::Digest { user_id: *user_id })
+        }
+        EventKind::AlertDigest { alert_id, .. } => Some(Unsubscribe::Alert {
+            alert_id: *alert_id,
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::mail::Recipient;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn event(kind: EventKind) -> Event {
+        Event::new(kind, t("2026-12-04T11:00:00Z"))
+    }
+
+    fn to() -> Recipient {
+        Recipient {
+            user_id: 7,
+            email: "cody@mail.example".into(),
+            name: "Cody".into(),
+        }
+    }
+
+    fn application() -> EmailData {
+        EmailData {
+            to: to(),
+            about: About::Application {
+                job_title: "Rust Engineer".into(),
+                company: "Acme".into(),
+            },
+        }
+    }
+
+    fn job(reason: Option<&str>) -> EmailData {
+        EmailData {
+            to: to(),
+            about: About::Job {
+                job_title: "Rust Engineer".into(),
+                company: "Acme".into(),
+                rejection_reason: reason.map(str::to_string),
+            },
+        }
+    }
+
+    fn rendered(kind: EventKind, data: &EmailData) -> Rendered {
+        render(&event(kind), data, None).unwrap()
+    }
+
+    #[test]
+    fn a_status_change_names_the_old_and_new_status() {
+        let r = rendered(
+            EventKind::StatusChanged {
+                application_id: 3,
+                old_status: ApplicationStatus::Reviewing,
+                new_status: ApplicationStatus::Interview,
+            },
+            &application(),
+        );
+        assert_eq!(
+            r.subject,
+            "Update on your application for Rust Engineer at Acme"
+        );
+        assert!(r.body.starts_with("Hello Cody,"), "{}", r.body);
+        assert!(r.body.contains("from reviewing to interview"), "{}", r.body);
+        let withdrawn = rendered(
+            EventKind::StatusChanged {
+                application_id: 3,
+                old_status: ApplicationStatus::Interview,
+                new_status: ApplicationStatus::Withdrawn,
+            },
+            &application(),
+        );
+        assert!(
+            withdrawn
+                .body
+                .contains("you withdrew your application for Rust Engineer at Acme"),
+            "{}",
+            withdrawn.body
+        );
+        assert!(
+            withdrawn
+                .body
+                .contains("it was interview; it is now withdrawn")
+        );
+    }
+
+    #[test]
+    fn a_submission_is_confirmed() {
+        let r = rendered(EventKind::Submitted { application_id: 3 }, &application());
+        assert_eq!(
+            r.subject,
+            "We received your application for Rust Engineer at Acme"
+        );
+        assert!(r.body.contains("Its status is submitted"), "{}", r.body);
+    }
+
+    #[test]
+    fn job_notices_give_the_date_from_the_event() {
+        let at = t("2026-12-09T10:30:00Z");
+        let expiring = rendered(
+            EventKind::JobExpiring {
+                job_id: 5,
+                user_id: 7,
+                expires_at: at,
+            },
+            &job(None),
+        );
+        assert_eq!(expiring.subject, "Rust Engineer expires on 2026-12-09");
+        assert!(
+            expiring.body.contains("expires on 2026-12-09 at 10:30 UTC"),
+            "{}",
+            expiring.body
+        );
+        assert!(expiring.body.contains("POST /api/jobs/5/renew"));
+        let expired = rendered(
+            EventKind::JobExpired {
+                job_id: 5,
+                user_id: 7,
+                expires_at: at,
+            },
+            &job(None),
+        );
+        assert_eq!(expired.subject, "Rust Engineer has expired");
+        assert!(
+            expired.body.contains("expired on 2026-12-09 at 10:30 UTC"),
+            "{}",
+            expired.body
+        );
+    }
+
+    #[test]
+    fn a_review_names_the_decision_and_the_reason() {
+        let reviewed = |decision, reason| {
+            rendered(
+                EventKind::JobReviewed {
+                    job_id: 5,
+                    user_id: 7,
+                    decision,
+                },
+                &job(reason),
+            )
+        };
+        let approved = reviewed(Decision::Approved, None);
+        assert_eq!(approved.subject, "Rust Engineer was approved");
+        assert!(
+            approved
+                .body
+                .contains("approved your job Rust Engineer at Acme")
+        );
+        let rejected = reviewed(Decision::Rejected, Some("The salary is missing."));
+        assert_eq!(rejected.subject, "Rust Engineer was not approved");
+        assert!(
+            rejected
+                .body
+                .contains("The reason given:\n\nThe salary is missing."),
+            "{}",
+            rejected.body
+        );
+        // Until the jobs table stores the reason, the email points to where it is shown.
+        let unknown = reviewed(Decision::Rejected, None);
+        assert!(unknown.body.contains("GET /api/jobs/5"), "{}", unknown.body);
+    }
+
+    #[test]
+    fn a_digest_lists_titles_and_counts_by_company() {
+        let line = |job_id, title: &str, company: &str, applications| DigestJob {
+            job_id,
+            job_title: title.into(),
+            company: company.into(),
+            applications,
+        };
+        let data = EmailData {
+            to: to(),
+            about: About::ApplicationsDigest {
+                jobs: vec![
+                    line(1, "Backend Engineer", "Acme", 3),
+                    line(2, "Designer", "Acme", 1),
+                    line(3, "Backend Engineer", "Globex", 2),
+                ],
+            },
+        };
+        let e = event(EventKind::ApplicationsDigest {
+            user_id: 7,
+            hour: t("2026-12-04T10:00:00Z"),
+            applications: vec![11, 12, 13, 14, 15, 16],
+        });
+        let r = render(&e, &data, Some("https://jobs.example/api/unsubscribe/tok")).unwrap();
+        assert_eq!(r.subject, "6 new applications");
+        assert!(
+            r.body.contains(
+                "Between 10:00 and 11:00 UTC on 2026-12-04, your companies' jobs received 6 new applications:\n\nAcme\n  Backend Engineer: 3\n  Designer: 1\n\nGlobex\n  Backend Engineer: 2\n"
+            ),
+            "{}",
+            r.body
+        );
+        assert!(
+            r.body
+                .contains("To stop these hourly emails: https://jobs.example/api/unsubscribe/tok"),
+            "{}",
+            r.body
+        );
+        let without = render(&e, &data, None).unwrap();
+        assert!(!without.body.contains("To stop"), "{}", without.body);
+    }
+
+    #[test]
+    fn an_alert_digest_is_not_rendered_by_this_version() {
+        let e = event(EventKind::AlertDigest {
+            alert_id: 9,
+            period: "2026-W49".into(),
+            jobs: vec![1],
+        });
+        let error = render(&e, &application(), None).unwrap_err();
+        assert_eq!(error.to_string(), ALERTS_NOT_STORED);
+    }
+
+    #[test]
+    fn data_that_does_not_fit_the_event_is_refused() {
+        let e = event(EventKind::Submitted { application_id: 3 });
+        let error = render(&e, &job(None), None).unwrap_err();
+        assert!(
+            error.to_string().contains("application.submitted"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn logs_name_ids_and_never_addresses() {
+        let kinds = [
+            EventKind::StatusChanged {
+                application_id: 3,
+                old_status: ApplicationStatus::Submitted,
+                new_status: ApplicationStatus::Reviewing,
+            },
+            EventKind::JobReviewed {
+                job_id: 5,
+                user_id: 7,
+                decision: Decision::Approved,
+            },
+        ];
+        assert_eq!(about(&kinds[0]), "application 3: submitted -> reviewing");
+        assert_eq!(about(&kinds[1]), "job 5: approved");
+        assert_eq!(
+            reported(&kinds[1]),
+            "job 5, user 7's membership of its company, or the event's record"
+        );
+        assert_eq!(unsubscribe(&kinds[0]), None);
+        assert_eq!(
+            unsubscribe(&EventKind::ApplicationsDigest {
+                user_id: 7,
+                hour: t("2026-12-04T10:00:00Z"),
+                applications: vec![1],
+            }),
+            Some(Unsubscribe::Digest { user_id: 7 })
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! What an event's email needs, read at send time (CONTRACT.md §6): one statement per type,
+//! each answering only while the database holds the event as committed (a status change's
+//! history row, any other event's record in `events`) and what it reports still exists. The
+//! application types, the busiest, are also read many at once for a batch.
+
+use super::{Db, S, sql};
+use crate::domain::event::{Event, EventKind};
+use crate::domain::mail::{
+    ALERTS_NOT_STORED, About, Absent, DigestJob, EmailData, Loaded, Recipient,
+};
+use crate::store::dialect::placeholders;
+use crate::store::{StoreError, StoreResult};
+use anyhow::Context;
+
+/// A row of the application events' statements.
+#[derive(Clone, sqlx::FromRow)]
+struct ApplicationEventRow {
+    event_id: String,
+    application_id: i64,
+    user_id: i64,
+    email: String,
+    name: String,
+    job_title: String,
+    company: String,
+}
+
+impl ApplicationEventRow {
+    fn loaded(self) -> Loaded {
+        Loaded::Ready(EmailData {
+            to: Recipient {
+                user_id: self.user_id,
+                email: self.email,
+                name: self.name,
+            },
+            about: About::Application {
+                job_title: self.job_title,
+                company: self.company,
+            },
+        })
+    }
+}
+
+/// The row of [`sql::JOB_EVENT_DATA`].
+#[derive(sqlx::FromRow)]
+struct JobEventRow {
+    user_id: i64,
+    email: String,
+    name: String,
+    job_title: String,
+    company: String,
+    rejection_reason: Option<String>,
+}
+
+/// A row of [`sql::DIGEST_DATA`]: the member, and one job's count (none when no listed
+/// application is left).
+#[derive(sqlx::FromRow)]
+struct DigestRow {
+    user_id: i64,
+    email: String,
+    name: String,
+    application_digest: bool,
+    job_id: Option<i64>,
+    job_title: Option<String>,
+    company: Option<String>,
+    applications: i64,
+}
+
+/// The error of a failed load, naming the step and the event.
+fn loading(event: &Event) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
+    move |e| {
+        StoreError::Other(anyhow::Error::new(e).context(format!(
+            "loading the email data of {} event {}",
+            event.type_name(),
+            event.event_id
+        )))
+    }
+}
+
+/// The statements that read an application event's data, for one event and for several (the
+/// latter's `IN (…)` list to be completed), if `kind` is one.
+fn application_statements(kind: &EventKind) -> Option<(&'static str, &'static str)> {
+    match kind {
+        EventKind::StatusChanged { .. } => {
+            Some((sql::STATUS_CHANGED_DATA, sql::STATUS_CHANGED_DATA_MANY))
+        }
+        EventKind::Submitted { .. } => Some((sql::SUBMITTED_DATA, sql::SUBMITTED_DATA_MANY)),
+        _ => None,
+    }
+}
+
+impl S {
+    /// What `event`'s email needs, read on `e` (the pool, or a transaction-mode claim's
+    /// transaction): one statement.
+    pub(super) async fn load_email_data<'c, E>(e: E, event: &Event) -> StoreResult<Loaded>
+    where
+        E: sqlx::Executor<'c, Database = Db>,
+    {
+        if let Some((statement, _)) = application_statements(&event.kind) {
+            let row = sqlx::query_as::<_, ApplicationEventRow>(statement)
+                .bind(&event.event_id)
+                .fetch_optional(e)
+                .await
+                .map_err(loading(event))?;
+            // A hand-made message may name another application than the one its id wrote.
+            return Ok(match row {
+                Some(row) if Some(row.application_id) == event.kind.application_id() => {
+                    row.loaded()
+                }
+                _ => Loaded::Missing(Absent::Gone),
+            });
+        }
+        match &event.kind {
+            EventKind::JobExpiring {
+                job_id, user_id, ..
+            }
+            | EventKind::JobExpired {
+                job_id, user_id, ..
+            }
+            | EventKind::JobReviewed {
+                job_id, user_id, ..
+            } => {
+                let row = sqlx::query_as::<_, JobEventRow>(sql::JOB_EVENT_DATA)
+                    .bind(&event.event_id)
+                    .bind(job_id)
+                    .bind(user_id)
+                    .fetch_optional(e)
+                    .await
+                    .map_err(loading(event))?;
+                Ok(match row {
+                    None => Loaded::Missing(Absent::Gone),
+                    Some(r) => Loaded::Ready(EmailData {
+                        to: Recipient {
+                            user_id: r.user_id,
+                            email: r.email,
+                            name: r.name,
+                        },
+                        about: About::Job {
+                            job_title: r.job_title,
+                            company: r.company,
+                            rejection_reason: r.rejection_reason,
+                        },
+                    }),
+                })
+            }
+            EventKind::ApplicationsDigest {
+                user_id,
+                applications,
+                ..
+            } => {
+                let ids = serde_json::to_string(applications)
+                    .context("the digest's application ids as JSON")?;
+                let rows = sqlx::query_as::<_, DigestRow>(sql::DIGEST_DATA)
+                    .bind(&event.event_id)
+                    .bind(user_id)
+                    .bind(ids)
+                    .fetch_all(e)
+                    .await
+                    .map_err(loading(event))?;
+                Ok(digest(rows))
+            }
+            // No alert is stored by this version: neither its owner nor its search can be read.
+            EventKind::AlertDigest { .. } => Ok(Loaded::Unsendable(ALERTS_NOT_STORED.into())),
+            EventKind::StatusChanged { .. } | EventKind::Submitted { .. } => {
+                unreachable!("read by application_statements above")
+            }
+        }
+    }
+
+    /// [`S::load_email_data`] for several events: the application types' in one statement
+    /// each, the others one by one (they come a few an hour, not thousands a second).
+    pub(super) async fn load_email_data_many(
+        &self,
+        events: &[Event],
+    ) -> StoreResult<Vec<(String, Loaded)>> {
+        let mut found: std::collections::HashMap<String, ApplicationEventRow> = Default::default();
+        for many in [sql::STATUS_CHANGED_DATA_MANY, sql::SUBMITTED_DATA_MANY] {
+            let of_type: Vec<&Event> = events
+                .iter()
+                .filter(|e| application_statements(&e.kind).is_some_and(|(_, m)| m == many))
+                .collect();
+            if of_type.is_empty() {
+                continue;
+            }
+            let statement = format!("{many}{})", placeholders(1, of_type.len()));
+            let mut query = sqlx::query_as::<_, ApplicationEventRow>(&statement);
+            for e in &of_type {
+                query = query.bind(&e.event_id);
+            }
+            let rows = query.fetch_all(&self.pool).await.map_err(|e| {
+                StoreError::Other(anyhow::Error::new(e).context(format!(
+                    "loading the email data of {} application events",
+                    of_type.len()
+                )))
+            })?;
+            found.extend(rows.into_iter().map(|r| (r.event_id.clone(), r)));
+        }
+        let mut out = Vec::with_capacity(events.len());
+        for event in events {
+            let data = if application_statements(&event.kind).is_some() {
+                // A hand-made message may name another application than the one its id wrote.
+                match found.get(&event.event_id) {
+                    Some(row) if Some(row.application_id) == event.kind.application_id() => {
+                        row.clone().loaded()
+                    }
+                    _ => Loaded::Missing(Absent::Gone),
+                }
+            } else {
+                Self::load_email_data(&self.pool, event).await?
+            };
+            out.push((event.event_id.clone(), data));
+        }
+        Ok(out)
+    }
+}
+
+/// An applications digest from its rows: gone with its member or its record, or once no
+/// listed application is left to their companies; off when its member turned digests off.
+fn digest(rows: Vec<DigestRow>) -> Loaded {
+    let Some(first) = rows.first() else {
+        return Loaded::Missing(Absent::Gone);
+    };
+    if !first.application_digest {
+        return Loaded::Missing(Absent::TurnedOff);
+    }
+    let to = Recipient {
+        user_id: first.user_id,
+        email: first.email.clone(),
+        name: first.name.clone(),
+    };
+    let jobs: Vec<DigestJob> = rows
+        .into_iter()
+        .filter_map(|r| {
+            Some(DigestJob {
+                job_id: r.job_id?,
+                job_title: r.job_title?,
+                company: r.company?,
+                applications: r.applications,
+            })
+        })
+        .filter(|j| j.applications > 0)
+        .collect();
+    if jobs.is_empty() {
+        return Loaded::Missing(Absent::Gone);
+    }
+    Loaded::Ready(EmailData {
+        to,
+        about: About::ApplicationsDigest { jobs },
+    })
+}
