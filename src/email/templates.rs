@@ -10,6 +10,7 @@
 use crate::domain::ApplicationStatus;
 use crate::domain::event::{Decision, Event, EventKind};
 use crate::domain::mail::{ALERTS_NOT_STORED, About, DigestJob, EmailData};
+use crate::unsubscribe::Target;
 use chrono::{DateTime, Utc};
 
 /// An email's subject and plain-text body.
@@ -285,21 +286,12 @@ pub fn reported(kind: &EventKind) -> String {
     }
 }
 
-/// What an unsubscribe link in an email stops (CONTRACT.md §4): one user's application digest,
-/// or one alert.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unsubscribe {
-    Digest { user_id: i64 },
-    Alert { alert_id: i64 },
-}
-
-/// The unsubscribe link an event's email carries, if any: digests carry one (CONTRACT.md §5).
-pub fn unsubscribe(kind: &EventKind) -> Option<Unsubscribe> {
+/// What the unsubscribe link of an event's email stops (CONTRACT.md §4), if it carries one:
+/// digests do (§5), an application digest its user's, an alert digest its alert.
+pub fn unsubscribe(kind: &EventKind) -> Option<Target> {
     match kind {
-        EventKind::ApplicationsDigest { user_id, .. } => {
-            Some(Unsubscribe::Digest { user_id: *user_id })
-        }
-        EventKind::AlertDigest { alert_id, .. } => Some(Unsubscribe::Alert {
+        EventKind::ApplicationsDigest { user_id, .. } => Some(Target::Digest { user_id: *user_id }),
+        EventKind::AlertDigest { alert_id, .. } => Some(Target::Alert {
             alert_id: *alert_id,
         }),
         _ => None,
@@ -557,7 +549,7 @@ mod tests {
                 hour: t("2026-12-04T10:00:00Z"),
                 applications: vec![1],
             }),
-            Some(Unsubscribe::Digest { user_id: 7 })
+            Some(Target::Digest { user_id: 7 })
         );
     }
 }

@@ -136,7 +136,9 @@ async fn serve(config: Config, migrate: bool, with_worker: bool) -> anyhow::Resu
     let worker = if with_worker {
         check_worker_queues(&state.config, state.store.clone()).await?;
         Some(Arc::new(
-            build_worker(&state.config, state.store.clone()).await?,
+            build_worker(&state.config, state.store.clone())
+                .await?
+                .with_link_secret(&state.config.public_base_url, state.tokens.signing_secret()),
         ))
     } else {
         None

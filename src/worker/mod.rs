@@ -30,6 +30,7 @@ use crate::email::{Mailer, Sender, templates};
 use crate::queue::{DeadLetterReason, Message, Queue};
 use crate::store::Store;
 use crate::telemetry as t;
+use secrecy::ExposeSecret;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::{Duration, Instant};
@@ -108,6 +109,16 @@ pub struct Worker {
     mail_recovered: tokio::sync::Notify,
     /// The upkeep's job steps (`upkeep_jobs.rs`).
     jobs: upkeep_jobs::JobUpkeep,
+    /// What the digests' unsubscribe links are made of: `PUBLIC_BASE_URL` and the secret that
+    /// signs them (`JWT_SECRET`, or the API's own in one process). Without a secret the API
+    /// could check, digests go out without the link.
+    links: Option<Links>,
+}
+
+/// `PUBLIC_BASE_URL` and the secret that signs unsubscribe tokens.
+struct Links {
+    base_url: String,
+    secret: secrecy::SecretSlice<u8>,
 }
 
 impl Worker {
@@ -137,7 +148,22 @@ impl Worker {
             mail_recoveries: AtomicU64::new(0),
             mail_recovered: tokio::sync::Notify::new(),
             jobs: upkeep_jobs::JobUpkeep::from_config(config),
+            links: config.jwt_secret.as_ref().map(|secret| Links {
+                base_url: config.public_base_url.clone(),
+                secret: secrecy::SecretSlice::from(secret.expose_secret().as_bytes().to_vec()),
+            }),
         }
+    }
+
+    /// Signs the unsubscribe links with `secret`: in one process with the API, the API's own
+    /// (a random one when `JWT_SECRET` is not set), so that the links it checks are the ones
+    /// this worker wrote.
+    pub fn with_link_secret(mut self, base_url: &str, secret: &[u8]) -> Worker {
+        self.links = Some(Links {
+            base_url: base_url.to_string(),
+            secret: secrecy::SecretSlice::from(secret.to_vec()),
+        });
+        self
     }
 
     pub fn queue(&self) -> &Arc<dyn Queue> {
@@ -228,12 +254,13 @@ impl Worker {
     /// The link that stops the kind of email `e` is (digests carry one, CONTRACT.md §5): with
     /// it the email carries `List-Unsubscribe` and `List-Unsubscribe-Post`.
     fn unsubscribe_link(&self, e: &Event) -> Option<String> {
-        let _stops = templates::unsubscribe(&e.kind)?;
-        // UNSUBSCRIBE: the one line that makes the link, once the signed tokens (module
-        // `unsubscribe`) and PUBLIC_BASE_URL are in: `Some(unsubscribe::link(&base_url,
-        // jwt_secret, _stops.into()))`, `_stops` as `unsubscribe::Target::Digest { user_id }`.
-        // Until then digests go out without the two headers.
-        None
+        let target = templates::unsubscribe(&e.kind)?;
+        let links = self.links.as_ref()?;
+        Some(crate::unsubscribe::link(
+            &links.base_url,
+            links.secret.expose_secret(),
+            target,
+        ))
     }
 
     /// CONTRACT.md §6's line: the user and what the event is about, by id, never an address.

@@ -233,6 +233,12 @@ async fn job_events_email_each_member(h: Harness) {
         )
         .await
         .expect(200);
+    // The rejection's reason, as an operator's rejection stores it, is read at send time too.
+    h.app
+        .exec(&format!(
+            "UPDATE jobs SET rejection_reason = 'Please name the salary.' WHERE id = {job_id}"
+        ))
+        .await;
     let outcomes = drain(&h).await;
     assert_eq!(outcomes, vec![Outcome::Sent; 5], "{outcomes:?}");
     let want = [
@@ -264,6 +270,13 @@ async fn job_events_email_each_member(h: Harness) {
     );
     assert!(text(3).contains("approved your job"), "{}", text(3));
     assert!(text(4).contains("did not approve your job"), "{}", text(4));
+    assert!(
+        text(4)
+            .replace("\r\n", "\n")
+            .contains("The reason given:\n\nPlease name the salary."),
+        "{}",
+        text(4)
+    );
     for (kind, n) in [
         ("job.expiring", 2.0),
         ("job.expired", 1.0),
@@ -438,6 +451,39 @@ async fn the_digest_of_an_hour_goes_to_each_member_with_their_companies_counts(h
     );
     // The hour is done: the upkeep writes nothing more for it.
     assert_eq!(worker.write_digests(t(AFTER_HOUR)).await.unwrap(), 0);
+    // Each digest carries its member's one-click link (RFC 8058), which turns that member's
+    // digest off and nobody else's.
+    let first = &acme.members[0];
+    let mail = mails
+        .iter()
+        .find(|m| m.recipients[0].contains(&first.email))
+        .unwrap();
+    assert!(
+        mail.raw
+            .contains("List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n"),
+        "{}",
+        mail.raw
+    );
+    let at = mail
+        .raw
+        .find("List-Unsubscribe: <")
+        .unwrap_or_else(|| panic!("no List-Unsubscribe in {}", mail.raw));
+    let link = &mail.raw[at + "List-Unsubscribe: <".len()..];
+    let link = &link[..link.find('>').unwrap()];
+    let path = &link[link.find("/api/unsubscribe/").expect(link)..];
+    let r = h
+        .app
+        .client
+        .post(h.app.url(path))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("List-Unsubscribe=One-Click")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{link}");
+    let on = |id: i64| format!("SELECT COUNT(*) FROM users WHERE id = {id} AND application_digest");
+    assert_eq!(h.app.scalar_i64(&on(first.id)).await, 0, "{link}");
+    assert_eq!(h.app.scalar_i64(&on(acme.members[1].id)).await, 1);
 }
 
 async fn the_upkeep_writes_each_digest_once(h: Harness) {

@@ -402,7 +402,7 @@ pub const SUBMITTED_DATA_MANY: &str = concatcp!(SUBMITTED_EVENT, " WHERE h.event
 pub const JOB_EVENT_DATA: &str = concatcp!(
     "SELECT ",
     RECIPIENT,
-    ", j.title AS job_title, c.name AS company, CAST(NULL AS TEXT) AS rejection_reason \
+    ", j.title AS job_title, c.name AS company, j.rejection_reason \
      FROM events e JOIN jobs j ON j.id = $2 JOIN companies c ON c.id = j.company_id \
      JOIN company_members m ON m.company_id = j.company_id AND m.user_id = $3 \
      JOIN users u ON u.id = m.user_id WHERE e.event_id = $1"
