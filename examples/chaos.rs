@@ -1,7 +1,12 @@
 //! The chaos run: the worker's promise (CONTRACT.md §6) checked by breaking many things at once
 //! and counting. Against PostgreSQL, a real SMTP listener and the real binary, it
 //!
-//! - drives `--events` status changes through the API (`jobboard serve`),
+//! - drives `--events` status changes through the API (`jobboard serve`), each application
+//!   confirmed to its candidate (`application.submitted`), and, with moderation on, has an
+//!   operator approve and reject `--notice-jobs` jobs (`job.reviewed`) that expire during the run
+//!   (`job.expiring`, `job.expired`, written by the workers' upkeep while they are being killed),
+//!   and the applications' hour digested (`applications.digest`, by the upkeep too): every type
+//!   of CONTRACT.md §5 that the system writes, counted type by type,
 //! - runs `--workers` worker processes and SIGKILLs a random one every 0.5–2 s, restarting it,
 //! - re-injects a share of the events into the queue as duplicates,
 //! - has the SMTP listener refuse a share of deliveries (451) and stall some past the send
@@ -87,6 +92,11 @@ struct Opts {
     events: usize,
     #[arg(long, default_value_t = 3)]
     workers: usize,
+    /// Jobs, beside the one applied to, that an operator reviews and that expire during the
+    /// run: each a `job.reviewed`, a `job.expiring` and (approved ones) a `job.expired` to each
+    /// of the company's two members.
+    #[arg(long, default_value_t = 4)]
+    notice_jobs: usize,
     /// Status changes per second (so that the trouble spreads over the run).
     #[arg(long, default_value_t = 20.0)]
     rate: f64,
@@ -388,7 +398,8 @@ impl Api {
         bail!("{method} {path} kept failing: {last}")
     }
 
-    async fn user(&self, role: &str, i: usize) -> Result<(i64, String)> {
+    /// A new account of `role`: its id, a token, its email.
+    async fn user(&self, role: &str, i: usize) -> Result<(i64, String, String)> {
         let email = format!("{role}{i}-{}@chaos.example", uuid::Uuid::new_v4().simple());
         let password = "a long enough passphrase";
         let body = json!({"email": email, "password": password, "name": format!("{role} {i}"), "role": role});
@@ -414,7 +425,7 @@ impl Api {
             .as_str()
             .context("no access_token")?
             .to_string();
-        Ok((u["id"].as_i64().context("no user id")?, token))
+        Ok((u["id"].as_i64().context("no user id")?, token, email))
     }
 }
 
@@ -502,6 +513,8 @@ async fn run_in(
         "JWT_SECRET".into(),
         "chaos-run-secret-of-enough-length-0123456789".into(),
     ));
+    // Every new job waits for an operator: each review is a `job.reviewed` per member.
+    api_env.push(("JOB_MODERATION".into(), "true".into()));
     let mut api_proc = Proc::spawn(bin, dir.path(), "api", &["serve"], &api_env)?;
     let api = Api {
         base: format!("http://127.0.0.1:{port}"),
@@ -523,9 +536,13 @@ async fn run_in(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    // The people: one employer with a job, one candidate per four status changes.
+    // The people: a company of two employers, an operator, one candidate per four status
+    // changes.
     progress("registering candidates and applying");
-    let (_, employer) = api.user("employer", 0).await?;
+    let (_, employer, _) = api.user("employer", 0).await?;
+    let (_, _, second) = api.user("employer", 1).await?;
+    let (_, operator, operator_email) = api.user("employer", 2).await?;
+    grant_operator(bin, dir.path(), &common, &operator_email).await?;
     let company = api
         .call(
             reqwest::Method::POST,
@@ -535,23 +552,78 @@ async fn run_in(
             201,
         )
         .await?;
-    let job = api
+    api.call(
+        reqwest::Method::POST,
+        &format!("/api/companies/{}/members", company["id"]),
+        Some(&employer),
+        Some(json!({"email": second})),
+        204,
+    )
+    .await?;
+    let new_job = |title: String, expires_at: Option<String>| {
+        let mut job = json!({"company_id": company["id"], "title": title,
+            "description": "Under fire", "location": "Anywhere", "remote": true,
+            "employment_type": "full_time"});
+        if let Some(at) = expires_at {
+            job["expires_at"] = json!(at);
+        }
+        let (api, employer, operator) = (&api, &employer, &operator);
+        async move {
+            let job = api
+                .call(
+                    reqwest::Method::POST,
+                    "/api/jobs",
+                    Some(employer),
+                    Some(job),
+                    201,
+                )
+                .await?;
+            let id = job["id"].as_i64().context("no job id")?;
+            api.call(
+                reqwest::Method::POST,
+                &format!("/api/admin/jobs/{id}/approve"),
+                Some(operator),
+                None,
+                200,
+            )
+            .await?;
+            anyhow::Ok(id)
+        }
+    };
+    let job_id = new_job("Engineer".into(), None).await?;
+    // Jobs that expire 30–45 s from now: the workers' upkeep (every 30 s) writes their notices
+    // at once and their expiry during the run. One more is rejected.
+    for i in 0..opts.notice_jobs {
+        let at = chrono::Utc::now()
+            + chrono::Duration::seconds(30 + (15 * i / opts.notice_jobs.max(1)) as i64);
+        new_job(format!("Lapsing {i}"), Some(at.to_rfc3339())).await?;
+    }
+    let rejected = api
         .call(
             reqwest::Method::POST,
             "/api/jobs",
             Some(&employer),
-            Some(json!({"company_id": company["id"], "title": "Engineer", "description": "Under fire",
-                "location": "Anywhere", "remote": true, "employment_type": "full_time"})),
+            Some(
+                json!({"company_id": company["id"], "title": "Unclear", "description": "?",
+                "location": "Anywhere", "remote": true, "employment_type": "full_time"}),
+            ),
             201,
         )
         .await?;
-    let job_id = job["id"].as_i64().context("no job id")?;
+    api.call(
+        reqwest::Method::POST,
+        &format!("/api/admin/jobs/{}/reject", rejected["id"]),
+        Some(&operator),
+        Some(json!({"reason": "Please say more."})),
+        200,
+    )
+    .await?;
     let apps_wanted = opts.events.div_ceil(4);
     let applications: Vec<i64> = futures::stream::iter(0..apps_wanted)
         .map(|i| {
             let api = &api;
             async move {
-                let (_, token) = api.user("candidate", i + 1).await?;
+                let (_, token, _) = api.user("candidate", i + 1).await?;
                 let a = api
                     .call(
                         reqwest::Method::POST,
@@ -569,6 +641,21 @@ async fn run_in(
         .await
         .into_iter()
         .collect::<Result<_>>()?;
+
+    // The applications move into the hour that has just ended, so that the workers' upkeep
+    // writes each member's `applications.digest` of it during the run.
+    {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(1)
+            .connect(db_url)
+            .await?;
+        sqlx::query(
+            "UPDATE applications SET created_at = \
+             date_trunc('hour', now() - interval '2 minutes') - interval '30 minutes'",
+        )
+        .execute(&pool)
+        .await?;
+    }
 
     // The workers, and the trouble.
     let mut worker_env = common.clone();
@@ -753,32 +840,48 @@ async fn run_in(
         .max_connections(2)
         .connect(db_url)
         .await?;
-    // Every committed event: the status changes and submissions (their history rows) and the
-    // upkeep's digests (their records).
-    const COMMITTED: &str = "SELECT event_id FROM application_history WHERE event_id IS NOT NULL \
-         UNION SELECT event_id FROM events";
-    let events: Vec<String> = sqlx::query_scalar(COMMITTED).fetch_all(&pool).await?;
+    // Every committed event, with its type: the status changes (their history rows) and every
+    // other event (its record), the upkeep's included, which keeps writing while the run drains.
+    let committed = async |pool: &sqlx::PgPool| -> Result<HashMap<String, String>> {
+        Ok(sqlx::query_as::<_, (String, String)>(
+            "SELECT event_id, type FROM events UNION SELECT event_id, \
+             'application.status_changed' FROM application_history WHERE old_status IS NOT NULL",
+        )
+        .fetch_all(pool)
+        .await?
+        .into_iter()
+        .collect())
+    };
     let deadline = Instant::now() + Duration::from_secs(opts.drain_timeout_secs);
     let mut dead = Vec::new();
     for round in 0usize.. {
+        let events = committed(&pool).await.unwrap_or_default();
         let emailed = mail.per_event(&smtp).await?;
         if round % 4 == 0 {
             dead = dead_letters(bin, &common).await.unwrap_or(dead);
         }
         let open = events
-            .iter()
+            .keys()
             .filter(|e| !emailed.contains_key(*e) && !dead.contains(e))
             .count();
         let queued: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM outbox")
             .fetch_one(&pool)
             .await
             .unwrap_or(1);
-        if open == 0 && queued == 0 {
+        // The lapsing jobs' expiries are still to be written by the upkeep.
+        let lapsing: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM jobs WHERE status = 'open' AND title LIKE 'Lapsing %'",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap_or(1);
+        if open == 0 && queued == 0 && lapsing == 0 {
             break;
         }
         if Instant::now() > deadline {
             progress(format!(
-                "not drained within {} s: {open} events open, {queued} in the outbox",
+                "not drained within {} s: {open} events open, {queued} in the outbox, \
+                 {lapsing} jobs not expired yet",
                 opts.drain_timeout_secs
             ));
             break;
@@ -792,14 +895,28 @@ async fn run_in(
     api_proc.sigterm().await;
 
     let emailed = mail.per_event(&smtp).await?;
+    let events = committed(&pool).await?;
     let lost = events
-        .iter()
+        .keys()
         .filter(|e| !emailed.contains_key(*e) && !dead.contains(e))
         .count();
     let duplicated: usize = emailed.values().map(|n| n - 1).sum();
-    // A digest the upkeep wrote while the run drained is committed too.
-    let committed: Vec<String> = sqlx::query_scalar(COMMITTED).fetch_all(&pool).await?;
-    let strangers = emailed.keys().filter(|e| !committed.contains(e)).count();
+    let strangers = emailed.keys().filter(|e| !events.contains_key(*e)).count();
+    // Type by type: the promise does not depend on what an event is about.
+    let mut by_type: std::collections::BTreeMap<&str, [usize; 4]> = Default::default();
+    for (event, kind) in &events {
+        let row = by_type.entry(kind.as_str()).or_default();
+        row[0] += 1;
+        let sent = emailed.get(event).copied().unwrap_or(0);
+        row[1] += sent;
+        if sent == 0 && !dead.contains(event) {
+            row[2] += 1;
+        }
+        row[3] += sent.saturating_sub(1);
+    }
+    for (kind, [n, sent, lost, repeats]) in &by_type {
+        println!("  {kind:<28} events {n:>5} emails {sent:>5} lost {lost} duplicated {repeats}");
+    }
     let (refused, stalled) = smtp.troubles();
     let result = json!({
         "queue": format!("{:?}", opts.queue).to_lowercase(),
@@ -820,6 +937,9 @@ async fn run_in(
         "pg_restarts": pg_restarts,
         "mode_switches": mode_switches,
         "unknown_event_emails": strangers,
+        "by_type": by_type.iter().map(|(kind, [n, sent, lost, repeats])| {
+            (kind.to_string(), json!({"events": n, "emails": sent, "lost": lost, "duplicated": repeats}))
+        }).collect::<serde_json::Map<String, Value>>(),
         "seconds": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
     });
     println!(
@@ -856,6 +976,22 @@ async fn run_in(
     if duplicated > reclaims {
         eprintln!("chaos: FAILED: {duplicated} duplicate emails but only {reclaims} reclaims");
         ok = false;
+    }
+    // Every type the run makes must have been written, or it proved nothing of that type.
+    let mut expected = vec![
+        "application.status_changed",
+        "application.submitted",
+        "applications.digest",
+        "job.reviewed",
+    ];
+    if opts.notice_jobs > 0 {
+        expected.extend(["job.expiring", "job.expired"]);
+    }
+    for kind in expected {
+        if !by_type.contains_key(kind) {
+            eprintln!("chaos: FAILED: no {kind} event was written");
+            ok = false;
+        }
     }
     if strangers > 0 {
         eprintln!("chaos: FAILED: {strangers} emails for events that were never committed");
@@ -939,6 +1075,28 @@ impl Mail {
         }
         Ok(counts)
     }
+}
+
+/// Makes the account with `email` an operator (`jobboard admin grant`).
+async fn grant_operator(
+    bin: &Path,
+    dir: &Path,
+    env: &[(String, String)],
+    email: &str,
+) -> Result<()> {
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.args(["admin", "grant", email]).current_dir(dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().await?;
+    if !out.status.success() {
+        bail!(
+            "admin grant failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
 }
 
 /// The event ids `jobboard dlq list --json` reports.
