@@ -38,4 +38,5 @@ mod ses;
 mod smtp;
 mod sqs;
 mod timeouts;
+mod upkeep_mail;
 mod worker;
