@@ -17,6 +17,7 @@ mod ceilings;
 mod common;
 mod http;
 mod report;
+mod upkeep;
 mod worker;
 
 use anyhow::{Context, Result};
@@ -39,7 +40,7 @@ pub struct Opts {
     #[arg(long)]
     pub quick: bool,
     /// Run only these parts (repeatable); all when absent.
-    #[arg(long, value_name = "PART", value_parser = ["ceilings", "http", "worker"])]
+    #[arg(long, value_name = "PART", value_parser = ["ceilings", "http", "worker", "upkeep"])]
     pub only: Vec<String>,
     /// PostgreSQL admin URL: each scenario creates (and drops) a database of its own there.
     #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
@@ -79,6 +80,10 @@ pub struct Opts {
         default_value_t = 1_000_000
     )]
     pub scale_jobs: usize,
+    /// Jobs of the upkeep rows (of --scale-jobs, or --jobs when that is 0) that cross their
+    /// notice time at once.
+    #[arg(long, value_name = "JOBS", default_value_t = 10_000)]
+    pub upkeep_notices: usize,
     /// Keep the HTTP section's database instead of dropping it (to look at it afterwards).
     #[arg(long, hide = true)]
     pub keep_db: bool,
@@ -196,6 +201,21 @@ async fn run(opts: Opts) -> Result<bool> {
                     ..Section::default()
                 };
                 common::record_failure(&mut section, "worker", &e);
+                sections.push(section);
+            }
+        }
+    }
+    if opts.runs("upkeep") {
+        match upkeep::run(&opts).await {
+            Ok(mut list) => sections.append(&mut list),
+            Err(e) => {
+                let mut section = Section {
+                    name: "upkeep".into(),
+                    columns: vec!["scenario".into(), "result".into()],
+                    json: json!({}),
+                    ..Section::default()
+                };
+                common::record_failure(&mut section, "upkeep", &e);
                 sections.push(section);
             }
         }
