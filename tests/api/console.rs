@@ -975,7 +975,8 @@ async fn a_story_tells_how_the_email_was_sent_and_that_it_was_redriven() {
     let b = Browser::start("sent").await;
     b.goto(&app.url("/console")).await;
     b.sign_in(&op.email, &op.password).await;
-    b.wait_text("#fig-sent_last_hour", "three sent emails", is("3"))
+    // Three status changes, and the three applications' confirmations to their candidates.
+    b.wait_text("#fig-sent_last_hour", "six sent emails", is("6"))
         .await;
     let story = |event_id: String| {
         let b = &b;
