@@ -55,7 +55,7 @@ pub const TIED: &[(Source, &str, &str)] = &[
     (
         Source::Const("JOB_EVENT_DATA"),
         "Step/Phase::Data, Phase::TxData: email_data, process_in_transaction",
-        "7f6ceddb792b4a69",
+        "ddf51c514f16b3aa",
     ),
     (
         Source::Const("DIGEST_DATA"),
