@@ -127,6 +127,10 @@ async fn run_db(
         ("DATABASE_URL", url.clone()),
         ("EMAIL_FROM", "jobs@bench.example".to_string()),
         ("CLAIM_MODE", "lease".to_string()),
+        // As the worker rows it is measured against (not their `defaults` rows).
+        ("DATABASE_POOL_SIZE", POOL.to_string()),
+        ("WORKER_CONCURRENCY", "64".to_string()),
+        ("WORKER_BATCH", "true".to_string()),
         ("LOG_LEVEL", "warn".to_string()),
     ]);
     let started = Instant::now();
