@@ -7,6 +7,7 @@ mod helpers;
 mod accounts;
 mod addresses;
 mod admin;
+mod alert_digests;
 mod alerts;
 mod applications;
 mod architecture;
