@@ -8,6 +8,7 @@ mod accounts;
 mod addresses;
 mod admin;
 mod alert_digests;
+mod alert_scale;
 mod alerts;
 mod applications;
 mod architecture;
