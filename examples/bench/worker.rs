@@ -35,9 +35,9 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// Database connections per worker process, and pgbench clients for the worker-shaped ceiling.
-const POOL: u32 = 8;
+pub(crate) const POOL: u32 = 8;
 /// Events in flight per worker process.
-const CONCURRENCY: usize = 64;
+pub(crate) const CONCURRENCY: usize = 64;
 const SECTION: &str = "worker";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -497,7 +497,7 @@ async fn seed(opts: &Opts, events: usize, latency: usize) -> Result<Seed> {
     })
 }
 
-fn database_url(url: &str) -> Result<jobboard::config::DatabaseUrl> {
+pub(crate) fn database_url(url: &str) -> Result<jobboard::config::DatabaseUrl> {
     let vars: HashMap<String, String> = [("DATABASE_URL".to_string(), url.to_string())].into();
     Ok(jobboard::config::Config::from_map(&vars, false)?.database_url)
 }
@@ -841,14 +841,14 @@ impl Accepted {
 }
 
 /// Where a scenario's emails go, and how the harness reads them back.
-enum Sink {
+pub(crate) enum Sink {
     Files(PathBuf),
     Smtp(SmtpSink),
     Ses(SesSink),
 }
 
 impl Sink {
-    fn accepted(&self) -> Result<Vec<(String, SystemTime)>> {
+    pub(crate) fn accepted(&self) -> Result<Vec<(String, SystemTime)>> {
         match self {
             Sink::Smtp(s) => Ok(s.accepted.snapshot()),
             Sink::Ses(s) => Ok(s.accepted.snapshot()),
@@ -873,7 +873,7 @@ impl Sink {
     }
 
     /// How many emails were accepted (cheap: no file metadata).
-    fn count(&self) -> Result<usize> {
+    pub(crate) fn count(&self) -> Result<usize> {
         match self {
             Sink::Smtp(s) => Ok(s.accepted.0.lock().unwrap_or_else(|p| p.into_inner()).len()),
             Sink::Ses(s) => Ok(s.accepted.0.lock().unwrap_or_else(|p| p.into_inner()).len()),
@@ -888,7 +888,7 @@ impl Sink {
         }
     }
 
-    fn env(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
         match self {
             Sink::Files(dir) => vec![
                 ("EMAIL_BACKEND", "file".into()),
@@ -1130,7 +1130,11 @@ async fn run_scenario(
     })
 }
 
-fn start_workers(opts: &Opts, procs: usize, env: &[(&'static str, String)]) -> Result<Vec<Child>> {
+pub(crate) fn start_workers(
+    opts: &Opts,
+    procs: usize,
+    env: &[(&'static str, String)],
+) -> Result<Vec<Child>> {
     (0..procs)
         .map(|i| {
             let mut env = env.to_vec();
@@ -1142,7 +1146,7 @@ fn start_workers(opts: &Opts, procs: usize, env: &[(&'static str, String)]) -> R
 }
 
 /// Waits until every event of `expected` has an email; fails on a stall or a dead process.
-async fn wait_for_emails(
+pub(crate) async fn wait_for_emails(
     sink: &Sink,
     expected: &HashSet<String>,
     workers: &mut [Child],
@@ -1206,7 +1210,7 @@ async fn sqlx_exec(url: &str, sql: &str) -> Result<()> {
     Ok(())
 }
 
-async fn sqlx_scalar_i64(url: &str, sql: &str) -> Result<Option<i64>> {
+pub(crate) async fn sqlx_scalar_i64(url: &str, sql: &str) -> Result<Option<i64>> {
     Ok(if url.starts_with("sqlite") {
         let mut c = sqlite_connect(url).await?;
         sqlx::query_scalar(sql).fetch_optional(&mut c).await?
@@ -1216,7 +1220,7 @@ async fn sqlx_scalar_i64(url: &str, sql: &str) -> Result<Option<i64>> {
     })
 }
 
-async fn sqlx_strings(url: &str, sql: &str) -> Result<HashSet<String>> {
+pub(crate) async fn sqlx_strings(url: &str, sql: &str) -> Result<HashSet<String>> {
     let rows: Vec<Option<String>> = if url.starts_with("sqlite") {
         let mut c = sqlite_connect(url).await?;
         sqlx::query_scalar(sql).fetch_all(&mut c).await?
@@ -1238,7 +1242,7 @@ async fn sqlite_connect(url: &str) -> Result<sqlx::SqliteConnection> {
 /// (`X-Jobboard-Event-Id`) and the time of each.
 /// SES v2 on the SQS test server, behind a proxy that notes each `SendEmail` the server
 /// accepted, with its event id and the time of the answer, as the SMTP sink notes its 250s.
-struct SesSink {
+pub(crate) struct SesSink {
     addr: std::net::SocketAddr,
     accepted: Accepted,
     task: tokio::task::JoinHandle<()>,
@@ -1351,7 +1355,7 @@ fn ses_event_id(body: &[u8]) -> Option<String> {
     Some(raw[at..].lines().next()?.trim().to_string())
 }
 
-struct SmtpSink {
+pub(crate) struct SmtpSink {
     addr: std::net::SocketAddr,
     accepted: Accepted,
     task: tokio::task::JoinHandle<()>,
@@ -1364,7 +1368,7 @@ impl Drop for SmtpSink {
 }
 
 impl SmtpSink {
-    async fn start(delay: Duration) -> Result<SmtpSink> {
+    pub(crate) async fn start(delay: Duration) -> Result<SmtpSink> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let accepted = Accepted::default();
