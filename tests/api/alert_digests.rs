@@ -160,9 +160,23 @@ async fn a_digest_lists_the_new_jobs_with_their_links_and_its_unsubscribe_link(h
         ))
         .await;
 
+    let metrics = h.app.get("/metrics", None).await.text;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == r#"upkeep_failures_total{task="alerts"} 0"#),
+        "{metrics}"
+    );
     let (written, outcomes) = write_and_send(&h).await;
     assert_eq!(written, 1);
     assert_eq!(outcomes, vec![Outcome::Sent]);
+    let metrics = h.app.get("/metrics", None).await.text;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == r#"upkeep_events_written_total{type="alert.digest"} 1"#),
+        "{metrics}"
+    );
     let event_id = format!("alert-{id}-{DAY}");
     let mails: Vec<Mail> = h.smtp.mails();
     assert_eq!(mails.len(), 1);
