@@ -12,7 +12,7 @@
 //! | `run` | the subcommands and the wiring: config → store, search index, cache, queue, mailer, relay, worker, API state | `cli` `config` `http` `worker` `relay` `queue` `store` `search` `cache` `email` `auth` `unsubscribe` `domain` `telemetry` `shutdown` `timefmt` |
 //! | `cli` | the command line | `config` |
 //! | `http` | routes, extractors, problem+json, `AppState` and `serve` | `relay` `queue` `store` `search` `cache` `auth` `unsubscribe` `domain` `config` `telemetry` `timefmt` |
-//! | `worker` | receive → claim → send → record → ack, both claim modes | `queue` `store` `email` `unsubscribe` `domain` `config` `telemetry` |
+//! | `worker` | receive → claim → send → record → ack, both claim modes; the upkeep's events (the alerts' digests matched by `search`'s alert matcher) | `queue` `store` `search` `email` `unsubscribe` `domain` `config` `telemetry` |
 //! | `relay` | publishes the outbox to SQS | `queue` `store` `telemetry` |
 //! | `queue` | the `Queue` trait; the database queue and SQS | `store` `domain` `timefmt` |
 //! | `search` | the search index (tantivy) of the open jobs, kept in step by the job-change log; the job-alert matcher | `store` `domain` `telemetry` |

@@ -230,6 +230,7 @@ fn describe() {
         "dead_letter_records",
         "jobs",
         "digests",
+        "alerts",
     ] {
         metrics::counter!(UPKEEP_FAILURES_TOTAL, "task" => task).increment(0);
     }
@@ -237,9 +238,15 @@ fn describe() {
         UPKEEP_FAILURES_TOTAL,
         "Worker upkeep runs that failed, by task (queue_stats: the queue gauges are stale; retention; \
          dead_letter_records: SQS dead letters without a record are not listed; jobs: expiries \
-         and expiry notices wait; digests: the hourly applications digests are late)"
+         and expiry notices wait; digests: the hourly applications digests are late; alerts: the job \
+         alerts' digests are late)"
     );
-    for kind in ["job.expiring", "job.expired", "applications.digest"] {
+    for kind in [
+        "job.expiring",
+        "job.expired",
+        "applications.digest",
+        "alert.digest",
+    ] {
         metrics::counter!(UPKEEP_EVENTS_WRITTEN_TOTAL, "type" => kind).increment(0);
     }
     metrics::describe_counter!(

@@ -1,5 +1,5 @@
 //! The benchmark harness: ceilings of this machine (bare axum, pgbench), the HTTP API under
-//! load, and the worker. Prints one table per section and a summary of the targets, and writes
+//! load, the worker, and the job alerts' digests. Prints one table per section and a summary of the targets, and writes
 //! everything as JSON to `<out>/bench-<UTC time>.json` and `<out>/latest.json` (the text to
 //! `<out>/latest.txt`).
 //!
@@ -13,6 +13,7 @@
 //! binary (`--bin`). Exits non-zero when a scenario failed; a missed target is reported, not a
 //! failure.
 
+mod alerts;
 mod ceilings;
 mod common;
 mod http;
@@ -32,7 +33,7 @@ use std::process::ExitCode;
 #[derive(Debug, Clone, clap::Parser, Serialize)]
 #[command(
     name = "bench",
-    about = "Benchmarks jobboard: machine ceilings, the HTTP API under wrk, the worker."
+    about = "Benchmarks jobboard: machine ceilings, the HTTP API under wrk, the worker, the job alerts' digests."
 )]
 pub struct Opts {
     /// Short runs for a smoke check: 2 s per load run and 10 000 jobs (unless --duration or
@@ -40,7 +41,8 @@ pub struct Opts {
     #[arg(long)]
     pub quick: bool,
     /// Run only these parts (repeatable); all when absent.
-    #[arg(long, value_name = "PART", value_parser = ["ceilings", "http", "worker", "upkeep"])]
+    #[arg(long, value_name = "PART",
+          value_parser = ["ceilings", "http", "worker", "upkeep", "alerts"])]
     pub only: Vec<String>,
     /// PostgreSQL admin URL: each scenario creates (and drops) a database of its own there.
     #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
@@ -84,6 +86,23 @@ pub struct Opts {
     /// notice time at once.
     #[arg(long, value_name = "JOBS", default_value_t = 10_000)]
     pub upkeep_notices: usize,
+    /// Jobs in the database of the alert-digest scenarios, 10 000 of them new in the day whose
+    /// digests are written [default: 100000; 20000 with --quick].
+    #[arg(
+        long,
+        value_name = "JOBS",
+        default_value_t = 100_000,
+        hide_default_value = true
+    )]
+    pub alert_jobs: usize,
+    /// Alerts of the alert-digest scenarios [default: 100000; 10000 with --quick].
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 100_000,
+        hide_default_value = true
+    )]
+    pub alerts: usize,
     /// Keep the HTTP section's database instead of dropping it (to look at it afterwards).
     #[arg(long, hide = true)]
     pub keep_db: bool,
@@ -134,6 +153,12 @@ fn parse_opts() -> Opts {
         }
         if defaulted("scale_jobs") {
             opts.scale_jobs = 0;
+        }
+        if defaulted("alert_jobs") {
+            opts.alert_jobs = 20_000;
+        }
+        if defaulted("alerts") {
+            opts.alerts = 10_000;
         }
     }
     opts
@@ -191,34 +216,13 @@ async fn run(opts: Opts) -> Result<bool> {
         sections.push(http::run(&opts, ceilings.as_ref()).await);
     }
     if opts.runs("worker") {
-        match worker::run(&opts).await {
-            Ok(mut list) => sections.append(&mut list),
-            Err(e) => {
-                let mut section = Section {
-                    name: "worker".into(),
-                    columns: vec!["scenario".into(), "result".into()],
-                    json: json!({}),
-                    ..Section::default()
-                };
-                common::record_failure(&mut section, "worker", &e);
-                sections.push(section);
-            }
-        }
+        sections.extend(part("worker", worker::run(&opts).await));
     }
     if opts.runs("upkeep") {
-        match upkeep::run(&opts).await {
-            Ok(mut list) => sections.append(&mut list),
-            Err(e) => {
-                let mut section = Section {
-                    name: "upkeep".into(),
-                    columns: vec!["scenario".into(), "result".into()],
-                    json: json!({}),
-                    ..Section::default()
-                };
-                common::record_failure(&mut section, "upkeep", &e);
-                sections.push(section);
-            }
-        }
+        sections.extend(part("upkeep", upkeep::run(&opts).await));
+    }
+    if opts.runs("alerts") {
+        sections.extend(part("alerts", alerts::run(&opts).await));
     }
 
     // The text report.
@@ -300,6 +304,20 @@ async fn run(opts: Opts) -> Result<bool> {
     write(&opts.out_dir.join("latest.txt"), &text)?;
     print!("{text}");
     Ok(failures.is_empty())
+}
+
+/// A part's sections, or one section that records why the part failed.
+fn part(name: &str, result: Result<Vec<Section>>) -> Vec<Section> {
+    result.unwrap_or_else(|e| {
+        let mut section = Section {
+            name: name.into(),
+            columns: vec!["scenario".into(), "result".into()],
+            json: json!({}),
+            ..Section::default()
+        };
+        common::record_failure(&mut section, name, &e);
+        vec![section]
+    })
 }
 
 fn write(path: &Path, body: &str) -> Result<()> {

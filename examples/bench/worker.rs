@@ -35,9 +35,9 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// Database connections per worker process, and pgbench clients for the worker-shaped ceiling.
-const POOL: u32 = 8;
+pub(crate) const POOL: u32 = 8;
 /// Events in flight per worker process.
-const CONCURRENCY: usize = 64;
+pub(crate) const CONCURRENCY: usize = 64;
 const SECTION: &str = "worker";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -881,7 +881,7 @@ impl Sink {
     }
 
     /// How many emails were accepted (cheap: no file metadata).
-    fn count(&self) -> Result<usize> {
+    pub(crate) fn count(&self) -> Result<usize> {
         match self {
             Sink::Smtp(s) => Ok(s.accepted.0.lock().unwrap_or_else(|p| p.into_inner()).len()),
             Sink::Ses(s) => Ok(s.accepted.0.lock().unwrap_or_else(|p| p.into_inner()).len()),
@@ -1218,7 +1218,7 @@ pub(crate) async fn sqlx_exec(url: &str, sql: &str) -> Result<()> {
     Ok(())
 }
 
-async fn sqlx_scalar_i64(url: &str, sql: &str) -> Result<Option<i64>> {
+pub(crate) async fn sqlx_scalar_i64(url: &str, sql: &str) -> Result<Option<i64>> {
     Ok(if url.starts_with("sqlite") {
         let mut c = sqlite_connect(url).await?;
         sqlx::query_scalar(sql).fetch_optional(&mut c).await?

@@ -77,12 +77,15 @@ pub enum EventKind {
         hour: DateTime<Utc>,
         applications: Vec<i64>,
     },
-    /// To an alert's owner: the alert's new matches of one period (fixed when written).
+    /// To an alert's owner: the alert's new matches of one period (fixed when written): the
+    /// newest up to `DIGEST_JOBS`, newest first, and how many more matched (0 when absent).
     #[serde(rename = "alert.digest")]
     AlertDigest {
         alert_id: i64,
         period: String,
         jobs: Vec<i64>,
+        #[serde(default)]
+        more: u64,
     },
 }
 
@@ -260,12 +263,23 @@ fn bad_field(value: &serde_json::Value) -> Option<(&'static str, String)> {
         ALERT_DIGEST => &[("alert_id", id), ("period", reads::<String>), ("jobs", ids)],
         _ => return None,
     };
+    // Fields that may be absent, checked only when present.
+    let optional: &[(&'static str, Check)] = match value.get("type")?.as_str()? {
+        ALERT_DIGEST => &[("more", reads::<u64>)],
+        _ => &[],
+    };
     [("occurred_at", time as Check)]
         .iter()
         .chain(fields)
         .find_map(|(field, check)| match value.get(*field) {
             None => Some((*field, "missing".to_string())),
             Some(v) => check(v).err().map(|why| (*field, why)),
+        })
+        .or_else(|| {
+            optional.iter().find_map(|(field, check)| {
+                let v = value.get(*field)?;
+                check(v).err().map(|why| (*field, why))
+            })
         })
 }
 
@@ -447,6 +461,7 @@ mod tests {
                 alert_id: 9,
                 period: "2026-W49".into(),
                 jobs: vec![10, 11],
+                more: 3,
             },
         ]
     }
@@ -564,6 +579,11 @@ mod tests {
                 "invalid field jobs",
             ),
             (
+                serde_json::json!({"type": "alert.digest", "event_id": "e", "occurred_at": "2026-12-02T10:00:00Z",
+                    "alert_id": 2, "period": "2026-W49", "jobs": [1], "more": -1}),
+                "invalid field more",
+            ),
+            (
                 serde_json::json!({"type": 7, "event_id": "e"}),
                 "type must be a string",
             ),
@@ -579,6 +599,26 @@ mod tests {
         }
         let e = parse_event(r#"{"type": "job.expired", "event_id": "a b"}"#).unwrap_err();
         assert_eq!(e.event_id, None);
+    }
+
+    #[test]
+    fn an_alert_digest_without_more_has_none() {
+        let e = parse_event(
+            &serde_json::json!({"type": "alert.digest", "event_id": "alert-2-2026-W49",
+                "occurred_at": "2026-12-07T00:02:00Z", "alert_id": 2, "period": "2026-W49",
+                "jobs": [5, 4]})
+            .to_string(),
+        )
+        .unwrap();
+        assert_eq!(
+            e.kind,
+            EventKind::AlertDigest {
+                alert_id: 2,
+                period: "2026-W49".into(),
+                jobs: vec![5, 4],
+                more: 0,
+            }
+        );
     }
 
     #[test]

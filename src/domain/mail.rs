@@ -35,6 +35,22 @@ pub enum About {
     },
     /// `applications.digest`: the digest's applications still there, counted by job.
     ApplicationsDigest { jobs: Vec<DigestJob> },
+    /// `alert.digest`: the alert's search in words (`domain::alert::describe`), how often it
+    /// comes, and the listed jobs still there, in the event's order (newest first).
+    AlertDigest {
+        search: String,
+        frequency: super::alert::Frequency,
+        jobs: Vec<AlertJob>,
+    },
+}
+
+/// One job's lines in an alert digest, as the job is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlertJob {
+    pub job_id: i64,
+    pub title: String,
+    pub company: String,
+    pub location: String,
 }
 
 /// One job's line in an applications digest: never a candidate's name or address.
@@ -66,10 +82,6 @@ pub enum Absent {
     /// The person turned this email off.
     TurnedOff,
 }
-
-/// Why an `alert.digest` cannot be emailed by this version: its alert (the search, the owner)
-/// is not stored here.
-pub const ALERTS_NOT_STORED: &str = "alert.digest: alerts are not stored by this version";
 
 /// How a permanent failure's text starts when the email could not be built, so that no mail
 /// service saw it (an address stored before the rule of CONTRACT.md §4, an event this version

@@ -62,11 +62,13 @@ impl Header for EventIdHeader {
     }
 }
 
-/// Who sends, and the domain of every Message-ID.
+/// Who sends, the domain of every Message-ID, and where the links in the emails' text point.
 #[derive(Debug, Clone)]
 pub struct Sender {
     pub from: String,
     pub domain: String,
+    /// `PUBLIC_BASE_URL` (without a trailing `/`): an alert digest links each job under it.
+    pub base_url: String,
 }
 
 impl Sender {
@@ -84,7 +86,11 @@ impl Sender {
             .rsplit_once('@')
             .map(|(_, d)| d.to_string())
             .unwrap_or_else(|| "localhost".to_string());
-        Sender { from, domain }
+        Sender {
+            from,
+            domain,
+            base_url: config.public_base_url.clone(),
+        }
     }
 }
 
@@ -138,7 +144,7 @@ pub fn event_email(
     data: &EmailData,
     list_unsubscribe: Option<&str>,
 ) -> anyhow::Result<Message> {
-    let text = templates::render(event, data, list_unsubscribe)?;
+    let text = templates::render(event, data, &sender.base_url, list_unsubscribe)?;
     let to = &data.to;
     // Addresses stored before the rule of CONTRACT.md §4 may break it: such an email is never
     // handed to a mail service that may or may not take it.
@@ -293,6 +299,7 @@ mod tests {
         Sender {
             from: "jobs@acme.example".into(),
             domain: "acme.example".into(),
+            base_url: "https://jobs.acme.example".into(),
         }
     }
 

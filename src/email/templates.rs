@@ -8,8 +8,9 @@
 //! event (ids only, never an address) and which emails carry an unsubscribe link.
 
 use crate::domain::ApplicationStatus;
+use crate::domain::alert::Frequency;
 use crate::domain::event::{Decision, Event, EventKind};
-use crate::domain::mail::{ALERTS_NOT_STORED, About, DigestJob, EmailData};
+use crate::domain::mail::{About, AlertJob, DigestJob, EmailData};
 use crate::unsubscribe::Target;
 use chrono::{DateTime, Utc};
 
@@ -22,11 +23,13 @@ pub struct Rendered {
 
 const SIGNATURE: &str = "\n-- jobboard\n";
 
-/// The email for `event`, from the data loaded for it. `list_unsubscribe` is the link that
-/// stops this kind of email (digests carry one, CONTRACT.md §5); its body names it too.
+/// The email for `event`, from the data loaded for it. `base_url` is `PUBLIC_BASE_URL`, under
+/// which an alert digest links its jobs; `list_unsubscribe` is the link that stops this kind of
+/// email (digests carry one, CONTRACT.md §5); its body names it too.
 pub fn render(
     event: &Event,
     data: &EmailData,
+    base_url: &str,
     list_unsubscribe: Option<&str>,
 ) -> anyhow::Result<Rendered> {
     let name = &data.to.name;
@@ -101,9 +104,25 @@ pub fn render(
         (EventKind::ApplicationsDigest { hour, .. }, About::ApplicationsDigest { jobs }) => {
             applications_digest(name, hour, jobs, list_unsubscribe)
         }
-        // The alerts' rendering joins here once alerts are stored: `{n} new jobs for {the
-        // alert's words or filters}`, the jobs newest first (CONTRACT.md §4, digest rule).
-        (EventKind::AlertDigest { .. }, _) => anyhow::bail!(ALERTS_NOT_STORED),
+        (
+            EventKind::AlertDigest { period, more, .. },
+            About::AlertDigest {
+                search,
+                frequency,
+                jobs,
+            },
+        ) => alert_digest(
+            name,
+            AlertEmail {
+                search,
+                frequency: *frequency,
+                period,
+                jobs,
+                more: *more,
+            },
+            base_url,
+            list_unsubscribe,
+        ),
         (kind, about) => anyhow::bail!(
             "the data loaded for a {} event does not fit it: {about:?}",
             kind.type_name()
@@ -203,6 +222,59 @@ fn applications_digest(
     }
 }
 
+/// What an alert digest's email is made of.
+struct AlertEmail<'a> {
+    search: &'a str,
+    frequency: Frequency,
+    period: &'a str,
+    jobs: &'a [AlertJob],
+    more: u64,
+}
+
+/// `{n} new jobs for {search}`: the listed jobs still there, newest first, each with its
+/// company, location and link, then the count of the further matches.
+fn alert_digest(
+    name: &str,
+    a: AlertEmail<'_>,
+    base_url: &str,
+    list_unsubscribe: Option<&str>,
+) -> Rendered {
+    let n = a.jobs.len() as u64 + a.more;
+    let (jobs_word, verb) = if n == 1 {
+        ("job", "matches")
+    } else {
+        ("jobs", "match")
+    };
+    let when = match a.frequency {
+        Frequency::Daily => format!("on {} (UTC)", a.period),
+        Frequency::Weekly => format!("in the week {}", a.period),
+    };
+    let mut lines = String::new();
+    for job in a.jobs {
+        lines.push_str(&format!(
+            "\n{}\n  {}, {}\n  {base_url}/api/jobs/{}\n",
+            job.title, job.company, job.location, job.job_id
+        ));
+    }
+    let more = match a.more {
+        0 => String::new(),
+        1 => "\nand 1 more match.\n".to_string(),
+        m => format!("\nand {m} more matches.\n"),
+    };
+    let stop = match list_unsubscribe {
+        Some(link) => format!("\nTo stop this {} alert: {link}\n", a.frequency),
+        None => String::new(),
+    };
+    Rendered {
+        subject: format!("{n} new {jobs_word} for {}", a.search),
+        body: format!(
+            "Hello {name},\n\n{n} new {jobs_word} {when} {verb} your {} alert for {}:\n\
+             {lines}{more}{stop}{SIGNATURE}",
+            a.frequency, a.search
+        ),
+    }
+}
+
 fn date(t: &DateTime<Utc>) -> String {
     t.format("%Y-%m-%d").to_string()
 }
@@ -255,7 +327,11 @@ pub fn about(kind: &EventKind) -> String {
             alert_id,
             period,
             jobs,
-        } => format!("alert {alert_id}: {period} ({} jobs listed)", jobs.len()),
+            more,
+        } => format!(
+            "alert {alert_id}: {period} ({} jobs listed, {more} more)",
+            jobs.len()
+        ),
     }
 }
 
@@ -282,7 +358,9 @@ pub fn reported(kind: &EventKind) -> String {
         EventKind::ApplicationsDigest { user_id, .. } => format!(
             "user {user_id}, every listed application to their companies, or the event's record"
         ),
-        EventKind::AlertDigest { alert_id, .. } => format!("alert {alert_id}"),
+        EventKind::AlertDigest { alert_id, .. } => {
+            format!("alert {alert_id}, its owner, every listed job, or the event's record")
+        }
     }
 }
 
@@ -340,8 +418,10 @@ mod tests {
         }
     }
 
+    const BASE: &str = "https://jobs.example";
+
     fn rendered(kind: EventKind, data: &EmailData) -> Rendered {
-        render(&event(kind), data, None).unwrap()
+        render(&event(kind), data, BASE, None).unwrap()
     }
 
     #[test]
@@ -482,7 +562,13 @@ mod tests {
             hour: t("2026-12-04T10:00:00Z"),
             applications: vec![11, 12, 13, 14, 15, 16],
         });
-        let r = render(&e, &data, Some("https://jobs.example/api/unsubscribe/tok")).unwrap();
+        let r = render(
+            &e,
+            &data,
+            BASE,
+            Some("https://jobs.example/api/unsubscribe/tok"),
+        )
+        .unwrap();
         assert_eq!(r.subject, "6 new applications");
         assert!(
             r.body.contains(
@@ -497,25 +583,89 @@ mod tests {
             "{}",
             r.body
         );
-        let without = render(&e, &data, None).unwrap();
+        let without = render(&e, &data, BASE, None).unwrap();
         assert!(!without.body.contains("To stop"), "{}", without.body);
     }
 
+    fn alert_data(frequency: Frequency, jobs: &[(i64, &str)]) -> EmailData {
+        EmailData {
+            to: to(),
+            about: About::AlertDigest {
+                search: "\"rust\" in Berlin, remote".into(),
+                frequency,
+                jobs: jobs
+                    .iter()
+                    .map(|(id, title)| AlertJob {
+                        job_id: *id,
+                        title: title.to_string(),
+                        company: "Acme".into(),
+                        location: "Berlin, Germany".into(),
+                    })
+                    .collect(),
+            },
+        }
+    }
+
     #[test]
-    fn an_alert_digest_is_not_rendered_by_this_version() {
+    fn an_alert_digest_lists_its_jobs_with_links_and_counts_the_rest() {
         let e = event(EventKind::AlertDigest {
             alert_id: 9,
-            period: "2026-W49".into(),
-            jobs: vec![1],
+            period: "2026-12-03".into(),
+            jobs: vec![12, 11, 10],
+            more: 5,
         });
-        let error = render(&e, &application(), None).unwrap_err();
-        assert_eq!(error.to_string(), ALERTS_NOT_STORED);
+        // Job 11 was deleted since: it is not shown, and not counted.
+        let data = alert_data(
+            Frequency::Daily,
+            &[(12, "Senior Rust Engineer"), (10, "Rust Developer")],
+        );
+        let r = render(
+            &e,
+            &data,
+            BASE,
+            Some("https://jobs.example/api/unsubscribe/tok"),
+        )
+        .unwrap();
+        assert_eq!(r.subject, "7 new jobs for \"rust\" in Berlin, remote");
+        assert_eq!(
+            r.body,
+            "Hello Cody,\n\n7 new jobs on 2026-12-03 (UTC) match your daily alert for \"rust\" \
+             in Berlin, remote:\n\nSenior Rust Engineer\n  Acme, Berlin, Germany\n  \
+             https://jobs.example/api/jobs/12\n\nRust Developer\n  Acme, Berlin, Germany\n  \
+             https://jobs.example/api/jobs/10\n\nand 5 more matches.\n\nTo stop this daily \
+             alert: https://jobs.example/api/unsubscribe/tok\n\n-- jobboard\n"
+        );
+        let one = event(EventKind::AlertDigest {
+            alert_id: 9,
+            period: "2026-W49".into(),
+            jobs: vec![12],
+            more: 0,
+        });
+        let r = render(
+            &one,
+            &alert_data(Frequency::Weekly, &[(12, "Welder")]),
+            BASE,
+            None,
+        )
+        .unwrap();
+        assert_eq!(r.subject, "1 new job for \"rust\" in Berlin, remote");
+        assert!(
+            r.body
+                .contains("1 new job in the week 2026-W49 matches your weekly alert"),
+            "{}",
+            r.body
+        );
+        assert!(!r.body.contains("more match"), "{}", r.body);
+        assert!(!r.body.contains("To stop"), "{}", r.body);
+        // The data of another type does not fit.
+        assert!(render(&one, &application(), BASE, None).is_err());
+        assert_eq!(unsubscribe(&one.kind), Some(Target::Alert { alert_id: 9 }));
     }
 
     #[test]
     fn data_that_does_not_fit_the_event_is_refused() {
         let e = event(EventKind::Submitted { application_id: 3 });
-        let error = render(&e, &job(None), None).unwrap_err();
+        let error = render(&e, &job(None), BASE, None).unwrap_err();
         assert!(
             error.to_string().contains("application.submitted"),
             "{error}"

@@ -3,14 +3,17 @@
 //! CSRF token. A GET shows a page naming what the link stops, with one button, and changes
 //! nothing (mail scanners follow links); a POST, from that button or from a mail client's
 //! one-click unsubscribe (`List-Unsubscribe=One-Click`), does it, and again is the same 200. A
-//! token that does not verify, or names what no longer exists, is 404 to both.
+//! token that does not verify, or names an account that no longer exists, is 404 to both; a
+//! token of an alert that was deleted is 200 to both, saying there is nothing left to stop (the
+//! person got what they asked for: no more of that alert's emails).
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{Caller, MaybeUser};
 use super::idempotency::Idempotent;
 use super::openapi::Problem;
+use crate::domain::alert::{Frequency, describe};
 use crate::http::AppState;
-use crate::store::{Notifications, StoreError};
+use crate::store::{AlertRow, Notifications, StoreError};
 use crate::unsubscribe::{self, Target};
 use axum::extract::{FromRequestParts, RawPathParams, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header, request::Parts};
@@ -45,11 +48,17 @@ pub(super) fn logged_path(path: &str) -> Cow<'_, str> {
 }
 
 /// What a link stops, once its token verified and what it names exists.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Stops {
     /// The hourly digest of new applications of this user.
     Digest { user_id: i64 },
-    // Alerts: `Alert { alert_id, owner }` goes here once alerts exist (see `Link`).
+    /// The digests of this alert of `owner`'s, named by its search in words.
+    Alert {
+        alert_id: i64,
+        owner: i64,
+        frequency: Frequency,
+        search: String,
+    },
 }
 
 impl Stops {
@@ -57,6 +66,9 @@ impl Stops {
     fn what(&self) -> String {
         match self {
             Stops::Digest { .. } => "the hourly digest of new applications".to_string(),
+            Stops::Alert {
+                frequency, search, ..
+            } => format!("the {frequency} emails of your job alert for {search}"),
         }
     }
 
@@ -64,8 +76,49 @@ impl Stops {
     fn owner(&self) -> i64 {
         match self {
             Stops::Digest { user_id } => *user_id,
+            Stops::Alert { owner, .. } => *owner,
         }
     }
+}
+
+/// The search of `alert` in words, with the name of the company it narrows to if it still
+/// exists.
+async fn alert_search(st: &AppState, alert: &AlertRow) -> ApiResult<String> {
+    let company = match alert.company_id {
+        None => None,
+        Some(id) => match st.store.company(id).await {
+            Ok(c) => Some(c.name),
+            Err(StoreError::NotFound) => None,
+            Err(e) => return Err(e.into()),
+        },
+    };
+    // A stored employment type this release does not know is left out of the words.
+    let filters = alert
+        .filters()
+        .unwrap_or_else(|_| crate::domain::search::SearchFilters {
+            employment_type: None,
+            q: alert.q.clone(),
+            location: alert.location.clone(),
+            remote: alert.remote,
+            company_id: alert.company_id,
+            salary_min: alert.salary_min,
+        });
+    Ok(describe(&filters, company.as_deref()))
+}
+
+/// The answer to any request on the link of an alert that was deleted: 200, nothing to stop.
+fn alert_gone(parts: &Parts) -> Response {
+    let page = parts.method == axum::http::Method::GET || accepts_html(&parts.headers);
+    if page {
+        return html(
+            "<h1>Unsubscribe</h1>\n<p>This job alert no longer exists: there is nothing left \
+             to stop, and it sends no more emails.</p>"
+                .to_string(),
+        );
+    }
+    json_no_store(UnsubscribedOut {
+        unsubscribed: Unsubscribed::Alert,
+    })
 }
 
 /// The link's token, verified against `JWT_SECRET` and `JWT_SECRET_PREVIOUS`, and what it
@@ -73,32 +126,41 @@ impl Stops {
 struct Link(Stops);
 
 impl FromRequestParts<AppState> for Link {
-    type Rejection = ApiError;
+    /// A problem, or the 200 of an alert that was deleted (see [`alert_gone`]).
+    type Rejection = Response;
 
-    async fn from_request_parts(parts: &mut Parts, st: &AppState) -> ApiResult<Self> {
+    async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Self, Response> {
+        let not_found = || ApiError::not_found().into_response();
         let params = RawPathParams::from_request_parts(parts, st)
             .await
-            .map_err(|_| ApiError::not_found())?;
+            .map_err(|_| not_found())?;
         let token = params
             .iter()
             .find(|(name, _)| *name == "token")
             .map(|(_, value)| value)
-            .ok_or_else(ApiError::not_found)?;
-        let target = unsubscribe::verify(&st.tokens.verifying_secrets(), token)
-            .ok_or_else(ApiError::not_found)?;
+            .ok_or_else(not_found)?;
+        let target =
+            unsubscribe::verify(&st.tokens.verifying_secrets(), token).ok_or_else(not_found)?;
         let stops = match target {
             Target::Digest { user_id } => match st.store.notifications(user_id).await {
                 Ok(_) => Stops::Digest { user_id },
                 // The account was deleted: nothing left to stop.
-                Err(StoreError::NotFound) => return Err(ApiError::not_found()),
-                Err(e) => return Err(e.into()),
+                Err(StoreError::NotFound) => return Err(not_found()),
+                Err(e) => return Err(ApiError::from(e).into_response()),
             },
-            Target::Alert { .. } => {
-                // Alerts: find the alert here (404 when it is gone) and answer
-                // `Stops::Alert { alert_id, owner }`; the POST pauses it. Until alerts exist no
-                // alert can be named, so every alert link is 404.
-                return Err(ApiError::not_found());
-            }
+            Target::Alert { alert_id } => match st.store.alert(alert_id).await {
+                Ok(alert) => Stops::Alert {
+                    alert_id,
+                    owner: alert.user_id,
+                    frequency: alert.frequency,
+                    search: alert_search(st, &alert)
+                        .await
+                        .map_err(IntoResponse::into_response)?,
+                },
+                // Deleted, or gone with its user: it sends nothing any more.
+                Err(StoreError::NotFound) => return Err(alert_gone(parts)),
+                Err(e) => return Err(ApiError::from(e).into_response()),
+            },
         };
         // For `Idempotent`, which scopes a key by its caller: here, the account the link is for.
         parts.extensions.insert(Caller(stops.owner()));
@@ -109,7 +171,8 @@ impl FromRequestParts<AppState> for Link {
 /// What a POST answers a client that does not ask for HTML.
 #[derive(Serialize, ToSchema)]
 pub struct UnsubscribedOut {
-    /// What was stopped: `application_digest` (the hourly digest of new applications).
+    /// What was stopped: `application_digest` (the hourly digest of new applications, turned
+    /// off) or `alert` (the job alert the link names, paused; or deleted already).
     pub unsubscribed: Unsubscribed,
 }
 
@@ -118,6 +181,7 @@ pub struct UnsubscribedOut {
 #[serde(rename_all = "snake_case")]
 pub enum Unsubscribed {
     ApplicationDigest,
+    Alert,
 }
 
 /// Show what the link stops, with the one button that does it; changes nothing.
@@ -136,8 +200,8 @@ async fn confirm_page(_caller: MaybeUser, Link(stops): Link) -> Response {
     ))
 }
 
-/// Stop what the link names (RFC 8058 one-click): the application digest is turned off. Again:
-/// the same 200. The body, if any, is not read: a mail client sends `List-Unsubscribe=One-Click`
+/// Stop what the link names (RFC 8058 one-click): the application digest is turned off, or the
+/// alert paused (an alert deleted already: 200, nothing to stop). Again: the same 200. The body, if any, is not read: a mail client sends `List-Unsubscribe=One-Click`
 /// as a form, the page's button the same.
 #[utoipa::path(post, operation_id = "unsubscribe", path = "/api/unsubscribe/{token}", tag = "notifications",
     params(("token" = String, Path, description = "the token of an unsubscribe link, as an email carries it"),
@@ -174,18 +238,48 @@ async fn unsubscribe(
                 unsubscribed: Unsubscribed::ApplicationDigest,
             }
         }
+        Stops::Alert {
+            alert_id, owner, ..
+        } => {
+            let out = || UnsubscribedOut {
+                unsubscribed: Unsubscribed::Alert,
+            };
+            let render = |_: &AlertRow| serde_json::to_string(&out()).unwrap_or_default();
+            let done = idem.completion(StatusCode::OK, &render)?;
+            match st.store.pause_alert(alert_id, done.as_ref()).await {
+                Ok(_) => tracing::info!(
+                    user_id = owner,
+                    alert_id,
+                    "user {owner} paused alert {alert_id} by its unsubscribe link"
+                ),
+                // Deleted since the link was read: nothing left to stop.
+                Err(StoreError::NotFound) => {}
+                Err(e) => return Err(e.into()),
+            }
+            out()
+        }
     };
     if page {
         let what = escape(&stops.what());
+        let again = match stops {
+            Stops::Digest { .. } => "You can turn it on again in your account's email preferences.",
+            Stops::Alert { .. } => {
+                "The alert is paused, not deleted: you can resume it in your account's alerts."
+            }
+        };
         return Ok(html(format!(
-            "<h1>Unsubscribed</h1>\n<p>You will no longer receive {what}.</p>\n\
-             <p>You can turn it on again in your account's email preferences.</p>"
+            "<h1>Unsubscribed</h1>\n<p>You will no longer receive {what}.</p>\n<p>{again}</p>"
         )));
     }
+    Ok(json_no_store(out))
+}
+
+/// `out` as JSON, never cached (the request's address holds a token).
+fn json_no_store(out: UnsubscribedOut) -> Response {
     let mut res = Json(out).into_response();
     res.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(res)
+    res
 }
 
 /// A whole page around `main` (already escaped), under the pages' policy, never cached (its

@@ -25,7 +25,7 @@ pub struct AlertRow {
     pub paused: bool,
     pub created_at: DateTime<Utc>,
     pub last_sent_at: Option<DateTime<Utc>>,
-    /// With `watermark_job_id`: the newest job the last digest listed (see [`Watermark`]).
+    /// With `watermark_job_id`: where the last digest ended (see [`Watermark`]).
     pub watermark_created_at: Option<DateTime<Utc>>,
     pub watermark_job_id: Option<i64>,
 }
@@ -49,8 +49,8 @@ impl AlertRow {
         })
     }
 
-    /// Where the next digest starts: after the job the last one listed first, or after the
-    /// alert's creation.
+    /// Where the next digest starts: the end of the last one's period, or the alert's
+    /// creation.
     pub fn watermark(&self) -> Watermark {
         match (self.watermark_created_at, self.watermark_job_id) {
             (Some(at), Some(id)) => Watermark::listed(at, id),
@@ -116,4 +116,9 @@ pub trait AlertStore: Send + Sync {
     ) -> StoreResult<AlertRow>;
     /// Deletes the user's alert `id`; `NotFound` if there is none or it is someone else's.
     async fn delete_alert(&self, user_id: i64, id: i64, idem: Idem<'_, ()>) -> StoreResult<()>;
+    /// The alert `id`, whoever's it is (its unsubscribe link names it); `NotFound` if gone.
+    async fn alert(&self, id: i64) -> StoreResult<AlertRow>;
+    /// Pauses the alert `id` (its unsubscribe link; paused already: as it is) and returns it;
+    /// `NotFound` if gone.
+    async fn pause_alert(&self, id: i64, idem: Idem<'_, AlertRow>) -> StoreResult<AlertRow>;
 }

@@ -2,6 +2,7 @@
 //! implementation, with a PostgreSQL and a SQLite implementation that share everything but the
 //! SQL dialect (see `dialect.rs` and `sql/`).
 
+pub mod alert_digests;
 pub mod alerts;
 pub mod console;
 mod dialect;
@@ -15,6 +16,7 @@ mod sqlite;
 pub mod sqs_dead_letters;
 pub mod upkeep;
 
+pub use alert_digests::*;
 pub use alerts::*;
 pub use console::*;
 pub use digests::*;
@@ -409,6 +411,7 @@ pub trait Store:
     + JobLogStore
     + JobUpkeepStore
     + AlertStore
+    + AlertDigestStore
     + Send
     + Sync
     + 'static

@@ -10,6 +10,7 @@
 //! - `transaction`: the claim, the send and the record share one database transaction, so a
 //!   connection is held during every send (the original design).
 
+mod alert_digests;
 mod batch;
 mod digests;
 mod heartbeat;
@@ -21,6 +22,7 @@ mod transaction;
 mod upkeep;
 pub mod upkeep_jobs;
 
+pub use alert_digests::{ALERTS_PER_BATCH, write_alert_digests};
 pub use digests::{DIGEST_GRACE, DIGEST_LOOKBACK_HOURS};
 
 use crate::config::{ClaimMode, Config};

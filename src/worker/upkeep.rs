@@ -1,6 +1,6 @@
-//! The worker's upkeep: the events it writes (the hourly applications digests), the retention
-//! of its records, and the queue gauges. Every worker runs it, in any number at once: each step
-//! is safe to run twice or side by side. (The API's data, idempotency keys and sign-in failure
+//! The worker's upkeep: the events it writes (the hourly applications digests, the job alerts'
+//! digests), the retention of its records, and the queue gauges. Every worker runs it, in any
+//! number at once: each step is safe to run twice or side by side. (The API's data, idempotency keys and sign-in failure
 //! counters, is the API's to keep: see `store::upkeep`.)
 
 use super::Worker;
@@ -14,6 +14,8 @@ use tokio_util::sync::CancellationToken;
 enum Step {
     /// The hourly `applications.digest` events of the hours that ended.
     Digests,
+    /// The job alerts' `alert.digest` events of the days and weeks that ended.
+    Alerts,
     /// Processed-event records and event records older than the retention.
     Retention,
     /// The queue gauges (`outbox_pending`, `dead_letters`, `queue_oldest_age_seconds`).
@@ -26,8 +28,9 @@ enum Step {
 }
 
 /// The steps, each on its own interval: a new step is a row here and an arm in `run_step`.
-const STEPS: [(Step, Duration); 5] = [
+const STEPS: [(Step, Duration); 6] = [
     (Step::Digests, Duration::from_secs(30)),
+    (Step::Alerts, Duration::from_secs(60)),
     (Step::Retention, Duration::from_secs(3600)),
     (Step::QueueStats, Duration::from_secs(15)),
     (Step::DeadLetterRecords, Duration::from_secs(60)),
@@ -38,6 +41,7 @@ impl Step {
     fn task(self) -> &'static str {
         match self {
             Step::Digests => "digests",
+            Step::Alerts => "alerts",
             Step::Retention => "retention",
             Step::QueueStats => "queue_stats",
             Step::DeadLetterRecords => "dead_letter_records",
@@ -50,6 +54,9 @@ impl Step {
         match self {
             Step::Digests => {
                 "cannot write the hourly applications digests; they are written late once it works again"
+            }
+            Step::Alerts => {
+                "cannot write the job alerts' digests; they are written late once it works again"
             }
             Step::Retention => {
                 "retention cleanup failed; expired records stay until it works again"
@@ -126,13 +133,20 @@ impl Worker {
         }
     }
 
+    /// The database's clock: every worker judges the periods by the same one.
+    async fn database_now(&self) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
+        let now = self.store.now_ms().await?;
+        chrono::DateTime::from_timestamp_millis(now)
+            .ok_or_else(|| anyhow::anyhow!("the database clock reads {now} ms"))
+    }
+
     async fn run_step(&self, step: Step) -> anyhow::Result<()> {
         match step {
             Step::Digests => {
-                let now = self.store.now_ms().await?;
-                let now = chrono::DateTime::from_timestamp_millis(now)
-                    .ok_or_else(|| anyhow::anyhow!("the database clock reads {now} ms"))?;
-                self.write_digests(now).await?;
+                self.write_digests(self.database_now().await?).await?;
+            }
+            Step::Alerts => {
+                self.write_alert_digests(self.database_now().await?).await?;
             }
             Step::Retention => {
                 self.delete_expired().await?;

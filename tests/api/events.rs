@@ -64,7 +64,6 @@ each_mode!(
     a_digest_turned_off_is_not_written_or_not_sent,
     what_an_event_reports_gone_ends_missing,
     invalid_messages_of_each_type_are_dead_lettered,
-    an_alert_digest_is_dead_lettered_with_its_reason,
 );
 
 mod on_sqs {
@@ -749,43 +748,6 @@ async fn invalid_messages_of_each_type_are_dead_lettered(h: Harness) {
         )
         .await,
         bad.len() as f64
-    );
-}
-
-async fn an_alert_digest_is_dead_lettered_with_its_reason(h: Harness) {
-    let s = h.scenario().await;
-    let alert = Event::new(
-        EventKind::AlertDigest {
-            alert_id: 1,
-            period: "2026-W49".into(),
-            jobs: vec![s.job_id],
-        },
-        Utc::now(),
-    );
-    write(&h, std::slice::from_ref(&alert)).await;
-    assert_eq!(drain(&h).await, vec![Outcome::DeadLettered]);
-    let dead = h.worker().await.queue().dead_letters().await.unwrap();
-    assert_eq!(dead.len(), 1);
-    assert_eq!(dead[0].event_id.as_deref(), Some(alert.event_id.as_str()));
-    assert!(
-        dead[0]
-            .reason
-            .contains("alert.digest: alerts are not stored by this version"),
-        "{}",
-        dead[0].reason
-    );
-    assert_eq!(
-        h.processed_status(&alert.event_id).await.as_deref(),
-        Some("dead")
-    );
-    assert!(h.smtp.mails().is_empty());
-    assert_eq!(
-        metric(
-            &h.app,
-            r#"events_handled_total{type="alert.digest",outcome="dead_lettered"}"#
-        )
-        .await,
-        1.0
     );
 }
 

@@ -7,6 +7,8 @@ mod helpers;
 mod accounts;
 mod addresses;
 mod admin;
+mod alert_digests;
+mod alert_scale;
 mod alerts;
 mod applications;
 mod architecture;

@@ -361,8 +361,12 @@ async fn altered_forged_and_stale_tokens_are_404(app: TestApp) {
             user_id: employer.id,
         },
     ));
-    // An alert's link: alerts are not stored yet, so none names a live alert.
-    altered.push(unsubscribe::token(SECRET, Target::Alert { alert_id: 1 }));
+    // An alert's link signed with another secret (a deleted alert's own link answers 200:
+    // tests/api/alert_digests.rs).
+    altered.push(unsubscribe::token(
+        b"another-secret-another-secret-another",
+        Target::Alert { alert_id: 1 },
+    ));
     // A user that never existed.
     altered.push(unsubscribe::token(
         SECRET,

@@ -248,6 +248,7 @@ fn message() -> lettre::Message {
     let sender = Sender {
         from: FROM.into(),
         domain: "acme.example".into(),
+        base_url: "https://jobs.acme.example".into(),
     };
     let data = EmailData {
         to: Recipient {

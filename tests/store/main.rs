@@ -19,6 +19,7 @@
 mod harness;
 
 mod accounts;
+mod alert_digests;
 mod alerts;
 mod applications;
 mod companies;

@@ -33,6 +33,11 @@ const PAGE: &str = concatcp!(
 const UPDATE: &str = "UPDATE alerts SET frequency = COALESCE($1, frequency), \
      paused = COALESCE($2, paused) WHERE id = $3 AND user_id = $4";
 const DELETE: &str = "DELETE FROM alerts WHERE id = $1 AND user_id = $2";
+const BY_ID: &str = concatcp!("SELECT ", COLUMNS, " FROM alerts WHERE id = $1");
+const PAUSE: &str = concatcp!(
+    "UPDATE alerts SET paused = TRUE WHERE id = $1 RETURNING ",
+    COLUMNS
+);
 
 impl S {
     async fn alert_in<'c, E>(e: E, user_id: i64, id: i64) -> StoreResult<AlertRow>
@@ -140,5 +145,24 @@ impl AlertStore for S {
             return Err(StoreError::NotFound);
         }
         Self::commit_with(tx, idem, &()).await
+    }
+
+    async fn alert(&self, id: i64) -> StoreResult<AlertRow> {
+        sqlx::query_as::<_, AlertRow>(BY_ID)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)
+    }
+
+    async fn pause_alert(&self, id: i64, idem: Idem<'_, AlertRow>) -> StoreResult<AlertRow> {
+        let mut tx = self.begin_write().await?;
+        let row = sqlx::query_as::<_, AlertRow>(PAUSE)
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        Self::commit_with(tx, idem, &row).await?;
+        Ok(row)
     }
 }

@@ -4,10 +4,11 @@
 //! application types, the busiest, are also read many at once for a batch.
 
 use super::{Db, S, sql};
+use crate::domain::EmploymentType;
+use crate::domain::alert::{Frequency, describe};
 use crate::domain::event::{Event, EventKind};
-use crate::domain::mail::{
-    ALERTS_NOT_STORED, About, Absent, DigestJob, EmailData, Loaded, Recipient,
-};
+use crate::domain::mail::{About, Absent, AlertJob, DigestJob, EmailData, Loaded, Recipient};
+use crate::domain::search::SearchFilters;
 use crate::store::dialect::placeholders;
 use crate::store::{StoreError, StoreResult};
 use anyhow::Context;
@@ -65,6 +66,28 @@ struct DigestRow {
     applications: i64,
 }
 
+/// A row of [`sql::ALERT_DIGEST_DATA`]: the owner, the alert, and one listed job (none when
+/// no listed job is left).
+#[derive(sqlx::FromRow)]
+struct AlertDigestRow {
+    user_id: i64,
+    email: String,
+    name: String,
+    q: Option<String>,
+    location: Option<String>,
+    remote: Option<bool>,
+    company_id: Option<i64>,
+    company_name: Option<String>,
+    salary_min: Option<i64>,
+    employment_type: Option<String>,
+    frequency: String,
+    paused: bool,
+    job_id: Option<i64>,
+    job_title: Option<String>,
+    job_company: Option<String>,
+    job_location: Option<String>,
+}
+
 /// The error of a failed load, naming the step and the event.
 fn loading(event: &Event) -> impl FnOnce(sqlx::Error) -> StoreError + '_ {
     move |e| {
@@ -89,6 +112,28 @@ fn application_statements(kind: &EventKind) -> Option<(&'static str, &'static st
 }
 
 impl S {
+    /// An `alert.digest`'s email data: gone with its record, its alert or its owner, or once
+    /// none of its jobs is left to show; off while the alert is paused.
+    async fn alert_digest_data<'c, E>(
+        e: E,
+        event: &Event,
+        alert_id: i64,
+        jobs: &[i64],
+    ) -> StoreResult<Loaded>
+    where
+        E: sqlx::Executor<'c, Database = Db>,
+    {
+        let ids = serde_json::to_string(jobs).context("the digest's job ids as JSON")?;
+        let rows = sqlx::query_as::<_, AlertDigestRow>(sql::ALERT_DIGEST_DATA)
+            .bind(&event.event_id)
+            .bind(alert_id)
+            .bind(ids)
+            .fetch_all(e)
+            .await
+            .map_err(loading(event))?;
+        Ok(alert_digest(alert_id, jobs, rows))
+    }
+
     /// What `event`'s email needs, read on `e` (the pool, or a transaction-mode claim's
     /// transaction): one statement.
     pub(super) async fn load_email_data<'c, E>(e: E, event: &Event) -> StoreResult<Loaded>
@@ -158,8 +203,9 @@ impl S {
                     .map_err(loading(event))?;
                 Ok(digest(rows))
             }
-            // No alert is stored by this version: neither its owner nor its search can be read.
-            EventKind::AlertDigest { .. } => Ok(Loaded::Unsendable(ALERTS_NOT_STORED.into())),
+            EventKind::AlertDigest { alert_id, jobs, .. } => {
+                Self::alert_digest_data(e, event, *alert_id, jobs).await
+            }
             EventKind::StatusChanged { .. } | EventKind::Submitted { .. } => {
                 unreachable!("read by application_statements above")
             }
@@ -261,5 +307,65 @@ fn digest(rows: Vec<DigestRow>) -> Loaded {
     Loaded::Ready(EmailData {
         to,
         about: About::ApplicationsDigest { jobs },
+    })
+}
+
+/// An alert digest from its rows (see [`S::alert_digest_data`]), the jobs in the event's order.
+fn alert_digest(alert_id: i64, jobs: &[i64], rows: Vec<AlertDigestRow>) -> Loaded {
+    let Some(first) = rows.first() else {
+        return Loaded::Missing(Absent::Gone);
+    };
+    if first.paused {
+        return Loaded::Missing(Absent::TurnedOff);
+    }
+    let (Some(frequency), Ok(employment_type)) = (
+        Frequency::parse(&first.frequency),
+        first
+            .employment_type
+            .clone()
+            .map(EmploymentType::try_from)
+            .transpose(),
+    ) else {
+        return Loaded::Unsendable(format!(
+            "alert {alert_id} has a frequency or an employment type this release does not know"
+        ));
+    };
+    let filters = SearchFilters {
+        q: first.q.clone(),
+        location: first.location.clone(),
+        remote: first.remote,
+        company_id: first.company_id,
+        salary_min: first.salary_min,
+        employment_type,
+    };
+    let search = describe(&filters, first.company_name.as_deref());
+    let to = Recipient {
+        user_id: first.user_id,
+        email: first.email.clone(),
+        name: first.name.clone(),
+    };
+    let mut by_id: std::collections::HashMap<i64, AlertJob> = rows
+        .into_iter()
+        .filter_map(|r| {
+            Some(AlertJob {
+                job_id: r.job_id?,
+                title: r.job_title?,
+                company: r.job_company?,
+                location: r.job_location?,
+            })
+        })
+        .map(|j| (j.job_id, j))
+        .collect();
+    let listed: Vec<AlertJob> = jobs.iter().filter_map(|id| by_id.remove(id)).collect();
+    if listed.is_empty() {
+        return Loaded::Missing(Absent::Gone);
+    }
+    Loaded::Ready(EmailData {
+        to,
+        about: About::AlertDigest {
+            search,
+            frequency,
+            jobs: listed,
+        },
     })
 }

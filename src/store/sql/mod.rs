@@ -7,6 +7,7 @@
 //! stored in the write's own transaction, then it commits.
 
 mod accounts;
+mod alert_digests;
 mod alerts;
 mod applications;
 mod companies;

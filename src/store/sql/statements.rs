@@ -427,6 +427,27 @@ pub const DIGEST_DATA: &str = concatcp!(
      ORDER BY x.company, x.job_title, x.job_id"
 );
 
+/// `alert.digest` (`$1` the event, `$2` the alert, `$3` the listed job ids as a JSON array):
+/// its record, the alert's owner, the alert, the name of the company it narrows to (if any, and
+/// still there), and one row per listed job still there as it is now (one row with a NULL job
+/// when none is left). A job back in review or rejected is its company's alone: not shown.
+pub const ALERT_DIGEST_DATA: &str = concatcp!(
+    "SELECT ",
+    RECIPIENT,
+    ", a.q, a.location, a.remote, a.company_id, c.name AS company_name, a.salary_min, \
+     a.employment_type, a.frequency, a.paused, x.id AS job_id, x.title AS job_title, \
+     x.company AS job_company, x.location AS job_location FROM events e \
+     JOIN alerts a ON a.id = $2 JOIN users u ON u.id = a.user_id \
+     LEFT JOIN companies c ON c.id = a.company_id \
+     LEFT JOIN (SELECT j.id, j.title, jc.name AS company, j.location FROM jobs j \
+     JOIN companies jc ON jc.id = j.company_id \
+     WHERE j.status NOT IN ('pending_review', 'rejected') AND j.id IN (",
+    <D as Dialect>::JSON_IDS_OPEN,
+    "$3",
+    <D as Dialect>::JSON_IDS_CLOSE,
+    ")) x ON 1 = 1 WHERE e.event_id = $1"
+);
+
 // The hourly applications digests (the worker's upkeep)
 
 /// The applications created in one hour (`$1` ≤ created_at < `$2`) to the jobs of the companies

@@ -1,0 +1,688 @@
+//! The job alerts' digests at scale, on PostgreSQL and on SQLite: `--alerts` alerts (default
+//! 100 000: words of a Zipf-like vocabulary of 20 000, a place in a fifth, a company, remote,
+//! a salary or an employment type now and then) over `--alert-jobs` jobs (default 100 000),
+//! 10 000 of them opened in the day whose digests are due, the others in the 60 days before.
+//! Each alert had its digest of the day before (its watermark is the day's start), as on a
+//! board in its steady state.
+//!
+//! - **write**: the upkeep's step (`jobboard::worker::write_alert_digests`, what every worker
+//!   runs every minute) in this process, on the database's clock: from the first read to the
+//!   day marked written, every digest event written (the target: under 5 minutes).
+//! - **send**: one `jobboard worker` process (64 in flight, 8 connections) sends them to the
+//!   local SMTP sink that takes 50 ms per message, as the worker scenarios' `smtp+50ms` rows
+//!   do; emails/s from the first email accepted to the last, every digest exactly once.
+
+use crate::Opts;
+use crate::common::{FreshDb, progress, record_failure};
+use crate::report::{Section, Target};
+use crate::worker::{
+    CONCURRENCY, POOL, Sink, SmtpSink, database_url, sqlx_scalar_i64, sqlx_strings, start_workers,
+    wait_for_emails,
+};
+use anyhow::{Context, Result, ensure};
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use jobboard::domain::EmploymentType;
+use jobboard::domain::alert::Frequency;
+use jobboard::store::Store;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const SECTION: &str = "alerts";
+/// Jobs opened in the day whose digests are written.
+const NEW_JOBS: usize = 10_000;
+/// Distinct words of the vocabulary.
+const WORDS: usize = 20_000;
+/// The target: every digest written within this.
+const WRITE_TARGET_SECS: f64 = 300.0;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Db {
+    Postgres,
+    Sqlite,
+}
+
+/// What one database's run measured.
+#[derive(Debug, Default, serde::Serialize)]
+struct Figures {
+    jobs: usize,
+    alerts: usize,
+    seed_seconds: f64,
+    /// Open jobs in the day's window.
+    window_jobs: i64,
+    digests: u64,
+    write_seconds: f64,
+    digests_per_sec: f64,
+    send_seconds: f64,
+    emails_per_sec: f64,
+    duplicates: usize,
+    losses: usize,
+}
+
+pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
+    let mut section = Section {
+        name: SECTION.into(),
+        columns: [
+            "scenario",
+            "jobs",
+            "alerts",
+            "window",
+            "digests",
+            "write s",
+            "digests/s",
+            "send s",
+            "emails/s",
+            "dup",
+            "lost",
+        ]
+        .map(String::from)
+        .to_vec(),
+        json: json!({"scenarios": []}),
+        ..Section::default()
+    };
+    for db in [Db::Postgres, Db::Sqlite] {
+        let name = format!(
+            "alert digests {}",
+            match db {
+                Db::Postgres => "pg",
+                Db::Sqlite => "sqlite",
+            }
+        );
+        progress(SECTION, format!("{name}: starting"));
+        match run_db(opts, db).await {
+            Ok(f) => {
+                section.rows.push(vec![
+                    name.clone(),
+                    f.jobs.to_string(),
+                    f.alerts.to_string(),
+                    f.window_jobs.to_string(),
+                    f.digests.to_string(),
+                    format!("{:.1}", f.write_seconds),
+                    format!("{:.0}", f.digests_per_sec),
+                    format!("{:.1}", f.send_seconds),
+                    format!("{:.0}", f.emails_per_sec),
+                    f.duplicates.to_string(),
+                    f.losses.to_string(),
+                ]);
+                section.targets.push(Target::at_most(
+                    &format!("{name}: every digest written (s)"),
+                    f.write_seconds,
+                    WRITE_TARGET_SECS,
+                    format!("{} digests of {} alerts", f.digests, f.alerts),
+                ));
+                if f.duplicates > 0 || f.losses > 0 {
+                    record_failure(
+                        &mut section,
+                        &name,
+                        &anyhow::anyhow!("{} duplicates, {} losses", f.duplicates, f.losses),
+                    );
+                }
+                section.json["scenarios"]
+                    .as_array_mut()
+                    .expect("an array")
+                    .push(json!({"name": name, "figures": f}));
+            }
+            Err(e) => record_failure(&mut section, &name, &e),
+        }
+    }
+    section.notes.push(format!(
+        "write: the upkeep's alerts step in one process (the window of the day's {NEW_JOBS} new \
+         jobs read and indexed once, the alerts matched 500 at a time on one blocking thread, \
+         each batch's watermarks and events in one transaction); send: one worker process, \
+         {CONCURRENCY} in flight, {POOL} connections, mail taking 50 ms per message"
+    ));
+    Ok(vec![section])
+}
+
+/// The `i`-th word of the vocabulary: letters only, never ending in `s` (so never a plural).
+fn word(i: usize) -> String {
+    const SYLLABLES: &[&str] = &[
+        "ka", "lo", "mi", "nu", "pe", "ri", "to", "va", "ze", "du", "fo", "gi", "bo", "xa", "le",
+        "ro",
+    ];
+    let mut w = String::new();
+    let mut i = i + SYLLABLES.len();
+    while i > 0 {
+        w.push_str(SYLLABLES[i % SYLLABLES.len()]);
+        i /= SYLLABLES.len();
+    }
+    w
+}
+
+/// A Zipf-like pick among `n` items: rank `r` (from 0) with weight 1 / (r + 1).
+fn zipf(rng: &mut StdRng, n: usize) -> usize {
+    let x = ((n as f64 + 1.0).ln() * rng.r#gen::<f64>()).exp();
+    (x as usize - 1).min(n - 1)
+}
+
+/// Between `fewest` and `most` words of the vocabulary, drawn Zipf-like.
+fn words(rng: &mut StdRng, fewest: usize, most: usize) -> String {
+    let n = rng.gen_range(fewest..=most);
+    (0..n)
+        .map(|_| word(zipf(rng, WORDS)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A seeded job.
+struct SeedJob {
+    company: usize,
+    title: String,
+    description: String,
+    location: String,
+    remote: bool,
+    salary_min: Option<i64>,
+    salary_max: Option<i64>,
+    employment_type: &'static str,
+    search_terms: String,
+    title_terms: String,
+    created_at: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+}
+
+/// A seeded alert.
+struct SeedAlert {
+    q: Option<String>,
+    location: Option<String>,
+    remote: Option<bool>,
+    company: Option<usize>,
+    salary_min: Option<i64>,
+    employment_type: Option<&'static str>,
+}
+
+/// `n` jobs, the last [`NEW_JOBS`] in `[start, end)`, the others in the 60 days before, oldest
+/// first (ids follow creation, as the store keeps them).
+fn generate_jobs(
+    rng: &mut StdRng,
+    n: usize,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+    locations: &[String],
+    companies: &[String],
+) -> Vec<SeedJob> {
+    let new = NEW_JOBS.min(n);
+    let old = n - new;
+    let span_us = (end - start).num_microseconds().unwrap_or(1);
+    let old_span_us = ChronoDuration::days(60).num_microseconds().unwrap_or(1);
+    let mut jobs: Vec<SeedJob> = (0..n)
+        .map(|i| {
+            let is_new = i >= old;
+            let created_at = if is_new {
+                start + ChronoDuration::microseconds(rng.gen_range(0..span_us))
+            } else {
+                start - ChronoDuration::microseconds(rng.gen_range(1..=old_span_us))
+            };
+            let company = zipf(rng, companies.len());
+            let title = words(rng, 1, 4);
+            // The day's jobs are matched, so they carry a real description; the older ones
+            // only fill the table.
+            let description = if is_new {
+                words(rng, 20, 80)
+            } else {
+                words(rng, 5, 12)
+            };
+            let salary_max = rng.gen_bool(0.8).then(|| rng.gen_range(30..=250) * 1_000);
+            let location = locations[zipf(rng, locations.len())].clone();
+            SeedJob {
+                search_terms: jobboard::domain::search::document_terms(&[
+                    &title,
+                    &description,
+                    &companies[company],
+                ]),
+                title_terms: jobboard::domain::search::document_terms(&[&title]),
+                company,
+                title,
+                description,
+                location,
+                remote: rng.gen_bool(0.3),
+                salary_min: salary_max.map(|m| m / 2),
+                salary_max,
+                employment_type: EmploymentType::ALL[zipf(rng, 4)].as_str(),
+                created_at,
+                expires_at: created_at + ChronoDuration::days(90),
+            }
+        })
+        .collect();
+    jobs.sort_by_key(|j| j.created_at);
+    jobs
+}
+
+fn generate_alerts(
+    rng: &mut StdRng,
+    n: usize,
+    locations: &[String],
+    companies: usize,
+) -> Vec<SeedAlert> {
+    (0..n)
+        .map(|_| {
+            let q = rng.gen_bool(0.8).then(|| words(rng, 1, 2));
+            let location = (q.is_none() || rng.gen_bool(0.2)).then(|| {
+                let l = &locations[zipf(rng, locations.len())];
+                l[..l.len().min(rng.gen_range(3..=8))].to_lowercase()
+            });
+            SeedAlert {
+                q,
+                location,
+                remote: rng.gen_bool(0.15).then(|| rng.gen_bool(0.5)),
+                company: rng.gen_bool(0.1).then(|| zipf(rng, companies)),
+                salary_min: rng.gen_bool(0.2).then(|| rng.gen_range(20..=200) * 1_000),
+                employment_type: rng
+                    .gen_bool(0.15)
+                    .then(|| EmploymentType::ALL[rng.gen_range(0..4)].as_str()),
+            }
+        })
+        .collect()
+}
+
+/// The database of one run: a fresh PostgreSQL database, or a SQLite file in a folder of its
+/// own; removed when dropped.
+enum Place {
+    Pg(FreshDb),
+    /// The folder (removed with it) and the URL.
+    Sqlite(#[allow(dead_code)] tempfile::TempDir, String),
+}
+
+impl Place {
+    fn url(&self) -> &str {
+        match self {
+            Place::Pg(db) => &db.url,
+            Place::Sqlite(_, url) => url,
+        }
+    }
+}
+
+async fn run_db(opts: &Opts, db: Db) -> Result<Figures> {
+    let place = match db {
+        Db::Postgres => Place::Pg(FreshDb::create(&opts.pg_url).await?),
+        Db::Sqlite => {
+            let dir = tempfile::tempdir()?;
+            let url = format!("sqlite://{}", dir.path().join("alerts.db").display());
+            Place::Sqlite(dir, url)
+        }
+    };
+    let url = place.url().to_string();
+    let store: Arc<dyn Store> =
+        jobboard::store::connect_with_pool(&database_url(&url)?, Some(POOL)).await?;
+    store.migrate().await?;
+
+    // The day whose digests are due, on the database's clock, as the worker judges it.
+    let now = DateTime::from_timestamp_millis(store.now_ms().await?).context("the clock")?;
+    let day = Frequency::Daily.last_ended(now - jobboard::worker::DIGEST_GRACE);
+    let t = Instant::now();
+    let mut rng = StdRng::seed_from_u64(20_261_204);
+    let locations: Vec<String> = (0..300).map(|i| format!("{} City", word(i))).collect();
+    let companies: Vec<String> = (0..500).map(|i| format!("{} Corp", word(i + 50))).collect();
+    let njobs = opts.alert_jobs.max(NEW_JOBS);
+    progress(
+        SECTION,
+        format!("generating {njobs} jobs and {} alerts", opts.alerts),
+    );
+    let jobs = generate_jobs(&mut rng, njobs, day.start, day.end, &locations, &companies);
+    let alerts = generate_alerts(&mut rng, opts.alerts, &locations, companies.len());
+    progress(SECTION, "inserting");
+    match &place {
+        Place::Pg(fresh) => {
+            let pool = fresh.pool(4).await?;
+            seed_pg(&pool, &companies, &jobs, &alerts, day.start).await?;
+            sqlx::query("VACUUM (ANALYZE)").execute(&pool).await?;
+        }
+        Place::Sqlite(_, url) => {
+            let pool = sqlx::sqlite::SqlitePoolOptions::new()
+                .max_connections(1)
+                .connect(url)
+                .await?;
+            seed_sqlite(&pool, &companies, &jobs, &alerts, day.start).await?;
+            sqlx::query("ANALYZE").execute(&pool).await?;
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(&pool)
+                .await?;
+        }
+    }
+    drop(jobs);
+    let seed_seconds = t.elapsed().as_secs_f64();
+    let window_jobs = sqlx_scalar_i64(
+        &url,
+        &format!(
+            "SELECT COUNT(*) FROM jobs WHERE status = 'open' AND created_at >= {} \
+             AND created_at < {}",
+            lit(day.start),
+            lit(day.end)
+        ),
+    )
+    .await?
+    .unwrap_or(0);
+    progress(
+        SECTION,
+        format!(
+            "seeded in {seed_seconds:.0} s; writing the digests of {} ({window_jobs} new jobs)",
+            day.label
+        ),
+    );
+
+    // Write.
+    let t = Instant::now();
+    let digests = jobboard::worker::write_alert_digests(&*store, now).await?;
+    let write_seconds = t.elapsed().as_secs_f64();
+    let recorded = sqlx_scalar_i64(
+        &url,
+        "SELECT COUNT(*) FROM events WHERE type = 'alert.digest'",
+    )
+    .await?
+    .unwrap_or(0);
+    ensure!(
+        recorded as u64 == digests,
+        "{recorded} digests recorded, {digests} written"
+    );
+    let moved = sqlx_scalar_i64(
+        &url,
+        &format!(
+            "SELECT COUNT(*) FROM alerts WHERE watermark_created_at = {}",
+            lit(day.end)
+        ),
+    )
+    .await?
+    .unwrap_or(0);
+    ensure!(
+        moved as usize == opts.alerts,
+        "{moved} of {} alerts moved to the day's end",
+        opts.alerts
+    );
+    progress(
+        SECTION,
+        format!("{digests} digests written in {write_seconds:.1} s; sending"),
+    );
+
+    // Send.
+    let expected = sqlx_strings(&url, "SELECT event_id FROM outbox").await?;
+    ensure!(
+        expected.len() as u64 == digests,
+        "the outbox holds {}",
+        expected.len()
+    );
+    let sink = Sink::Smtp(SmtpSink::start(Duration::from_millis(50)).await?);
+    let mut env: Vec<(&'static str, String)> = vec![
+        ("DATABASE_URL", url.clone()),
+        ("RUST_LOG", "warn".into()),
+        ("LOG_FORMAT", "json".into()),
+        ("EMAIL_FROM", "jobs@bench.example".into()),
+        ("PUBLIC_BASE_URL", "https://jobs.bench.example".into()),
+        (
+            "JWT_SECRET",
+            "bench-secret-bench-secret-bench-secret".into(),
+        ),
+        ("DATABASE_POOL_SIZE", POOL.to_string()),
+        ("WORKER_CONCURRENCY", CONCURRENCY.to_string()),
+    ];
+    env.extend(sink.env());
+    let mut workers = start_workers(opts, 1, &env)?;
+    let timeout = Duration::from_secs(300 + expected.len() as u64 / 20);
+    wait_for_emails(&sink, &expected, &mut workers, timeout).await?;
+    for w in &mut workers {
+        w.stop()?;
+    }
+    drop(workers);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let accepted = sink.accepted()?;
+    let first = accepted.iter().map(|(_, t)| *t).min().context("no email")?;
+    let last = accepted.iter().map(|(_, t)| *t).max().unwrap_or(first);
+    let send_seconds = last.duration_since(first).unwrap_or_default().as_secs_f64();
+    let mut per_event: HashMap<&str, usize> = HashMap::new();
+    for (id, _) in &accepted {
+        *per_event.entry(id.as_str()).or_default() += 1;
+    }
+    let duplicates = per_event
+        .iter()
+        .map(|(id, n)| if expected.contains(*id) { n - 1 } else { *n })
+        .sum();
+    let losses = expected
+        .iter()
+        .filter(|id| !per_event.contains_key(id.as_str()))
+        .count();
+    drop(store);
+    if let Place::Pg(fresh) = place {
+        fresh.drop_now().await?;
+    }
+    Ok(Figures {
+        jobs: njobs,
+        alerts: opts.alerts,
+        seed_seconds,
+        window_jobs,
+        digests,
+        write_seconds,
+        digests_per_sec: digests as f64 / write_seconds.max(1e-9),
+        send_seconds,
+        emails_per_sec: (expected.len().saturating_sub(1)) as f64 / send_seconds.max(1e-9),
+        duplicates,
+        losses,
+    })
+}
+
+/// A time as the store writes it, as an SQL literal (SQLite compares the text).
+fn lit(t: DateTime<Utc>) -> String {
+    format!(
+        "'{}'",
+        t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
+    )
+}
+
+/// Candidates: one per 20 alerts.
+fn candidates(alerts: usize) -> Vec<String> {
+    (0..alerts.div_ceil(20))
+        .map(|i| format!("candidate{i}@bench.example"))
+        .collect()
+}
+
+async fn seed_pg(
+    pool: &sqlx::PgPool,
+    companies: &[String],
+    jobs: &[SeedJob],
+    alerts: &[SeedAlert],
+    day_start: DateTime<Utc>,
+) -> Result<()> {
+    let now = Utc::now();
+    // Inserted in order, so that sorted ids are the companies' and candidates' by rank.
+    let mut company_ids: Vec<i64> = sqlx::query_scalar(
+        "INSERT INTO companies (name, website, description, created_at) \
+         SELECT n, NULL, 'A seeded company.', $2 FROM UNNEST($1::text[]) WITH ORDINALITY \
+         AS t(n, k) ORDER BY k RETURNING id",
+    )
+    .bind(companies.to_vec())
+    .bind(now)
+    .fetch_all(pool)
+    .await
+    .context("inserting companies")?;
+    company_ids.sort();
+    for chunk in jobs.chunks(5_000) {
+        let strings = |f: &dyn Fn(&SeedJob) -> &str| {
+            chunk.iter().map(|j| f(j).to_string()).collect::<Vec<_>>()
+        };
+        sqlx::query(
+            "INSERT INTO jobs (company_id, title, description, location, location_key, remote, \
+             salary_min, salary_max, employment_type, status, search_terms, title_terms, \
+             expires_at, created_at, updated_at) \
+             SELECT t.company_id, t.title, t.description, t.location, t.location_key, t.remote, \
+             t.salary_min, t.salary_max, t.employment_type, 'open', t.search_terms, \
+             t.title_terms, t.expires_at, t.created_at, t.created_at \
+             FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], \
+             $6::bool[], $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[], \
+             $12::timestamptz[], $13::timestamptz[]) WITH ORDINALITY AS t(company_id, title, \
+             description, location, location_key, remote, salary_min, salary_max, \
+             employment_type, search_terms, title_terms, expires_at, created_at, n) \
+             ORDER BY t.n",
+        )
+        .bind(
+            chunk
+                .iter()
+                .map(|j| company_ids[j.company])
+                .collect::<Vec<_>>(),
+        )
+        .bind(strings(&|j| &j.title))
+        .bind(strings(&|j| &j.description))
+        .bind(strings(&|j| &j.location))
+        .bind(
+            chunk
+                .iter()
+                .map(|j| j.location.to_lowercase())
+                .collect::<Vec<_>>(),
+        )
+        .bind(chunk.iter().map(|j| j.remote).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|j| j.salary_min).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|j| j.salary_max).collect::<Vec<_>>())
+        .bind(strings(&|j| j.employment_type))
+        .bind(strings(&|j| &j.search_terms))
+        .bind(strings(&|j| &j.title_terms))
+        .bind(chunk.iter().map(|j| j.expires_at).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|j| j.created_at).collect::<Vec<_>>())
+        .execute(pool)
+        .await
+        .context("inserting jobs")?;
+    }
+    let emails = candidates(alerts.len());
+    let mut user_ids: Vec<i64> = sqlx::query_scalar(
+        "INSERT INTO users (email, email_key, name, role, password_hash, created_at) \
+         SELECT e, e, 'Candidate', 'candidate', 'not-a-login', $2 \
+         FROM UNNEST($1::text[]) WITH ORDINALITY AS t(e, k) ORDER BY k RETURNING id",
+    )
+    .bind(&emails)
+    .bind(now)
+    .fetch_all(pool)
+    .await
+    .context("inserting candidates")?;
+    user_ids.sort();
+    for (c, chunk) in alerts.chunks(10_000).enumerate() {
+        let first = c * 10_000;
+        sqlx::query(
+            "INSERT INTO alerts (user_id, q, location, remote, company_id, salary_min, \
+             employment_type, frequency, created_at, watermark_created_at, watermark_job_id) \
+             SELECT t.u, t.q, t.l, t.r, t.c, t.s, t.e, 'daily', $8, $9, 0 \
+             FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bool[], $5::bigint[], \
+             $6::bigint[], $7::text[]) AS t(u, q, l, r, c, s, e)",
+        )
+        .bind(
+            (first..first + chunk.len())
+                .map(|i| user_ids[i / 20])
+                .collect::<Vec<_>>(),
+        )
+        .bind(chunk.iter().map(|a| a.q.clone()).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|a| a.location.clone()).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|a| a.remote).collect::<Vec<_>>())
+        .bind(
+            chunk
+                .iter()
+                .map(|a| a.company.map(|c| company_ids[c]))
+                .collect::<Vec<_>>(),
+        )
+        .bind(chunk.iter().map(|a| a.salary_min).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|a| a.employment_type).collect::<Vec<_>>())
+        .bind(day_start - ChronoDuration::days(30))
+        .bind(day_start)
+        .execute(pool)
+        .await
+        .context("inserting alerts")?;
+    }
+    Ok(())
+}
+
+async fn seed_sqlite(
+    pool: &sqlx::SqlitePool,
+    companies: &[String],
+    jobs: &[SeedJob],
+    alerts: &[SeedAlert],
+    day_start: DateTime<Utc>,
+) -> Result<()> {
+    let now = Utc::now();
+    let mut tx = pool.begin().await?;
+    let mut company_ids = Vec::new();
+    for name in companies {
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO companies (name, website, description, created_at) \
+             VALUES ($1, NULL, 'A seeded company.', $2) RETURNING id",
+        )
+        .bind(name)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?;
+        company_ids.push(id);
+    }
+    tx.commit().await?;
+    for group in jobs.chunks(50_000) {
+        let mut tx = pool.begin().await?;
+        for chunk in group.chunks(2_000) {
+            let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "INSERT INTO jobs (company_id, title, description, location, location_key, \
+                 remote, salary_min, salary_max, employment_type, status, search_terms, \
+                 title_terms, expires_at, created_at, updated_at) ",
+            );
+            qb.push_values(chunk, |mut b, j| {
+                b.push_bind(company_ids[j.company])
+                    .push_bind(&j.title)
+                    .push_bind(&j.description)
+                    .push_bind(&j.location)
+                    .push_bind(j.location.to_lowercase())
+                    .push_bind(j.remote)
+                    .push_bind(j.salary_min)
+                    .push_bind(j.salary_max)
+                    .push_bind(j.employment_type)
+                    .push_bind("open")
+                    .push_bind(&j.search_terms)
+                    .push_bind(&j.title_terms)
+                    .push_bind(j.expires_at)
+                    .push_bind(j.created_at)
+                    .push_bind(j.created_at);
+            });
+            qb.build()
+                .execute(&mut *tx)
+                .await
+                .context("inserting jobs into SQLite")?;
+        }
+        tx.commit().await?;
+    }
+    let mut tx = pool.begin().await?;
+    let mut user_ids = Vec::new();
+    for chunk in candidates(alerts.len()).chunks(2_000) {
+        let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "INSERT INTO users (email, email_key, name, role, password_hash, created_at) ",
+        );
+        qb.push_values(chunk, |mut b, e| {
+            b.push_bind(e)
+                .push_bind(e)
+                .push_bind("Candidate")
+                .push_bind("candidate")
+                .push_bind("not-a-login")
+                .push_bind(now);
+        });
+        qb.push(" RETURNING id");
+        let ids: Vec<i64> = qb.build_query_scalar().fetch_all(&mut *tx).await?;
+        user_ids.extend(ids);
+    }
+    user_ids.sort();
+    for (c, chunk) in alerts.chunks(2_000).enumerate() {
+        let first = c * 2_000;
+        let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "INSERT INTO alerts (user_id, q, location, remote, company_id, salary_min, \
+             employment_type, frequency, created_at, watermark_created_at, watermark_job_id) ",
+        );
+        qb.push_values(chunk.iter().enumerate(), |mut b, (k, a)| {
+            b.push_bind(user_ids[(first + k) / 20])
+                .push_bind(&a.q)
+                .push_bind(&a.location)
+                .push_bind(a.remote)
+                .push_bind(a.company.map(|c| company_ids[c]))
+                .push_bind(a.salary_min)
+                .push_bind(a.employment_type)
+                .push_bind("daily")
+                .push_bind(day_start - ChronoDuration::days(30))
+                .push_bind(day_start)
+                .push_bind(0i64);
+        });
+        qb.build()
+            .execute(&mut *tx)
+            .await
+            .context("inserting alerts into SQLite")?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
