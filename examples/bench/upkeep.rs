@@ -20,10 +20,10 @@ use crate::common::{FreshDb, progress, record_failure};
 use crate::report::Section;
 use crate::worker::{Sink, SmtpSink, start_workers, wait_for_emails};
 use anyhow::{Context, Result};
-use jobboard::domain::values::{Email, SalaryRange, Title};
-use jobboard::domain::{EmploymentType, JobStatus, Role};
+use jobboard::domain::values::Email;
+use jobboard::domain::Role;
 use jobboard::store::job_upkeep::{JobUpkeepSettings, run_job_upkeep};
-use jobboard::store::{CompanyFields, JobFields, NewUser, Store};
+use jobboard::store::{NewUser, Store};
 use serde_json::json;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -189,41 +189,16 @@ async fn seed(url: &str, jobs: usize, notices: usize) -> Result<Arc<dyn Store>> 
     let store =
         jobboard::store::connect_with_pool(&crate::worker::database_url(url)?, Some(POOL)).await?;
     store.migrate().await?;
-    let employer = store
-        .create_user(NewUser {
+    let (_, template) = crate::worker::employer_with_job(
+        &*store,
+        NewUser {
             email: Email::parse("member@bench.example").expect("a valid email"),
             name: "Member".into(),
             role: Role::Employer,
             password_hash: "not-a-login".into(),
-        })
-        .await?;
-    let company = store
-        .create_company(
-            employer.id,
-            CompanyFields {
-                name: "Bench".into(),
-                website: None,
-                description: None,
-            },
-            None,
-        )
-        .await?;
-    let template = store
-        .create_job(
-            company.id,
-            JobFields {
-                title: Title::parse("Engineer").expect("a valid title"),
-                description: "Benchmark".into(),
-                location: "Anywhere".into(),
-                remote: true,
-                salary: SalaryRange::default(),
-                employment_type: EmploymentType::FullTime,
-                status: JobStatus::Open,
-                expires_at: Some(jobboard::timefmt::now() + chrono::Duration::days(30)),
-            },
-            None,
-        )
-        .await?;
+        },
+    )
+    .await?;
     let sqlite = url.starts_with("sqlite");
     // Every column but the id, copied from the template; `expires_at` set per row.
     let columns: Vec<String> = if sqlite {

@@ -513,34 +513,7 @@ async fn seed_store(url: &str, events: usize, latency: usize) -> Result<(Vec<i64
         role,
         password_hash: "not-a-login".into(),
     };
-    let employer = store.create_user(user(0, Role::Employer)).await?;
-    let company = store
-        .create_company(
-            employer.id,
-            CompanyFields {
-                name: "Bench".into(),
-                website: None,
-                description: None,
-            },
-            None,
-        )
-        .await?;
-    let job = store
-        .create_job(
-            company.id,
-            JobFields {
-                title: Title::parse("Engineer").expect("a valid title"),
-                description: "Benchmark".into(),
-                location: "Anywhere".into(),
-                remote: true,
-                salary: SalaryRange::default(),
-                employment_type: EmploymentType::FullTime,
-                status: JobStatus::Open,
-                expires_at: Some(jobboard::timefmt::now() + chrono::Duration::days(30)),
-            },
-            None,
-        )
-        .await?;
+    let (employer, job) = employer_with_job(&*store, user(0, Role::Employer)).await?;
     let moved = events / 4;
     let apps: Vec<i64> = futures::stream::iter(1..=moved + latency)
         .map(|i| {
@@ -591,6 +564,43 @@ async fn seed_store(url: &str, events: usize, latency: usize) -> Result<(Vec<i64
         sqlx_exec(url, "PRAGMA wal_checkpoint(TRUNCATE)").await?;
     }
     Ok((latency_apps, employer_id))
+}
+
+/// `employer`'s company "Bench" and its open job "Engineer", expiring in 30 days: what every
+/// seed starts from.
+pub(crate) async fn employer_with_job(
+    store: &dyn jobboard::store::Store,
+    employer: NewUser,
+) -> Result<(jobboard::store::UserRow, jobboard::store::JobRow)> {
+    let employer = store.create_user(employer).await?;
+    let company = store
+        .create_company(
+            employer.id,
+            CompanyFields {
+                name: "Bench".into(),
+                website: None,
+                description: None,
+            },
+            None,
+        )
+        .await?;
+    let job = store
+        .create_job(
+            company.id,
+            JobFields {
+                title: Title::parse("Engineer").expect("a valid title"),
+                description: "Benchmark".into(),
+                location: "Anywhere".into(),
+                remote: true,
+                salary: SalaryRange::default(),
+                employment_type: EmploymentType::FullTime,
+                status: JobStatus::Open,
+                expires_at: Some(jobboard::timefmt::now() + chrono::Duration::days(30)),
+            },
+            None,
+        )
+        .await?;
+    Ok((employer, job))
 }
 
 use futures::{StreamExt, TryStreamExt};
