@@ -124,11 +124,6 @@ fn classify<R: std::fmt::Debug>(e: SdkError<SendEmailError, R>, from: Option<&st
         SdkError::DispatchFailure(failure) if never_sent(failure.as_connector_error()) => {
             SendError::Unavailable(text)
         }
-        // The connection failed once the request could have been written, the deadline
-        // passed, or SES's answer cannot be read: SES may have the message.
-        SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) | SdkError::ResponseError(_) => {
-            SendError::Unknown(text)
-        }
         SdkError::ServiceError(service) => match service.err() {
             SendEmailError::MessageRejected(rejected) => {
                 if refuses_sender(rejected.message().unwrap_or_default(), from) {
@@ -157,6 +152,9 @@ fn classify<R: std::fmt::Debug>(e: SdkError<SendEmailError, R>, from: Option<&st
                 Some(_) => SendError::Permanent(text),
             },
         },
+        // Any other failure (a dispatch failure once the request could have been written, the
+        // deadline passed, SES's answer unreadable, a kind of failure the SDK adds later): SES
+        // may have the message.
         _ => SendError::Unknown(text),
     }
 }
@@ -273,6 +271,37 @@ mod tests {
             let e = rejected(reason);
             assert!(matches!(e, SendError::Unavailable(_)), "{reason}: {e:?}");
         }
+    }
+
+    /// SES's refusals of the sender's authority are the sender's whatever they name: with no
+    /// envelope sender to compare, the words alone decide.
+    #[test]
+    fn a_refusal_of_sending_from_the_identity_needs_no_address() {
+        for reason in [
+            "Did not have authority to send from email jobs@acme.example",
+            "User is not authorized to perform ses:SendEmail when sending from this identity",
+        ] {
+            assert!(refuses_sender(reason, None), "{reason}");
+        }
+        assert!(!refuses_sender(
+            "Email address is not verified: cody@mail.example",
+            None
+        ));
+    }
+
+    /// A request that could not be built or signed never left: an outage.
+    #[test]
+    fn a_request_that_could_not_be_built_is_an_outage() {
+        let e = classify::<()>(
+            SdkError::construction_failure("no credentials to sign with"),
+            Some(FROM),
+        );
+        assert!(matches!(e, SendError::Unavailable(_)), "{e:?}");
+        let e = classify::<()>(
+            SdkError::response_error("an unreadable answer", ()),
+            Some(FROM),
+        );
+        assert!(matches!(e, SendError::Unknown(_)), "{e:?}");
     }
 
     #[test]
