@@ -59,8 +59,8 @@ pub fn init_logging(format: LogFormat) {
 /// handle renders `/metrics`. The process's global recorder hands each metric to the recorder of
 /// the runtime it is recorded on: a process runs one runtime, so it has one recorder; the tests
 /// run one runtime per test, so each test's application counts only its own traffic and never
-/// reads another test's counts. Metrics recorded outside any runtime, or on a runtime that never
-/// asked for a handle, go to the first recorder.
+/// reads another test's counts. Metrics recorded outside any runtime go to the first recorder;
+/// those of a runtime that never asked for a handle go to none once another runtime has one.
 pub fn metrics_handle() -> PrometheusHandle {
     let router = router();
     let runtime = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
@@ -164,12 +164,17 @@ impl Router {
         all
     }
 
-    /// The recorder of the runtime this runs on, else the first.
+    /// The recorder of the runtime this runs on, else the first. A runtime that never asked
+    /// for a handle while others have one (the tests' runtimes) records into none: its
+    /// metrics must not land in the first runtime's recorder and be counted as another's.
     fn current(&self) -> Option<Arc<PrometheusRecorder>> {
         if let Ok(h) = tokio::runtime::Handle::try_current() {
             let by_runtime = self.by_runtime.read().unwrap_or_else(|p| p.into_inner());
             if let Some(r) = by_runtime.get(&h.id()) {
                 return Some(r.clone());
+            }
+            if !by_runtime.is_empty() {
+                return None;
             }
         }
         self.first.get().cloned()
