@@ -17,46 +17,7 @@ use jobboard::store::NewUser;
 use jobboard::worker::Outcome;
 use serde_json::json;
 
-macro_rules! each_mode {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            use crate::worker::Harness;
-            use crate::helpers::Backend;
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite_lease() {
-                super::$name(Harness::new(Backend::Sqlite, "lease").await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres_lease() {
-                super::$name(Harness::new(Backend::Postgres, "lease").await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres_lease_unbatched() {
-                super::$name(Harness::new(Backend::Postgres, "lease-unbatched").await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres_transaction() {
-                super::$name(Harness::new(Backend::Postgres, "transaction").await).await
-            }
-        }
-    )*};
-    (sqs: $($name:ident),* $(,)?) => {$(
-        mod $name {
-            use crate::worker::Harness;
-            use crate::helpers::Backend;
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite_sqs_lease() {
-                super::super::$name(Harness::new_sqs(Backend::Sqlite, "lease").await).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres_sqs_transaction() {
-                super::super::$name(Harness::new_sqs(Backend::Postgres, "transaction").await).await
-            }
-        }
-    )*};
-}
-
-each_mode!(
+crate::each_worker_mode!(
     an_application_is_confirmed_to_its_candidate,
     job_events_email_each_member,
     the_digest_of_an_hour_goes_to_each_member_with_their_companies_counts,
@@ -67,7 +28,7 @@ each_mode!(
 );
 
 mod on_sqs {
-    each_mode!(sqs:
+    crate::each_worker_mode!(sqs:
         an_application_is_confirmed_to_its_candidate,
         job_events_email_each_member,
         the_digest_of_an_hour_goes_to_each_member_with_their_companies_counts,

@@ -247,11 +247,15 @@ impl Harness {
     }
 }
 
+/// Each case in every claim mode (SQLite lease; PostgreSQL lease, batched and not, and
+/// transaction), one module per case; `sqs:` in the two SQS modes, from a module inside the
+/// cases' own.
+#[macro_export]
 macro_rules! each_worker_mode {
     ($($name:ident),* $(,)?) => {$(
         mod $name {
-            use super::Harness;
-            use crate::helpers::Backend;
+            use $crate::worker::Harness;
+            use $crate::helpers::Backend;
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite_lease() {
                 super::$name(Harness::new(Backend::Sqlite, "lease").await).await
@@ -270,9 +274,23 @@ macro_rules! each_worker_mode {
             }
         }
     )*};
+    (sqs: $($name:ident),* $(,)?) => {$(
+        mod $name {
+            use $crate::worker::Harness;
+            use $crate::helpers::Backend;
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite_sqs_lease() {
+                super::super::$name(Harness::new_sqs(Backend::Sqlite, "lease").await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres_sqs_transaction() {
+                super::super::$name(Harness::new_sqs(Backend::Postgres, "transaction").await).await
+            }
+        }
+    )*};
 }
 
-each_worker_mode!(
+crate::each_worker_mode!(
     first_delivery_sends_one_email,
     duplicate_deliveries_send_one_email,
     concurrent_duplicates_send_one_email,
