@@ -98,19 +98,33 @@ async fn approve(
     let job = st.store.job(ids.one()).await?;
     let done = idem.completion(StatusCode::OK, &json_of::<JobRow, JobOut>)?;
     let posting = chrono::Duration::days(st.config.job_posting_days as i64);
-    let row = st
-        .store
-        .review_job(job.id, Review::Approve { posting }, done.as_ref())
-        .await?;
+    let row = review(&st, &op, job.id, Review::Approve { posting }, done.as_ref()).await?;
+    Ok(Json(JobOut::from(row)))
+}
+
+/// An operator's decision, written with its events: the cache moves on (the job enters or
+/// stays out of searches), the events are counted, the decision logged.
+async fn review(
+    st: &AppState,
+    op: &Operator,
+    job_id: i64,
+    review: Review,
+    done: crate::store::Idem<'_, JobRow>,
+) -> ApiResult<JobRow> {
+    let verb = match review {
+        Review::Approve { .. } => "approved",
+        Review::Reject { .. } => "rejected",
+    };
+    let row = st.store.review_job(job_id, review, done).await?;
     st.cache.bump().await;
-    events_committed(&st, &row).await;
+    events_committed(st, &row).await;
     tracing::info!(
         operator = op.user_id,
         job_id = row.id,
-        "an operator approved job {}",
+        "an operator {verb} job {}",
         row.id
     );
-    Ok(Json(JobOut::from(row)))
+    Ok(row)
 }
 
 /// The decision wrote one `job.reviewed` per member of the job's company: each is published (with
@@ -158,17 +172,6 @@ async fn reject(
     let reason = validate::text(&input.reason, 1, REJECTION_REASON_MAX)
         .map_err(|m| ApiError::field("reason", m))?;
     let done = idem.completion(StatusCode::OK, &json_of::<JobRow, JobOut>)?;
-    let row = st
-        .store
-        .review_job(job.id, Review::Reject { reason }, done.as_ref())
-        .await?;
-    st.cache.bump().await;
-    events_committed(&st, &row).await;
-    tracing::info!(
-        operator = op.user_id,
-        job_id = row.id,
-        "an operator rejected job {}",
-        row.id
-    );
+    let row = review(&st, &op, job.id, Review::Reject { reason }, done.as_ref()).await?;
     Ok(Json(JobOut::from(row)))
 }
