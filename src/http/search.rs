@@ -10,7 +10,7 @@ use super::openapi::Problem;
 use crate::cache::Lookup;
 use crate::domain::EmploymentType;
 use crate::http::AppState;
-use crate::store::{Facets, JobSearch, PostedWithin, SEARCH_WINDOW, SearchSort};
+use crate::store::{Facets, JobSearch, MAX_SEARCH_IDS, PostedWithin, SEARCH_WINDOW, SearchSort};
 use crate::telemetry::SEARCH_CACHE_REQUESTS_TOTAL;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
@@ -120,6 +120,7 @@ pub enum SearchOrder {
         ("location" = Option<String>, Query, description = "case-insensitive substring of the location"),
         ("remote" = Option<bool>, Query),
         ("company_id" = Option<i64>, Query, minimum = 1),
+        ("ids" = Option<String>, Query, description = "comma-separated job ids (at most 100): only these jobs, each found by its key; such a search is never cached"),
         ("salary_min" = Option<i64>, Query, minimum = 0, maximum = 1000000000, description = "keeps jobs whose salary_max is at least this, or unknown"),
         ("employment_type" = Option<EmploymentType>, Query),
         ("posted_within_days" = Option<i64>, Query, minimum = 1, maximum = 365, description = "keeps jobs created in the last this many days"),
@@ -148,6 +149,9 @@ pub(super) async fn search_jobs(
             Facets::default()
         }),
     };
+    let ids = q
+        .get("ids")
+        .and_then(|v| parse_ids(v).map_err(|why| errors.add("ids", why)).ok());
     let posted_within = q
         .int("posted_within_days", 1, 365, &mut errors)
         .map(|days| PostedWithin::days_before(days, crate::timefmt::now()));
@@ -173,6 +177,7 @@ pub(super) async fn search_jobs(
     // A word too long to be indexed matches nothing (no search), and no stored location holds
     // a NUL (which PostgreSQL could not even compare).
     let search = JobSearch::of_filters(&filters).map(|s| JobSearch {
+        ids,
         posted_within,
         sort,
         page,
@@ -204,15 +209,23 @@ pub(super) async fn search_jobs(
         serde_json::to_vec(&search).unwrap_or_default(),
     ));
     let key = format!("{}:{search_key}", st.search.applied());
-    let version = match st.cache.lookup(&key).await {
-        Lookup::Hit(body) => {
-            metrics::counter!(SEARCH_CACHE_REQUESTS_TOTAL, "result" => "hit").increment(1);
-            return Ok(page_response(body, "HIT"));
+    // A lookup by ids is a key read per job, about what a cache's round trip costs, and each
+    // client's list is its own: caching it would only fill the cache with single-use pages.
+    let version = if search.ids.is_some() {
+        None
+    } else {
+        match st.cache.lookup(&key).await {
+            Lookup::Hit(body) => {
+                metrics::counter!(SEARCH_CACHE_REQUESTS_TOTAL, "result" => "hit").increment(1);
+                return Ok(page_response(body, "HIT"));
+            }
+            Lookup::Miss { version } => Some(version),
+            Lookup::Unavailable => None,
         }
-        Lookup::Miss { version } => Some(version),
-        Lookup::Unavailable => None,
     };
-    metrics::counter!(SEARCH_CACHE_REQUESTS_TOTAL, "result" => "miss").increment(1);
+    if search.ids.is_none() {
+        metrics::counter!(SEARCH_CACHE_REQUESTS_TOTAL, "result" => "miss").increment(1);
+    }
     // The index must have applied every job change that committed before this search began.
     let newest = st.store.newest_job_change().await?;
     if !st.search.wait_for(newest, INDEX_WAIT).await {
@@ -243,6 +256,23 @@ pub(super) async fn search_jobs(
             .await;
     }
     Ok(page_response(body, "MISS"))
+}
+
+/// `ids=`: comma-separated job ids, 1 to [`MAX_SEARCH_IDS`] of them, as a sorted set.
+fn parse_ids(value: &str) -> Result<Vec<i64>, String> {
+    let mut ids = Vec::new();
+    for part in value.split(',') {
+        match part.trim().parse::<i64>() {
+            Ok(id) if id >= 1 => ids.push(id),
+            _ => return Err("must be job ids (positive integers) separated by commas".into()),
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.len() > MAX_SEARCH_IDS {
+        return Err(format!("at most {MAX_SEARCH_IDS} job ids"));
+    }
+    Ok(ids)
 }
 
 fn render(list: &JobList) -> bytes::Bytes {

@@ -49,6 +49,12 @@ pub fn build(searcher: &Searcher, f: &Fields, s: &JobSearch) -> anyhow::Result<B
     if let Some(remote) = s.remote {
         must.push(term(Term::from_field_u64(f.remote, remote as u64)));
     }
+    if let Some(ids) = &s.ids {
+        // A term per job: found by key, like a read of each row.
+        must.push(Box::new(TermSetQuery::new(
+            ids.iter().map(|&id| f.id_term(id)),
+        )));
+    }
     if let Some(company) = s.company_id {
         must.push(term(Term::from_field_u64(f.company_id, company as u64)));
     }

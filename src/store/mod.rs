@@ -203,6 +203,8 @@ pub struct JobSearch {
     pub location: Option<String>,
     pub remote: Option<bool>,
     pub company_id: Option<i64>,
+    /// Only these jobs (`ids=`, at most [`MAX_SEARCH_IDS`], ascending and distinct).
+    pub ids: Option<Vec<i64>>,
     pub salary_min: Option<i64>,
     pub employment_type: Option<String>,
     /// Only jobs created at or after this instant (`posted_within_days`).
@@ -275,6 +277,9 @@ impl SearchSort {
 
 /// A search serves its first this many results; a page that ends past them is refused.
 pub const SEARCH_WINDOW: i64 = 10_000;
+
+/// The most job ids one search may name (`ids=`): a page's worth.
+pub const MAX_SEARCH_IDS: usize = 100;
 
 impl JobSearch {
     /// Whether results are ordered by title relevance (asked for, and there are words).

@@ -437,11 +437,13 @@ fn enum_inputs() -> Vec<(
 /// The query parameters that take free text; any other string query parameter must be an
 /// enumerated input (a row of `enum_inputs()`), so a new one cannot slip in as a plain string.
 /// `facets` is a comma-separated list of names (a list, not one enumerated value); its
-/// unknown names are 422 (tests/api/index.rs).
+/// unknown names are 422 (tests/api/index.rs). `ids` is a comma-separated list of job ids; a
+/// list that is not is 422 (tests/api/search.rs).
 const FREE_TEXT_QUERY: &[(&str, &str, &str)] = &[
     ("get", "/api/jobs", "q"),
     ("get", "/api/jobs", "location"),
     ("get", "/api/jobs", "facets"),
+    ("get", "/api/jobs", "ids"),
 ];
 
 /// Fields sent only when the request asks for them (`schema`, `field`).

@@ -25,6 +25,7 @@ each_backend!(
     bad_parameters_are_422_never_clamped,
     a_page_past_the_window_is_422_naming_page,
     repeated_search_is_a_cache_hit,
+    a_lookup_by_ids_lists_those_open_jobs_and_is_never_cached,
     every_write_shows_in_the_next_search,
     write_then_search_loop_is_never_stale,
 );
@@ -807,6 +808,87 @@ async fn repeated_search_is_a_cache_hit(app: TestApp) {
         titles(&app, &q("manager")).await,
         vec!["Engineering Manager"]
     );
+}
+
+async fn a_lookup_by_ids_lists_those_open_jobs_and_is_never_cached(app: TestApp) {
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    let mut ids = Vec::new();
+    for title in [
+        "Rust Engineer",
+        "Go Engineer",
+        "Data Analyst",
+        "Closed Engineer",
+    ] {
+        ids.push(id_of(&app.job(&e, c, json!({"title": title})).await));
+    }
+    app.job(&e, c, json!({"title": "Not Asked Engineer"})).await;
+    app.patch(
+        &format!("/api/jobs/{}", ids[3]),
+        Some(&e.token),
+        json!({"status": "closed"}),
+    )
+    .await
+    .expect(200);
+    // Any order, repeats and an id no job has: the open ones among them, as a search orders them.
+    let asked = format!(
+        "{},{},{},{},{},9007199254740991",
+        ids[2], ids[0], ids[3], ids[0], ids[1]
+    );
+    let first = search(&app, &[("ids", asked.as_str())]).await;
+    assert_eq!(
+        titles_of(&first),
+        vec!["Data Analyst", "Go Engineer", "Rust Engineer"]
+    );
+    assert_eq!(first.body["total"], 3);
+    // The other parameters still apply.
+    let with_words = search(
+        &app,
+        &[
+            ("ids", asked.as_str()),
+            ("q", "engineer"),
+            ("page_size", "1"),
+        ],
+    )
+    .await;
+    assert_eq!(titles_of(&with_words), vec!["Go Engineer"]);
+    assert_eq!(with_words.body["total"], 2);
+    // Never cached: each client's list is its own.
+    let second = search(&app, &[("ids", asked.as_str())]).await;
+    assert_eq!((cache_of(&first), cache_of(&second)), ("MISS", "MISS"));
+    assert_eq!(first.text, second.text);
+    // A write shows at once.
+    app.patch(
+        &format!("/api/jobs/{}", ids[2]),
+        Some(&e.token),
+        json!({"title": "Data Engineer"}),
+    )
+    .await
+    .expect(200);
+    assert_eq!(
+        titles(&app, &[("ids", asked.as_str()), ("q", "engineer")]).await,
+        vec!["Data Engineer", "Go Engineer", "Rust Engineer"]
+    );
+
+    let many = (1..=101)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    for bad in ["abc", "1,,2", "0", "-3", "1.5", "1;2", many.as_str()] {
+        let r = app.get(&jobs_url(&[("ids", bad)]), None).await;
+        assert_eq!(r.status.as_u16(), 422, "ids={bad}: {}", r.text);
+        assert!(
+            r.body["errors"]["ids"].is_array(),
+            "ids={bad}: names ids: {}",
+            r.text
+        );
+    }
+    // A hundred is allowed.
+    let hundred = (1..=100)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    search(&app, &[("ids", hundred.as_str())]).await;
 }
 
 async fn every_write_shows_in_the_next_search(app: TestApp) {

@@ -200,6 +200,19 @@ pub fn gen_search(rng: &mut StdRng, v: &Vocabulary, jobs: &[Job]) -> Search {
         };
         s.posted_within = Some(PostedWithin::days_before(days, fixed_now()));
     }
+    if rng.gen_bool(0.08) {
+        // A lookup by ids: some jobs of the corpus (open, closed, deleted alike) and now and
+        // then an id no job has.
+        let mut ids: Vec<i64> = (0..rng.gen_range(1..=40))
+            .map(|_| jobs[rng.gen_range(0..jobs.len())].id)
+            .collect();
+        if rng.gen_bool(0.2) {
+            ids.push(i64::MAX);
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        s.ids = Some(ids);
+    }
     if rng.gen_bool(0.5) {
         s.sort = SearchSort::Relevance;
     }
@@ -279,6 +292,7 @@ pub fn reference_matches(jobs: &[Job], s: &JobSearch, company: Option<usize>) ->
         })
         .filter(|j| s.remote.is_none_or(|r| j.remote == r))
         .filter(|j| company.is_none_or(|c| j.company == c))
+        .filter(|j| s.ids.as_ref().is_none_or(|ids| ids.contains(&j.id)))
         .filter(|j| {
             s.salary_min
                 .is_none_or(|min| j.salary_max.is_none_or(|max| max >= min))
