@@ -31,6 +31,7 @@ pub const MAIL_SESSION_REFUSALS_TOTAL: &str = "mail_session_refusals_total";
 pub const IDEMPOTENCY_FAILURES_TOTAL: &str = "idempotency_failures_total";
 pub const SEARCH_INDEX_LAG: &str = "search_index_lag";
 pub const SEARCH_INDEX_APPLY_SECONDS: &str = "search_index_apply_seconds";
+pub const SEARCH_INDEX_APPLIED_SEQ: &str = "search_index_applied_seq";
 
 /// Installs the global log subscriber. `RUST_LOG` filters (default `info`).
 pub fn init_logging(format: LogFormat) {
@@ -307,6 +308,10 @@ fn describe() {
     metrics::describe_gauge!(
         SEARCH_INDEX_LAG,
         "Job changes in the log that this process's search index has not applied yet"
+    );
+    metrics::describe_gauge!(
+        SEARCH_INDEX_APPLIED_SEQ,
+        "The job-change log's seq this process's search index has applied and searches see"
     );
     metrics::describe_histogram!(
         SEARCH_INDEX_APPLY_SECONDS,

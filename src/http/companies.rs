@@ -237,7 +237,7 @@ async fn update(
         .await?;
     if renamed {
         // The company name appears in job search results.
-        st.cache.bump().await;
+        super::search::job_written(&st).await;
     }
     Ok(Json(CompanyOut::from(company)))
 }

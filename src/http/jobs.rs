@@ -251,7 +251,7 @@ async fn create(
         .store
         .create_job(input.company_id, fields, done.as_ref())
         .await?;
-    st.cache.bump().await;
+    super::search::job_written(&st).await;
     Ok((StatusCode::CREATED, Json(JobOut::from(job))))
 }
 
@@ -322,7 +322,7 @@ async fn update(
             .update_job(job.id, fields, job.updated_at, done.as_ref())
             .await?
         {
-            st.cache.bump().await;
+            super::search::job_written(&st).await;
             return Ok(Json(JobOut::from(updated)));
         }
         job = st.store.job(job.id).await?;
@@ -345,7 +345,7 @@ async fn remove(
     let job = member_job(&st, &user, ids.one()).await?;
     let done = idem.no_content()?;
     st.store.delete_job(job.id, done.as_ref()).await?;
-    st.cache.bump().await;
+    super::search::job_written(&st).await;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -367,6 +367,6 @@ async fn renew(
         .store
         .renew_job(job.id, expires_at, done.as_ref())
         .await?;
-    st.cache.bump().await;
+    super::search::job_written(&st).await;
     Ok(Json(JobOut::from(renewed)))
 }

@@ -258,6 +258,13 @@ pub(super) async fn search_jobs(
     Ok(page_response(body, "MISS"))
 }
 
+/// After a job write (or a company rename) has committed: the search cache's version moves on,
+/// and this process's index is woken to apply the change now instead of at its next round.
+pub(super) async fn job_written(st: &AppState) {
+    st.cache.bump().await;
+    st.search.nudge();
+}
+
 /// `ids=`: comma-separated job ids, 1 to [`MAX_SEARCH_IDS`] of them, as a sorted set.
 fn parse_ids(value: &str) -> Result<Vec<i64>, String> {
     let mut ids = Vec::new();

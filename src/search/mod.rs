@@ -310,6 +310,7 @@ impl SearchIndex {
                 .reload()
                 .context("reloading the search index's reader")?;
             self.applied.send_replace(seq);
+            metrics::gauge!(crate::telemetry::SEARCH_INDEX_APPLIED_SEQ).set(seq as f64);
         }
         Ok(())
     }

@@ -186,11 +186,30 @@ async fn readiness_and_metrics_report_the_index(app: TestApp) {
             .filter(|name| !metrics.text.lines().any(|l| l.starts_with(**name)))
             .collect();
         if missing.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        missing.is_empty(),
+        "/metrics lacks {missing:?} 5 s after the index applied a write"
+    );
+    // The applied seq is what the searches see; a write is applied with no search asking.
+    let applied = |text: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix("search_index_applied_seq ")?.parse().ok())
+            .unwrap_or_else(|| panic!("no search_index_applied_seq in /metrics:\n{text}"))
+    };
+    let before = applied(&app.get("/metrics", None).await.text);
+    assert!(before >= 1.0, "the job's change is applied: {before}");
+    app.job(&e, c, json!({"title": "Painter"})).await;
+    for _ in 0..100 {
+        if applied(&app.get("/metrics", None).await.text) > before {
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    panic!("/metrics lacks {missing:?} 5 s after the index applied a write");
+    panic!("the index did not apply a write within 5 s when no search asked for it");
 }
 
 async fn search_commands_read_and_rebuild_the_index(app: TestApp) {
