@@ -46,6 +46,7 @@ fn order() -> Vec<&'static str> {
     ];
     for kind in [Kind::Scale, Kind::Sqlite] {
         order.push(mix_detail_row(kind));
+        order.push(ids_row(kind));
         order.extend(MIXES.iter().map(|m| m.row(kind)));
         order.push(facets_row(kind));
     }
@@ -102,7 +103,7 @@ impl Kind {
             ],
             _ => {
                 let (a, b) = self.search_names();
-                let mut rows = vec![a, b, mix_detail_row(self)];
+                let mut rows = vec![a, b, mix_detail_row(self), ids_row(self), lag_row(self)];
                 rows.extend(MIXES.iter().map(|m| m.row(self)));
                 rows.push(facets_row(self));
                 rows
@@ -187,6 +188,7 @@ pub async fn run(opts: &Opts, ceilings: Option<&Ceilings>) -> Section {
                     _ => {
                         bench.run_searches(&mut section, &mut measured, &[16]).await;
                         bench.run_mixes(&mut section, &mut measured).await;
+                        bench.run_index_lag(&mut section).await;
                     }
                 }
                 bench.finish(&mut section).await;
@@ -338,16 +340,19 @@ fn notes(opts: &Opts, words: &[String]) -> Vec<String> {
              title words, page 1-5; deep_page: page 400 of 20 of a word in at least 12 000 \
              jobs, remote absent or false, salary_min 0-30 000 (every seeded salary_max is \
              higher: it only makes each request distinct); posted_within: a common word with \
-             posted_within_days 1, 2, 3, 7, 14, 30 or 90, page 1-3. Targets: p99 <= 3x and \
-             req/s >= 0.3x mix_job_detail's at 16 connections, p99 <= 10 ms at 1.",
+             posted_within_days 1, 2, 3, 7, 14, 30 or 90, page 1-3; facets: every mix's \
+             searches in turn, each with facets=employment_type,remote,company. mix_ids_page_*: \
+             {IDS_PAGES_PER_MIX} pages of each mix (searches the runs do not reach), each asked \
+             once unloaded beforehand, then asked by their job ids (ids=..., page_size = their \
+             number): the same jobs read from the index and rendered as a search renders them, \
+             found by key (an ids search is never cached). Targets: p99 <= 3x and req/s >= 0.5x \
+             mix_ids_page's at 16 connections, p99 <= 5 ms at 1; mix_job_detail stays as the \
+             board's ceiling.",
             opts.scale_jobs,
             Kind::Sqlite.jobs(opts)
         ),
-        "Plans: after each search scenario's unloaded sample (100 searches one at a time, not \
-         part of any row), the two slowest sample searches are run again under EXPLAIN \
-         (ANALYZE, BUFFERS) on PostgreSQL: the statement of their first branch as the store \
-         runs it first (the walk of the newest-first index, when there are words), then the \
-         same read through the full-text index; they follow the notes."
+        "Samples: before each search scenario's runs, 100 of its searches (from the far end \
+         of its list) one at a time, not part of any row: what they find and how long one takes."
             .into(),
         "job_detail: GET /api/jobs/{id} of a random seeded job.".into(),
         "apply: POST /api/jobs/{id}/applications {\"cover_letter\":…} as one of the candidates \
@@ -471,58 +476,49 @@ fn targets(section: &mut Section, measured: &[Measured], ceilings: Option<&Ceili
     for kind in [Kind::Scale, Kind::Sqlite] {
         let detail_name = mix_detail_row(kind);
         let detail = find(detail_name, 16);
-        // Facets have no target of their own yet: their cost, as ratios to the same run's
-        // job_detail and to the mixes without facets.
-        let facets_name = facets_row(kind);
-        if let (Some(f), Some(d)) = (find(facets_name, 16), detail) {
-            let plain: Vec<f64> = MIXES
-                .iter()
-                .filter_map(|m| find(m.row(kind), 16))
-                .map(|m| m.wrk.rps)
-                .collect();
-            let beside_plain = if plain.is_empty() {
-                "no mix without facets ran".to_string()
-            } else {
-                let mean = plain.iter().sum::<f64>() / plain.len() as f64;
-                format!(
-                    "{:.2}x the mean of the mixes without facets ({} req/s)",
-                    f.wrk.rps / mean,
-                    common::fmt_int(mean)
-                )
-            };
+        let ids_name = ids_row(kind);
+        let ceiling = find(ids_name, 16);
+        if let (Some(i), Some(d)) = (ceiling, detail) {
             section.notes.push(format!(
-                "{facets_name} @16 conns: p99 {} ms = {:.2}x {detail_name}'s {} ms; {} req/s = \
-                 {:.2}x {detail_name}'s; {beside_plain}",
-                common::fmt_ms(f.wrk.latency_ms.p99),
-                f.wrk.latency_ms.p99 / d.wrk.latency_ms.p99,
+                "{ids_name} @16 conns (the mixes' pages by their ids): {} req/s = {:.2}x \
+                 {detail_name}'s, p99 {} ms = {:.2}x its {} ms",
+                common::fmt_int(i.wrk.rps),
+                i.wrk.rps / d.wrk.rps,
+                common::fmt_ms(i.wrk.latency_ms.p99),
+                i.wrk.latency_ms.p99 / d.wrk.latency_ms.p99,
                 common::fmt_ms(d.wrk.latency_ms.p99),
-                common::fmt_int(f.wrk.rps),
-                f.wrk.rps / d.wrk.rps,
             ));
         }
-        for mix in MIXES {
-            let name = mix.row(kind);
+        let rows = MIXES.iter().map(|m| m.row(kind)).chain([facets_row(kind)]);
+        for name in rows {
             if let Some(m) = find(name, 16) {
-                match detail {
-                    Some(d) => {
+                match ceiling {
+                    Some(c) => {
                         section.targets.push(Target::at_most(
-                            &format!("{name}: p99 <= 3x job_detail p99 @16 conns"),
-                            m.wrk.latency_ms.p99 / d.wrk.latency_ms.p99,
+                            &format!("{name}: p99 <= 3x ids_page p99 @16 conns"),
+                            m.wrk.latency_ms.p99 / c.wrk.latency_ms.p99,
                             3.0,
                             format!(
-                                "p99 {} ms / {} ms ({detail_name}, same run, same database)",
+                                "p99 {} ms / {} ms ({ids_name}, same run, same database)",
                                 common::fmt_ms(m.wrk.latency_ms.p99),
-                                common::fmt_ms(d.wrk.latency_ms.p99)
+                                common::fmt_ms(c.wrk.latency_ms.p99)
                             ),
                         ));
                         section.targets.push(Target::at_least(
-                            &format!("{name}: req/s >= 0.3x job_detail @16 conns"),
-                            m.wrk.rps / d.wrk.rps,
-                            0.3,
+                            &format!("{name}: req/s >= 0.5x ids_page @16 conns"),
+                            m.wrk.rps / c.wrk.rps,
+                            0.5,
                             format!(
-                                "{} req/s / {} req/s ({detail_name}); cache hit ratio {}",
+                                "{} req/s / {} req/s ({ids_name}){}; cache hit ratio {}",
                                 common::fmt_int(m.wrk.rps),
-                                common::fmt_int(d.wrk.rps),
+                                common::fmt_int(c.wrk.rps),
+                                detail
+                                    .map(|d| format!(
+                                        "; {:.2}x {detail_name}'s {} req/s",
+                                        m.wrk.rps / d.wrk.rps,
+                                        common::fmt_int(d.wrk.rps)
+                                    ))
+                                    .unwrap_or_default(),
                                 m.hit_ratio()
                                     .map(|r| format!("{:.2} %", r * 100.0))
                                     .unwrap_or_else(|| "?".into())
@@ -530,16 +526,16 @@ fn targets(section: &mut Section, measured: &[Measured], ceilings: Option<&Ceili
                         ));
                     }
                     None => section.notes.push(format!(
-                        "{name}: the ratios to {detail_name} are not judged (its row is missing \
+                        "{name}: the ratios to {ids_name} are not judged (its row is missing \
                          or failed)."
                     )),
                 }
             }
             if let Some(m) = find(name, 1) {
                 section.targets.push(Target::at_most(
-                    &format!("{name}: unloaded p99 <= 10 ms (1 conn)"),
+                    &format!("{name}: unloaded p99 <= 5 ms (1 conn)"),
                     m.wrk.latency_ms.p99,
-                    10.0,
+                    5.0,
                     format!(
                         "p99 {} ms over {} requests one at a time (p50 {} ms)",
                         common::fmt_ms(m.wrk.latency_ms.p99),
@@ -594,6 +590,8 @@ struct Bench<'a> {
     employer_token: String,
     candidate_tokens: Vec<String>,
     first_job_id: i64,
+    /// The company the employer made through the API.
+    company_id: i64,
     njobs: i64,
     words: Vec<String>,
     /// The broad searches (search_broad), in the order they are sent.
@@ -657,6 +655,7 @@ impl<'a> Bench<'a> {
             employer_token: String::new(),
             candidate_tokens: Vec::new(),
             first_job_id: 0,
+            company_id: 0,
             njobs: 0,
             words: Vec::new(),
             broad: Vec::new(),
@@ -879,6 +878,7 @@ impl<'a> Bench<'a> {
         let company_id = company["id"]
             .as_i64()
             .context("the company has no integer id")?;
+        self.company_id = company_id;
 
         // The companies and the jobs, in bulk.
         let t = Instant::now();
@@ -1322,7 +1322,12 @@ impl<'a> Bench<'a> {
             .collect();
         let detail = mix_detail_row(kind);
         let facets = facets_row(kind);
-        if wanted.is_empty() && !self.opts.wants(detail) && !self.opts.wants(facets) {
+        let ids = ids_row(kind);
+        if wanted.is_empty()
+            && !self.opts.wants(detail)
+            && !self.opts.wants(facets)
+            && !self.opts.wants(ids)
+        {
             return;
         }
         let dir = self.dir.path().to_path_buf();
@@ -1339,6 +1344,27 @@ impl<'a> Bench<'a> {
                 self.run_levels(&mut sc, section, out, &MIX_LEVELS).await;
             }
             Err(e) => common::record_failure(section, detail, &e),
+        }
+        if self.opts.wants(ids) {
+            let made = match self.ids_pages().await {
+                Ok(paths) => common::wrk_script(&dir, ids, include_str!("wrk_search_mix.lua"))
+                    .map(|s| (s, paths)),
+                Err(e) => Err(e),
+            };
+            match made {
+                Ok((s, paths)) => {
+                    let mut sc = MixScenario {
+                        name: ids,
+                        script: s,
+                        params: dir.join(format!("{ids}.params.lua")),
+                        paths,
+                        base: 0,
+                        repeats_ok: true,
+                    };
+                    self.run_levels(&mut sc, section, out, &MIX_LEVELS).await;
+                }
+                Err(e) => common::record_failure(section, ids, &e),
+            }
         }
         let mixes = std::mem::take(&mut self.mixes);
         for (mix, queries) in &mixes {
@@ -1373,6 +1399,7 @@ impl<'a> Bench<'a> {
                         params: dir.join(format!("{name}.params.lua")),
                         paths: queries.iter().map(MixQuery::path).collect(),
                         base: 0,
+                        repeats_ok: false,
                     };
                     self.run_levels(&mut sc, section, out, &MIX_LEVELS).await;
                 }
@@ -1398,6 +1425,7 @@ impl<'a> Bench<'a> {
                         params: dir.join(format!("{facets}.params.lua")),
                         paths,
                         base: 0,
+                        repeats_ok: false,
                     };
                     self.run_levels(&mut sc, section, out, &MIX_LEVELS).await;
                 }
@@ -1405,6 +1433,212 @@ impl<'a> Bench<'a> {
             }
         }
         self.mixes = mixes;
+    }
+
+    /// The newest `seq` of the job-change log.
+    async fn newest_change(&self) -> Result<i64> {
+        const SQL: &str = "SELECT COALESCE(MAX(seq), 0) FROM job_changes";
+        Ok(match (&self.pg, &self.sqlite) {
+            (Some(pool), _) => sqlx::query_scalar(SQL).fetch_one(pool).await?,
+            (None, Some((_, pool))) => sqlx::query_scalar(SQL).fetch_one(pool).await?,
+            (None, None) => bail!("no database"),
+        })
+    }
+
+    /// How far the API's search index runs behind job writes at [`LAG_WRITES_PER_SEC`] for
+    /// [`LAG_SECS`]: creates and title edits through the API, one at a time on a clock; after
+    /// each answer, the log's newest `seq`. Meanwhile, every 10 ms, the index's applied `seq`
+    /// (`search_index_applied_seq` on `/metrics`) and the log's newest: a write's lag is the
+    /// time from its answer to the first sample whose applied `seq` reaches it, and each sample
+    /// gives `search_index_lag` (newest - applied) as it was then.
+    async fn run_index_lag(&mut self, section: &mut Section) {
+        let name = lag_row(self.kind);
+        if !self.opts.wants(name) {
+            return;
+        }
+        common::progress(
+            SECTION,
+            format!("{name}: {LAG_WRITES_PER_SEC} job writes/s for {LAG_SECS} s"),
+        );
+        match self.index_lag().await {
+            Ok((check, p99_s)) => {
+                section.targets.push(Target::at_most(
+                    &format!(
+                        "{name}: a write's index lag p99 <= 1 s at {LAG_WRITES_PER_SEC} writes/s"
+                    ),
+                    p99_s,
+                    1.0,
+                    check.clone(),
+                ));
+                self.checks.push(format!("{name}: {check}"));
+            }
+            Err(e) => common::record_failure(section, name, &e),
+        }
+    }
+
+    async fn index_lag(&self) -> Result<(String, f64)> {
+        let client = common::http_client();
+        let metrics_url = format!("{}/metrics", self.base);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // Samples: (when, applied, newest).
+        let sampler = {
+            let client = client.clone();
+            let metrics_url = metrics_url.clone();
+            let stop = stop.clone();
+            let pg = self.pg.clone();
+            let sqlite = self.sqlite.as_ref().map(|(_, p)| p.clone());
+            tokio::spawn(async move {
+                const SQL: &str = "SELECT COALESCE(MAX(seq), 0) FROM job_changes";
+                let mut samples: Vec<(Instant, i64, i64)> = Vec::new();
+                let mut tick = tokio::time::interval(Duration::from_millis(10));
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    tick.tick().await;
+                    let at = Instant::now();
+                    let text = client.get(&metrics_url).send().await?.text().await?;
+                    let applied = metric_value(&text, "search_index_applied_seq")
+                        .context("no search_index_applied_seq on /metrics")?
+                        as i64;
+                    let newest: i64 = match (&pg, &sqlite) {
+                        (Some(pool), _) => sqlx::query_scalar(SQL).fetch_one(pool).await?,
+                        (None, Some(pool)) => sqlx::query_scalar(SQL).fetch_one(pool).await?,
+                        (None, None) => bail!("no database"),
+                    };
+                    samples.push((at, applied, newest));
+                }
+                anyhow::Ok(samples)
+            })
+        };
+        let total = LAG_WRITES_PER_SEC * LAG_SECS;
+        let mut writes: Vec<(Instant, i64)> = Vec::with_capacity(total as usize);
+        let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / LAG_WRITES_PER_SEC));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let started = Instant::now();
+        let mut job = 0;
+        let result: Result<()> = async {
+            for i in 0..total {
+                tick.tick().await;
+                let title = format!("Index lag probe {i}");
+                if i % 2 == 0 {
+                    let created = api(
+                        client
+                            .post(format!("{}/api/jobs", self.base))
+                            .bearer_auth(&self.employer_token)
+                            .json(&json!({"company_id": self.company_id, "title": title,
+                                "description": "A job written while the index's lag is measured.",
+                                "location": "Lisbon", "remote": false,
+                                "employment_type": "full_time"})),
+                        201,
+                    )
+                    .await?;
+                    job = created["id"].as_i64().context("a created job's id")?;
+                } else {
+                    api(
+                        client
+                            .patch(format!("{}/api/jobs/{job}", self.base))
+                            .bearer_auth(&self.employer_token)
+                            .json(&json!({"title": title})),
+                        200,
+                    )
+                    .await?;
+                }
+                let answered = Instant::now();
+                writes.push((answered, self.newest_change().await?));
+            }
+            // Until the index has applied the last write (or 10 s).
+            let last = writes.last().map(|w| w.1).unwrap_or(0);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                let text = client.get(&metrics_url).send().await?.text().await?;
+                if metric_value(&text, "search_index_applied_seq").unwrap_or(0.0) as i64 >= last {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok(())
+        }
+        .await;
+        let elapsed = started.elapsed().as_secs_f64();
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let samples = sampler.await.context("the lag sampler panicked")??;
+        result?;
+        let mut lags: Vec<f64> = Vec::with_capacity(writes.len());
+        let mut never = 0;
+        for (answered, seq) in &writes {
+            match samples
+                .iter()
+                .find(|(at, applied, _)| at >= answered && applied >= seq)
+            {
+                Some((at, _, _)) => lags.push(at.duration_since(*answered).as_secs_f64()),
+                None => never += 1,
+            }
+        }
+        ensure!(
+            never == 0,
+            "{never} of {} writes were never seen applied by the index within 10 s",
+            writes.len()
+        );
+        lags.sort_by(f64::total_cmp);
+        let mut behind: Vec<i64> = samples.iter().map(|(_, a, n)| (n - a).max(0)).collect();
+        behind.sort_unstable();
+        let pct =
+            |v: &[f64], p: f64| v[((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1];
+        let p99 = pct(&lags, 0.99);
+        let behind_p99 =
+            behind[((behind.len() as f64 * 0.99).ceil() as usize).clamp(1, behind.len()) - 1];
+        let check = format!(
+            "{} writes in {elapsed:.1} s ({:.0}/s); a write's lag until the index applied it \
+             (10 ms samples): p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; search_index_lag \
+             sampled {} times: p99 {behind_p99}, max {} job changes",
+            writes.len(),
+            writes.len() as f64 / elapsed,
+            pct(&lags, 0.5) * 1000.0,
+            p99 * 1000.0,
+            lags.last().copied().unwrap_or(0.0) * 1000.0,
+            behind.len(),
+            behind.last().copied().unwrap_or(0),
+        );
+        Ok((check, p99))
+    }
+
+    /// The pages of the mixes as `ids=` lookups: [`IDS_PAGES_PER_MIX`] searches of each mix
+    /// (from the far end of its list, which the runs do not reach, before the 100 the sample
+    /// takes), each asked once, unloaded; each non-empty page becomes
+    /// `/api/jobs?ids=<its ids>&page_size=<as many>`, so the same jobs are read and rendered as
+    /// the search rendered them, found by key instead of searched for.
+    async fn ids_pages(&self) -> Result<Vec<String>> {
+        let client = common::http_client();
+        let mut paths = Vec::new();
+        for (_, queries) in &self.mixes {
+            for q in queries.iter().rev().skip(100).take(IDS_PAGES_PER_MIX) {
+                let page = api(client.get(format!("{}{}", self.base, q.path())), 200).await?;
+                let ids: Vec<String> = page["items"]
+                    .as_array()
+                    .context("a search's items")?
+                    .iter()
+                    .filter_map(|j| j["id"].as_i64())
+                    .map(|id| id.to_string())
+                    .collect();
+                if !ids.is_empty() {
+                    // Commas encoded: the wrk script's list of paths is comma-separated.
+                    paths.push(format!(
+                        "/api/jobs?ids={}&page_size={}",
+                        ids.join("%2C"),
+                        ids.len()
+                    ));
+                }
+            }
+        }
+        ensure!(
+            paths.len() >= 200,
+            "only {} of the mixes' pages held a job",
+            paths.len()
+        );
+        common::progress(
+            SECTION,
+            format!("{} pages of the mixes to ask for by their ids", paths.len()),
+        );
+        Ok(paths)
     }
 
     /// The uncached searches: word pairs (search_uncached) and broad words with a pay filter
@@ -1697,6 +1931,12 @@ async fn api(req: reqwest::RequestBuilder, want: u16) -> Result<Value> {
     }
     serde_json::from_str(&body)
         .with_context(|| format!("the answer is not JSON: {}", common::first_line(&body)))
+}
+
+/// The value of an unlabelled metric in a Prometheus text page.
+fn metric_value(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
 /// Search-cache hits and misses so far, from `/metrics`.
@@ -2984,6 +3224,32 @@ fn facets_row(kind: Kind) -> &'static str {
     }
 }
 
+/// The row of the mixes' pages asked for by their job ids (`ids=`), on this kind of run: the
+/// ceiling a search is judged against (the same pages read and rendered, nothing to find).
+fn ids_row(kind: Kind) -> &'static str {
+    if kind == Kind::Sqlite {
+        "mix_ids_page_sqlite"
+    } else {
+        "mix_ids_page_pg"
+    }
+}
+
+/// The index-lag step of this kind of run (not a wrk row: selected by `--scenario` like one).
+fn lag_row(kind: Kind) -> &'static str {
+    if kind == Kind::Sqlite {
+        "index_lag_sqlite"
+    } else {
+        "index_lag_pg"
+    }
+}
+
+/// Job writes per second, and seconds, of the index-lag step.
+const LAG_WRITES_PER_SEC: u64 = 100;
+const LAG_SECS: u64 = 30;
+
+/// Pages of each mix the `ids_page` rows ask for by their ids.
+const IDS_PAGES_PER_MIX: usize = 300;
+
 /// The `job_detail` row measured beside the mixes of this kind of run.
 fn mix_detail_row(kind: Kind) -> &'static str {
     if kind == Kind::Sqlite {
@@ -3266,6 +3532,8 @@ struct MixScenario {
     paths: Vec<String>,
     /// The next request number.
     base: u64,
+    /// Whether a repeat is as good as a new request (pages by ids, which are never cached).
+    repeats_ok: bool,
 }
 
 impl Scenario for MixScenario {
@@ -3291,7 +3559,7 @@ impl Scenario for MixScenario {
         self.base += requests_numbered(&r.counts);
         let mut notes = Vec::new();
         // The sample uses the last 100 searches.
-        if self.base + 100 >= self.paths.len() as u64 && !warmup {
+        if self.base + 100 >= self.paths.len() as u64 && !warmup && !self.repeats_ok {
             notes.push(format!(
                 "searches exhausted ({} requests, {} searches): some repeat",
                 self.base,
