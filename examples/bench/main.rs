@@ -1,5 +1,5 @@
 //! The benchmark harness: ceilings of this machine (bare axum, pgbench), the HTTP API under
-//! load, the worker, and the job alerts' digests. Prints one table per section and a summary of the targets, and writes
+//! load, the worker, the job upkeep, the job alerts' digests, and migrations at size. Prints one table per section and a summary of the targets, and writes
 //! everything as JSON to `<out>/bench-<UTC time>.json` and `<out>/latest.json` (the text to
 //! `<out>/latest.txt`).
 //!
@@ -17,6 +17,7 @@ mod alerts;
 mod ceilings;
 mod common;
 mod http;
+mod migrate;
 mod report;
 mod upkeep;
 mod worker;
@@ -42,7 +43,7 @@ pub struct Opts {
     pub quick: bool,
     /// Run only these parts (repeatable); all when absent.
     #[arg(long, value_name = "PART",
-          value_parser = ["ceilings", "http", "worker", "upkeep", "alerts"])]
+          value_parser = ["ceilings", "http", "worker", "upkeep", "alerts", "migrate"])]
     pub only: Vec<String>,
     /// PostgreSQL admin URL: each scenario creates (and drops) a database of its own there.
     #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
@@ -223,6 +224,9 @@ async fn run(opts: Opts) -> Result<bool> {
     }
     if opts.runs("alerts") {
         sections.extend(part("alerts", alerts::run(&opts).await));
+    }
+    if opts.runs("migrate") {
+        sections.extend(part("migrate", migrate::run(&opts).await));
     }
 
     // The text report.
