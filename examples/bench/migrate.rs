@@ -73,10 +73,10 @@ pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
         json: json!({"jobs": jobs, "from_version": FROM_VERSION}),
         ..Section::default()
     };
-    if opts.wants("migrate pg") {
-        if let Err(e) = run_pg(opts, jobs as i64, &mut section).await {
-            record_failure(&mut section, "migrate pg", &e);
-        }
+    if opts.wants("migrate pg")
+        && let Err(e) = run_pg(opts, jobs as i64, &mut section).await
+    {
+        record_failure(&mut section, "migrate pg", &e);
     }
     Ok(vec![section])
 }
@@ -420,7 +420,7 @@ async fn load_task(
             .fetch_all(pool)
             .await
             .map(|_| ()),
-            _ if n % 5 == 0 => sqlx::query(
+            _ if n.is_multiple_of(5) => sqlx::query(
                 "INSERT INTO jobs (company_id, title, description, location, location_key, \
                  remote, employment_type, status, search_terms, title_terms, created_at, \
                  updated_at) VALUES (1, 'New Engineer', 'Written during the migration', \

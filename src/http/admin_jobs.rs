@@ -116,7 +116,7 @@ async fn review(
         Review::Reject { .. } => "rejected",
     };
     let row = st.store.review_job(job_id, review, done).await?;
-    super::search::job_written(&st).await;
+    super::search::job_written(st).await;
     events_committed(st, &row).await;
     tracing::info!(
         operator = op.user_id,
