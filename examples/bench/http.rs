@@ -47,7 +47,7 @@ fn order() -> Vec<&'static str> {
     for kind in [Kind::Scale, Kind::Sqlite] {
         order.push(mix_detail_row(kind));
         order.push(ids_row(kind));
-        order.extend(MIXES.iter().map(|m| m.row(kind)));
+        order.extend(MIXES.iter().flat_map(|m| [m.ids_row(kind), m.row(kind)]));
         order.push(facets_row(kind));
     }
     order.extend([
@@ -104,7 +104,7 @@ impl Kind {
             _ => {
                 let (a, b) = self.search_names();
                 let mut rows = vec![a, b, mix_detail_row(self), ids_row(self), lag_row(self)];
-                rows.extend(MIXES.iter().map(|m| m.row(self)));
+                rows.extend(MIXES.iter().flat_map(|m| [m.ids_row(self), m.row(self)]));
                 rows.push(facets_row(self));
                 rows
             }
@@ -489,13 +489,19 @@ fn targets(section: &mut Section, measured: &[Measured], ceilings: Option<&Ceili
                 common::fmt_ms(d.wrk.latency_ms.p99),
             ));
         }
-        let rows = MIXES.iter().map(|m| m.row(kind)).chain([facets_row(kind)]);
-        for name in rows {
+        // Each mix against its own pages by ids; the facets row, which takes every mix's
+        // searches, against all of them.
+        let rows = MIXES
+            .iter()
+            .map(|m| (m.row(kind), m.ids_row(kind)))
+            .chain([(facets_row(kind), ids_name)]);
+        for (name, ids_name) in rows {
+            let ceiling = find(ids_name, 16);
             if let Some(m) = find(name, 16) {
                 match ceiling {
                     Some(c) => {
                         section.targets.push(Target::at_most(
-                            &format!("{name}: p99 <= 3x ids_page p99 @16 conns"),
+                            &format!("{name}: p99 <= 3x {ids_name} p99 @16 conns"),
                             m.wrk.latency_ms.p99 / c.wrk.latency_ms.p99,
                             3.0,
                             format!(
@@ -505,7 +511,7 @@ fn targets(section: &mut Section, measured: &[Measured], ceilings: Option<&Ceili
                             ),
                         ));
                         section.targets.push(Target::at_least(
-                            &format!("{name}: req/s >= 0.5x ids_page @16 conns"),
+                            &format!("{name}: req/s >= 0.5x {ids_name} @16 conns"),
                             m.wrk.rps / c.wrk.rps,
                             0.5,
                             format!(
@@ -1345,14 +1351,28 @@ impl<'a> Bench<'a> {
             }
             Err(e) => common::record_failure(section, detail, &e),
         }
-        if self.opts.wants(ids) {
-            let made = match self.ids_pages().await {
-                Ok(paths) => common::wrk_script(&dir, ids, include_str!("wrk_search_mix.lua"))
-                    .map(|s| (s, paths)),
-                Err(e) => Err(e),
-            };
-            match made {
-                Ok((s, paths)) => {
+        // The pages of the mixes by their ids: all of them (the ceiling of the facets row),
+        // then each mix's just before it.
+        let wants_ids = self.opts.wants(ids)
+            || MIXES
+                .iter()
+                .any(|m| wanted.contains(m) && self.opts.wants(m.ids_row(kind)));
+        let mut by_ids: Vec<(Mix, Vec<String>)> = Vec::new();
+        if wants_ids {
+            match self.ids_pages().await {
+                Ok(pages) => by_ids = pages,
+                Err(e) => common::record_failure(section, ids, &e),
+            }
+        }
+        if self.opts.wants(ids) && !by_ids.is_empty() {
+            match common::wrk_script(&dir, ids, include_str!("wrk_search_mix.lua")) {
+                Ok(s) => {
+                    // Taken in turn from each mix, as the facets row takes the searches.
+                    let longest = by_ids.iter().map(|(_, p)| p.len()).max().unwrap_or(0);
+                    let paths = (0..longest)
+                        .flat_map(|i| by_ids.iter().filter_map(move |(_, p)| p.get(i)))
+                        .cloned()
+                        .collect();
                     let mut sc = MixScenario {
                         name: ids,
                         script: s,
@@ -1382,6 +1402,25 @@ impl<'a> Bench<'a> {
                     ),
                 );
                 continue;
+            }
+            let ids_name = mix.ids_row(kind);
+            if self.opts.wants(ids_name)
+                && let Some((_, paths)) = by_ids.iter().find(|(m, _)| m == mix)
+            {
+                match common::wrk_script(&dir, ids_name, include_str!("wrk_search_mix.lua")) {
+                    Ok(s) => {
+                        let mut sc = MixScenario {
+                            name: ids_name,
+                            script: s,
+                            params: dir.join(format!("{ids_name}.params.lua")),
+                            paths: paths.clone(),
+                            base: 0,
+                            repeats_ok: true,
+                        };
+                        self.run_levels(&mut sc, section, out, &[16]).await;
+                    }
+                    Err(e) => common::record_failure(section, ids_name, &e),
+                }
             }
             match common::wrk_script(&dir, name, include_str!("wrk_search_mix.lua")) {
                 Ok(s) => {
@@ -1508,6 +1547,13 @@ impl<'a> Bench<'a> {
                 anyhow::Ok(samples)
             })
         };
+        let applies = |text: &str| {
+            (
+                metric_value(text, "search_index_apply_seconds_sum").unwrap_or(0.0),
+                metric_value(text, "search_index_apply_seconds_count").unwrap_or(0.0),
+            )
+        };
+        let applies_before = applies(&client.get(&metrics_url).send().await?.text().await?);
         let total = LAG_WRITES_PER_SEC * LAG_SECS;
         let mut writes: Vec<(Instant, i64)> = Vec::with_capacity(total as usize);
         let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / LAG_WRITES_PER_SEC));
@@ -1560,6 +1606,13 @@ impl<'a> Bench<'a> {
         .await;
         let elapsed = started.elapsed().as_secs_f64();
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let applies_after = applies(&client.get(&metrics_url).send().await?.text().await?);
+        let batches = applies_after.1 - applies_before.1;
+        let apply_ms = if batches > 0.0 {
+            (applies_after.0 - applies_before.0) / batches * 1000.0
+        } else {
+            0.0
+        };
         let samples = sampler.await.context("the lag sampler panicked")??;
         result?;
         let mut lags: Vec<f64> = Vec::with_capacity(writes.len());
@@ -1589,7 +1642,9 @@ impl<'a> Bench<'a> {
         let check = format!(
             "{} writes in {elapsed:.1} s ({:.0}/s); a write's lag until the index applied it \
              (10 ms samples): p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; search_index_lag \
-             sampled {} times: p99 {behind_p99}, max {} job changes",
+             sampled {} times: p99 {behind_p99}, max {} job changes; {batches} batches \
+             applied, {apply_ms:.1} ms each on average (search_index_apply_seconds, commit \
+             included)",
             writes.len(),
             writes.len() as f64 / elapsed,
             pct(&lags, 0.5) * 1000.0,
@@ -1606,10 +1661,11 @@ impl<'a> Bench<'a> {
     /// takes), each asked once, unloaded; each non-empty page becomes
     /// `/api/jobs?ids=<its ids>&page_size=<as many>`, so the same jobs are read and rendered as
     /// the search rendered them, found by key instead of searched for.
-    async fn ids_pages(&self) -> Result<Vec<String>> {
+    async fn ids_pages(&self) -> Result<Vec<(Mix, Vec<String>)>> {
         let client = common::http_client();
-        let mut paths = Vec::new();
-        for (_, queries) in &self.mixes {
+        let mut all = Vec::new();
+        for (mix, queries) in &self.mixes {
+            let mut paths = Vec::new();
             for q in queries.iter().rev().skip(100).take(IDS_PAGES_PER_MIX) {
                 let page = api(client.get(format!("{}{}", self.base, q.path())), 200).await?;
                 let ids: Vec<String> = page["items"]
@@ -1628,17 +1684,22 @@ impl<'a> Bench<'a> {
                     ));
                 }
             }
+            ensure!(
+                paths.len() >= 20,
+                "only {} of {}'s pages held a job",
+                paths.len(),
+                mix.row(self.kind)
+            );
+            all.push((*mix, paths));
         }
-        ensure!(
-            paths.len() >= 200,
-            "only {} of the mixes' pages held a job",
-            paths.len()
-        );
         common::progress(
             SECTION,
-            format!("{} pages of the mixes to ask for by their ids", paths.len()),
+            format!(
+                "{} pages of the mixes to ask for by their ids",
+                all.iter().map(|(_, p)| p.len()).sum::<usize>()
+            ),
         );
-        Ok(paths)
+        Ok(all)
     }
 
     /// The uncached searches: word pairs (search_uncached) and broad words with a pay filter
@@ -3174,6 +3235,27 @@ const MIX_QUERIES: usize = 150_000;
 const MIX_LEVELS: [u32; 2] = [16, 1];
 
 impl Mix {
+    /// The row of this mix's pages asked for by their ids (its ceiling), on this kind of run.
+    fn ids_row(self, kind: Kind) -> &'static str {
+        let pg = kind != Kind::Sqlite;
+        match (self, pg) {
+            (Mix::Rare, true) => "mix_rare_word_ids_pg",
+            (Mix::Rare, false) => "mix_rare_word_ids_sqlite",
+            (Mix::Common, true) => "mix_common_word_ids_pg",
+            (Mix::Common, false) => "mix_common_word_ids_sqlite",
+            (Mix::Pair, true) => "mix_pair_ids_pg",
+            (Mix::Pair, false) => "mix_pair_ids_sqlite",
+            (Mix::Filter, true) => "mix_word_filter_ids_pg",
+            (Mix::Filter, false) => "mix_word_filter_ids_sqlite",
+            (Mix::Relevance, true) => "mix_relevance_ids_pg",
+            (Mix::Relevance, false) => "mix_relevance_ids_sqlite",
+            (Mix::DeepPage, true) => "mix_deep_page_ids_pg",
+            (Mix::DeepPage, false) => "mix_deep_page_ids_sqlite",
+            (Mix::Posted, true) => "mix_posted_within_ids_pg",
+            (Mix::Posted, false) => "mix_posted_within_ids_sqlite",
+        }
+    }
+
     /// The row's name on this kind of run.
     fn row(self, kind: Kind) -> &'static str {
         let pg = kind != Kind::Sqlite;
