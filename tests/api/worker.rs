@@ -646,7 +646,13 @@ async fn permanent_failure_dead_letters_at_once(h: Harness) {
     let dead = worker.queue().dead_letters().await.unwrap();
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].attempts, 1);
-    assert!(dead[0].reason.contains("554"), "{}", dead[0].reason);
+    // The reason says who refused, then what they said: an operator reads it in the console.
+    assert!(
+        dead[0].reason.starts_with("rejected by the mail server: ")
+            && dead[0].reason.contains("554"),
+        "{}",
+        dead[0].reason
+    );
     assert_eq!(h.processed_status(&event_id).await.as_deref(), Some("dead"));
     // A late copy of a dead-lettered event sends nothing.
     h.app.time_passes().await;
