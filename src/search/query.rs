@@ -50,10 +50,16 @@ pub fn build(searcher: &Searcher, f: &Fields, s: &JobSearch) -> anyhow::Result<B
         must.push(term(Term::from_field_u64(f.remote, remote as u64)));
     }
     if let Some(ids) = &s.ids {
-        // A term per job: found by key, like a read of each row.
-        must.push(Box::new(TermSetQuery::new(
-            ids.iter().map(|&id| f.id_term(id)),
-        )));
+        // A term per job, each looked up in the term dictionary: found by key, like a read of
+        // each row (at most a page's worth of them).
+        must.push(match ids.as_slice() {
+            [id] => term(f.id_term(*id)),
+            _ => Box::new(BooleanQuery::new(
+                ids.iter()
+                    .map(|&id| (Occur::Should, term(f.id_term(id))))
+                    .collect(),
+            )),
+        });
     }
     if let Some(company) = s.company_id {
         must.push(term(Term::from_field_u64(f.company_id, company as u64)));
