@@ -4,19 +4,19 @@
 //! dead letters live in their own table.
 
 use super::{DeadLetter, DeadLetterReason, Message, Queue, Redriven, Selection};
-use crate::store::{DeadLetterRow, NewDeadLetter, Store};
+use crate::store::{DbQueueStore, DeadLetterRow, NewDeadLetter};
 use anyhow::Context;
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub struct DbQueue {
-    store: Arc<dyn Store>,
+    store: Arc<dyn DbQueueStore>,
     visibility: Duration,
 }
 
 impl DbQueue {
-    pub fn new(store: Arc<dyn Store>, visibility: Duration) -> DbQueue {
+    pub fn new(store: Arc<dyn DbQueueStore>, visibility: Duration) -> DbQueue {
         DbQueue { store, visibility }
     }
 }

@@ -1,7 +1,22 @@
 //! Opening the database, and reading what it answers about itself: its timeouts and its schema.
 
 use super::{PgStore, SqliteStore, Store};
+use async_trait::async_trait;
 use std::sync::Arc;
+
+/// The database itself: which one it is, its schema, and whether it answers.
+#[async_trait]
+pub trait DatabaseStore: Send + Sync {
+    /// `postgres` or `sqlite`.
+    fn backend(&self) -> &'static str;
+    /// Applies pending migrations.
+    async fn migrate(&self) -> anyhow::Result<()>;
+    /// Fails, saying what to do, unless the database has every migration of this binary; returns
+    /// the applied ones it does not know (a newer release's, `NNNN_description`), if any.
+    async fn check_schema(&self) -> anyhow::Result<Vec<String>>;
+    /// A trivial query, for readiness.
+    async fn ping(&self) -> anyhow::Result<()>;
+}
 
 /// Limits PostgreSQL puts on each statement of a connection (`statement_timeout`,
 /// `lock_timeout`). SQLite has one writer and its own busy timeout, and ignores them.

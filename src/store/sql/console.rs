@@ -5,7 +5,6 @@ use crate::store::dialect::Dialect;
 use crate::store::*;
 use chrono::{DateTime, Utc};
 use const_format::concatcp;
-use sqlx::{FromRow, Row};
 
 const NOW: &str = <D as Dialect>::NOW_MS;
 
@@ -49,12 +48,6 @@ const STORY_REDRIVE: &str = "SELECT redrives, attempts_before, last_redriven_at 
      FROM event_redrives WHERE event_id = $1";
 
 /// A page, newest first, with the total beside each row: one statement.
-const DEAD_LETTER_PAGE: &str = concatcp!(
-    "SELECT ",
-    sql::DEAD_LETTER_COLUMNS,
-    ", (SELECT COUNT(*) FROM dead_letters) AS total FROM dead_letters ORDER BY id DESC \
-     LIMIT $1 OFFSET $2"
-);
 
 #[async_trait::async_trait]
 impl ConsoleStore for S {
@@ -136,31 +129,5 @@ impl ConsoleStore for S {
             dead_letter,
             redrive,
         })
-    }
-
-    async fn dead_letter_page(
-        &self,
-        offset: i64,
-        limit: i64,
-    ) -> StoreResult<(Vec<DeadLetterRow>, i64)> {
-        let rows = sqlx::query(DEAD_LETTER_PAGE)
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await?;
-        let total = match rows.first() {
-            Some(row) => row.try_get::<i64, _>("total")?,
-            // Past the end: the count alone.
-            None => {
-                sqlx::query_scalar(sql::DEAD_LETTER_COUNT)
-                    .fetch_one(&self.pool)
-                    .await?
-            }
-        };
-        let letters = rows
-            .iter()
-            .map(DeadLetterRow::from_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok((letters, total))
     }
 }

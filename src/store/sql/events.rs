@@ -1,4 +1,5 @@
-//! [`EventStore`]: the database queue, claims of events, dead letters, the outbox relay.
+//! [`EventStore`]: claims of events, dead events, the outbox relay (the database queue is
+//! `db_queue.rs`).
 
 use super::{D, Db, S, Tx, sql};
 use crate::domain::event::Event;
@@ -42,7 +43,7 @@ impl S {
         Ok(true)
     }
 
-    async fn dead_letter_in(tx: &mut Tx, d: &NewDeadLetter) -> StoreResult<()> {
+    pub(super) async fn dead_letter_in(tx: &mut Tx, d: &NewDeadLetter) -> StoreResult<()> {
         let reason = stored_text(&d.reason);
         sqlx::query(sql::DEAD_LETTER_INSERT)
             .bind(&d.event_id)
@@ -96,99 +97,6 @@ impl S {
 
 #[async_trait::async_trait]
 impl EventStore for S {
-    async fn queue_receive(&self, max: i64, visibility_ms: i64) -> StoreResult<Vec<QueuedMessage>> {
-        let receipt = uuid::Uuid::new_v4().to_string();
-        let mut tx = self.begin_write().await?;
-        let rows =
-            sqlx::query_as::<_, (i64, String, String, i64, Option<String>)>(sql::QUEUE_RECEIVE)
-                .bind(visibility_ms)
-                .bind(&receipt)
-                .bind(max)
-                .fetch_all(&mut *tx)
-                .await?;
-        tx.commit().await?;
-        let mut messages: Vec<QueuedMessage> = rows
-            .into_iter()
-            .map(
-                |(id, receipt, body, receive_count, event_id)| QueuedMessage {
-                    id,
-                    receipt,
-                    body,
-                    receive_count,
-                    event_id,
-                },
-            )
-            .collect();
-        messages.sort_by_key(|m| m.id);
-        Ok(messages)
-    }
-
-    async fn queue_ack(&self, id: i64, receipt: &str) -> StoreResult<bool> {
-        let done = sqlx::query(sql::QUEUE_ACK)
-            .bind(id)
-            .bind(receipt)
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    async fn queue_delay(&self, id: i64, receipt: &str, delay_ms: i64) -> StoreResult<bool> {
-        let done = sqlx::query(sql::QUEUE_DELAY)
-            .bind(id)
-            .bind(receipt)
-            .bind(delay_ms.max(0))
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    async fn queue_dead_letter(
-        &self,
-        id: i64,
-        receipt: &str,
-        dead: NewDeadLetter,
-    ) -> StoreResult<()> {
-        let mut tx = self.begin_write().await?;
-        Self::dead_letter_in(&mut tx, &dead).await?;
-        sqlx::query(sql::QUEUE_ACK)
-            .bind(id)
-            .bind(receipt)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    async fn queue_enqueue(
-        &self,
-        event_id: Option<&str>,
-        application_id: Option<i64>,
-        body: &str,
-    ) -> StoreResult<i64> {
-        Ok(sqlx::query_scalar(sql::OUTBOX_INSERT)
-            .bind(event_id)
-            .bind(application_id)
-            .bind(body)
-            .bind(crate::timefmt::now())
-            .fetch_one(&self.pool)
-            .await?)
-    }
-
-    async fn queue_stats(&self) -> StoreResult<QueueStats> {
-        let (pending, oldest): (i64, Option<chrono::DateTime<chrono::Utc>>) =
-            sqlx::query_as(sql::QUEUE_STATS)
-                .fetch_one(&self.pool)
-                .await?;
-        let dead_letters: i64 = sqlx::query_scalar(sql::DEAD_LETTER_COUNT)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(QueueStats {
-            pending,
-            oldest_age_ms: oldest.map(|t| (chrono::Utc::now() - t).num_milliseconds().max(0)),
-            dead_letters,
-        })
-    }
-
     async fn claim_event(&self, event_id: &str, lease_ms: i64) -> StoreResult<Claim> {
         let lease_id = uuid::Uuid::new_v4().to_string();
         let mut tx = self.begin_write().await?;
@@ -292,21 +200,6 @@ impl EventStore for S {
 
     async fn email_data_many(&self, events: &[Event]) -> StoreResult<Vec<(String, Loaded)>> {
         self.load_email_data_many(events).await
-    }
-
-    async fn queue_ack_many(&self, receipt: &str, ids: &[i64]) -> StoreResult<u64> {
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let statement = format!(
-            "DELETE FROM outbox WHERE receipt = $1 AND id IN ({})",
-            placeholders(2, ids.len())
-        );
-        let mut query = sqlx::query(&statement).bind(receipt);
-        for id in ids {
-            query = query.bind(id);
-        }
-        Ok(query.execute(&self.pool).await?.rows_affected())
     }
 
     async fn extend_claim(
@@ -519,90 +412,6 @@ impl EventStore for S {
 
     async fn email_data(&self, event: &Event) -> StoreResult<Loaded> {
         Self::load_email_data(&self.pool, event).await
-    }
-
-    async fn dead_letters(&self) -> StoreResult<Vec<DeadLetterRow>> {
-        Ok(sqlx::query_as::<_, DeadLetterRow>(sql::DEAD_LETTERS)
-            .fetch_all(&self.pool)
-            .await?)
-    }
-
-    async fn redrive(
-        &self,
-        ids: Option<&[i64]>,
-        include_invalid: bool,
-    ) -> StoreResult<RedriveResult> {
-        let mut tx = self.begin_write().await?;
-        let all: Vec<DeadLetterRow> = sqlx::query_as(sql::DEAD_LETTERS)
-            .fetch_all(&mut *tx)
-            .await?;
-        let mut result = RedriveResult::default();
-        let chosen: Vec<&DeadLetterRow> = match ids {
-            None => all.iter().collect(),
-            Some(ids) => {
-                let found: Vec<&DeadLetterRow> =
-                    all.iter().filter(|d| ids.contains(&d.id)).collect();
-                result.not_found = (ids.len() - found.len()) as u64;
-                found
-            }
-        };
-        for d in chosen {
-            if d.event_id.is_none() && !include_invalid {
-                result.skipped_invalid += 1;
-                continue;
-            }
-            sqlx::query(sql::OUTBOX_INSERT)
-                .bind(&d.event_id)
-                .bind(None::<i64>)
-                .bind(&d.body)
-                .bind(crate::timefmt::now())
-                .execute(&mut *tx)
-                .await?;
-            if let Some(event_id) = &d.event_id {
-                // Attempts start again from zero; the story keeps a trace of the redrive.
-                sqlx::query(sql::CLAIM_RESET)
-                    .bind(event_id)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query(sql::REDRIVE_TRACE)
-                    .bind(event_id)
-                    .bind(d.attempts)
-                    .bind(None::<i64>)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            sqlx::query(sql::DEAD_LETTER_DELETE)
-                .bind(d.id)
-                .execute(&mut *tx)
-                .await?;
-            result.redriven += 1;
-        }
-        tx.commit().await?;
-        Ok(result)
-    }
-
-    async fn purge_dead_letters(&self, ids: Option<&[i64]>) -> StoreResult<u64> {
-        let mut tx = self.begin_write().await?;
-        let mut n = 0;
-        match ids {
-            None => {
-                n = sqlx::query(sql::DEAD_LETTERS_DELETE_ALL)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-            }
-            Some(ids) => {
-                for id in ids {
-                    n += sqlx::query(sql::DEAD_LETTER_DELETE)
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await?
-                        .rows_affected();
-                }
-            }
-        }
-        tx.commit().await?;
-        Ok(n)
     }
 
     async fn reset_dead_event(&self, event_id: &str) -> StoreResult<()> {

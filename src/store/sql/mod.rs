@@ -12,6 +12,7 @@ mod alerts;
 mod applications;
 mod companies;
 mod console;
+mod db_queue;
 mod digests;
 mod email_data;
 mod events;

@@ -1,5 +1,6 @@
-//! [`Store`]: the schema here; each resource's methods in a file of its own (`accounts.rs`,
-//! `companies.rs`, `jobs.rs` with `search.rs`, `applications.rs`), to which the trait forwards.
+//! [`DatabaseStore`]: the schema here. [`ApiStore`]: each resource's methods in a file of its
+//! own (`accounts.rs`, `companies.rs`, `jobs.rs` with `search.rs`, `applications.rs`), to which
+//! the trait forwards.
 
 use super::{D, Db, S, sql};
 use crate::domain::values::Email;
@@ -19,7 +20,7 @@ pub(super) fn push_page(qb: &mut QueryBuilder<'_, Db>, order: &str, page: Page) 
 }
 
 #[async_trait::async_trait]
-impl Store for S {
+impl DatabaseStore for S {
     fn backend(&self) -> &'static str {
         D::NAME
     }
@@ -89,7 +90,10 @@ impl Store for S {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
+}
 
+#[async_trait::async_trait]
+impl ApiStore for S {
     async fn create_user(&self, u: NewUser) -> StoreResult<UserRow> {
         S::create_user(self, u).await
     }
