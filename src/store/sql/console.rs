@@ -55,7 +55,8 @@ impl ConsoleStore for S {
         Ok(sqlx::query(IS_OPERATOR)
             .bind(user_id)
             .fetch_optional(&self.pool)
-            .await?
+            .await
+            .with_step(|| format!("reading whether user {user_id} is an operator"))?
             .is_some())
     }
 
@@ -64,21 +65,24 @@ impl ConsoleStore for S {
         let user_id: i64 = sqlx::query_scalar(USER_ID_BY_EMAIL_KEY)
             .bind(email_key)
             .fetch_optional(&mut *tx)
-            .await?
+            .await
+            .step("reading a user by email")?
             .ok_or(StoreError::NotFound)?;
         let done = if grant {
             sqlx::query(OPERATOR_GRANT)
                 .bind(user_id)
                 .bind(crate::timefmt::now())
                 .execute(&mut *tx)
-                .await?
+                .await
+                .step("granting the operator rights")?
         } else {
             sqlx::query(OPERATOR_REVOKE)
                 .bind(user_id)
                 .execute(&mut *tx)
-                .await?
+                .await
+                .step("revoking the operator rights")?
         };
-        tx.commit().await?;
+        tx.commit().await.step("committing the operator rights")?;
         Ok(OperatorChange {
             user_id,
             changed: done.rows_affected() > 0,
@@ -93,7 +97,10 @@ impl ConsoleStore for S {
             i64,
             i64,
             i64,
-        ) = sqlx::query_as(FIGURES).fetch_one(&self.pool).await?;
+        ) = sqlx::query_as(FIGURES)
+            .fetch_one(&self.pool)
+            .await
+            .step("reading the console's figures")?;
         Ok(ConsoleFigures {
             outbox_pending,
             oldest_pending_age_ms: oldest.map(|t| (Utc::now() - t).num_milliseconds().max(0)),
@@ -109,20 +116,26 @@ impl ConsoleStore for S {
         let change = sqlx::query_as::<_, EventChange>(STORY_CHANGE)
             .bind(event_id)
             .fetch_optional(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("reading the status change of event {event_id}"))?;
         let processed = sqlx::query_as::<_, ProcessedRecord>(STORY_PROCESSED)
             .bind(event_id)
             .fetch_optional(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("reading the processed record of event {event_id}"))?;
         let dead_letter = sqlx::query_as::<_, DeadLetterRow>(STORY_DEAD_LETTER)
             .bind(event_id)
             .fetch_optional(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("reading the dead letter of event {event_id}"))?;
         let redrive = sqlx::query_as::<_, RedriveTrace>(STORY_REDRIVE)
             .bind(event_id)
             .fetch_optional(&mut *tx)
-            .await?;
-        tx.commit().await?;
+            .await
+            .with_step(|| format!("reading the redrives of event {event_id}"))?;
+        tx.commit()
+            .await
+            .with_step(|| format!("committing the read of event {event_id}'s story"))?;
         Ok(EventStory {
             change,
             processed,

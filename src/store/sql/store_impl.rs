@@ -50,7 +50,8 @@ impl DatabaseStore for S {
         loop {
             let batch: Vec<(i64, String)> = sqlx::query_as(sql::JOB_TITLES_UNINDEXED)
                 .fetch_all(&self.pool)
-                .await?;
+                .await
+                .context("reading the jobs whose titles have no terms")?;
             if batch.is_empty() {
                 return Ok(());
             }
@@ -60,9 +61,12 @@ impl DatabaseStore for S {
                     .bind(search::document_terms(&[&title]))
                     .bind(id)
                     .execute(&mut *tx)
-                    .await?;
+                    .await
+                    .with_context(|| format!("setting the title terms of job {id}"))?;
             }
-            tx.commit().await?;
+            tx.commit()
+                .await
+                .context("committing a batch of title terms")?;
         }
     }
 
@@ -87,7 +91,10 @@ impl DatabaseStore for S {
     }
 
     async fn ping(&self) -> anyhow::Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .context("pinging the database")?;
         Ok(())
     }
 }
