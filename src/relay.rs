@@ -6,7 +6,7 @@
 //! while SQS answers.
 
 use crate::queue::sqs::SqsQueue;
-use crate::store::Store;
+use crate::store::EventStore;
 use crate::telemetry as t;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 const BATCH: i64 = 10;
 
 pub struct Relay {
-    store: Arc<dyn Store>,
+    store: Arc<dyn EventStore>,
     sqs: Arc<SqsQueue>,
     wake: Notify,
     /// One publish at a time in this process (SQLite has no row locks to keep two apart).
@@ -24,7 +24,7 @@ pub struct Relay {
 }
 
 impl Relay {
-    pub fn new(store: Arc<dyn Store>, sqs: Arc<SqsQueue>) -> Relay {
+    pub fn new(store: Arc<dyn EventStore>, sqs: Arc<SqsQueue>) -> Relay {
         Relay {
             store,
             sqs,

@@ -138,7 +138,10 @@ async fn events_committed(st: &AppState, job: &JobRow) {
         }
         // The events are committed whatever this count says; the relay sweeps on its own too.
         Err(e) => {
-            tracing::warn!(error = %e, "could not count the review's events for the metrics");
+            tracing::warn!(
+                error = format!("{e:#}"),
+                "could not count the review's events for the metrics"
+            );
             st.event_committed();
         }
     }

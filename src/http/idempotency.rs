@@ -303,7 +303,10 @@ impl Hold {
             .await
         {
             metrics::counter!(IDEMPOTENCY_FAILURES_TOTAL, "step" => "store_response").increment(1);
-            tracing::warn!(error = %e, "could not store an idempotent response; a retry with its key runs again");
+            tracing::warn!(
+                error = format!("{e:#}"),
+                "could not store an idempotent response; a retry with its key runs again"
+            );
         }
         Response::from_parts(parts, axum::body::Body::from(bytes))
     }
@@ -314,7 +317,7 @@ impl Hold {
         if let Err(e) = self.store.idem_release(self.record_id, &self.token).await {
             metrics::counter!(IDEMPOTENCY_FAILURES_TOTAL, "step" => "release").increment(1);
             tracing::error!(
-                error = %e,
+                error = format!("{e:#}"),
                 "could not free an Idempotency-Key after a request that wrote nothing; retries \
                  with it get 409 until its lock lapses (60 s)"
             );

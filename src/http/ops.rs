@@ -150,7 +150,7 @@ pub(super) async fn docs_js(request: HeaderMap) -> Response {
 /// What the worker's own listener (`WORKER_HTTP_ADDR`) needs.
 #[derive(Clone)]
 pub struct WorkerState {
-    pub store: std::sync::Arc<dyn crate::store::Store>,
+    pub store: std::sync::Arc<dyn crate::store::DatabaseStore>,
     pub queue: std::sync::Arc<dyn crate::queue::Queue>,
     /// The worker's own health flag (false while its receive loop cannot reach the queue or
     /// the database, and once it stops).
@@ -164,7 +164,7 @@ pub struct WorkerState {
 impl WorkerState {
     /// The listener's state for a worker using `store` and `queue`, with its health flag.
     pub fn new(
-        store: std::sync::Arc<dyn crate::store::Store>,
+        store: std::sync::Arc<dyn crate::store::DatabaseStore>,
         queue: std::sync::Arc<dyn crate::queue::Queue>,
         healthy: std::sync::Arc<std::sync::atomic::AtomicBool>,
         shutdown: tokio_util::sync::CancellationToken,

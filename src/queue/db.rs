@@ -4,19 +4,19 @@
 //! dead letters live in their own table.
 
 use super::{DeadLetter, DeadLetterReason, Message, Queue, Redriven, Selection};
-use crate::store::{DeadLetterRow, NewDeadLetter, Store};
+use crate::store::{DbQueueStore, DeadLetterRow, NewDeadLetter};
 use anyhow::Context;
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub struct DbQueue {
-    store: Arc<dyn Store>,
+    store: Arc<dyn DbQueueStore>,
     visibility: Duration,
 }
 
 impl DbQueue {
-    pub fn new(store: Arc<dyn Store>, visibility: Duration) -> DbQueue {
+    pub fn new(store: Arc<dyn DbQueueStore>, visibility: Duration) -> DbQueue {
         DbQueue { store, visibility }
     }
 }
@@ -200,5 +200,116 @@ impl From<DeadLetterRow> for DeadLetter {
             last_failed_at: time_of(d.last_failed_at),
             body: d.body,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The queue over a fake of the one part of the store it holds ([`DbQueueStore`]).
+
+    use super::*;
+    use crate::store::{DatabaseStore, QueueStats, QueueStore, QueuedMessage, RedriveResult};
+    use crate::store::{StoreError, StoreResult};
+    use std::sync::Mutex;
+
+    /// Records each `queue_ack_many`; every other method is one the tests do not reach.
+    #[derive(Default)]
+    struct Acks(Mutex<Vec<(String, Vec<i64>)>>);
+
+    #[async_trait]
+    impl QueueStore for Acks {
+        async fn queue_ack_many(&self, receipt: &str, ids: &[i64]) -> StoreResult<u64> {
+            self.0
+                .lock()
+                .unwrap()
+                .push((receipt.to_string(), ids.to_vec()));
+            // The second receive's messages were redelivered meanwhile: none is ours.
+            Ok(if receipt == "r2" { 0 } else { ids.len() as u64 })
+        }
+        async fn queue_receive(&self, _: i64, _: i64) -> StoreResult<Vec<QueuedMessage>> {
+            unreachable!()
+        }
+        async fn queue_ack(&self, _: i64, _: &str) -> StoreResult<bool> {
+            unreachable!()
+        }
+        async fn queue_delay(&self, _: i64, _: &str, _: i64) -> StoreResult<bool> {
+            unreachable!()
+        }
+        async fn queue_dead_letter(&self, _: i64, _: &str, _: NewDeadLetter) -> StoreResult<()> {
+            unreachable!()
+        }
+        async fn queue_enqueue(
+            &self,
+            _: Option<&str>,
+            _: Option<i64>,
+            _: &str,
+        ) -> StoreResult<i64> {
+            unreachable!()
+        }
+        async fn queue_stats(&self) -> StoreResult<QueueStats> {
+            unreachable!()
+        }
+        async fn dead_letters(&self) -> StoreResult<Vec<DeadLetterRow>> {
+            unreachable!()
+        }
+        async fn dead_letter_page(&self, _: i64, _: i64) -> StoreResult<(Vec<DeadLetterRow>, i64)> {
+            unreachable!()
+        }
+        async fn redrive(&self, _: Option<&[i64]>, _: bool) -> StoreResult<RedriveResult> {
+            unreachable!()
+        }
+        async fn purge_dead_letters(&self, _: Option<&[i64]>) -> StoreResult<u64> {
+            unreachable!()
+        }
+    }
+
+    #[async_trait]
+    impl DatabaseStore for Acks {
+        fn backend(&self) -> &'static str {
+            "fake"
+        }
+        async fn migrate(&self) -> anyhow::Result<()> {
+            unreachable!()
+        }
+        async fn check_schema(&self) -> anyhow::Result<Vec<String>> {
+            unreachable!()
+        }
+        async fn ping(&self) -> anyhow::Result<()> {
+            Err(StoreError::NotFound.into())
+        }
+    }
+
+    fn message(id: &str, receipt: &str) -> Message {
+        Message {
+            id: id.to_string(),
+            receipt: receipt.to_string(),
+            body: String::new(),
+            receive_count: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn ack_many_deletes_each_receive_in_one_call_under_its_own_receipt() {
+        let store = Arc::new(Acks::default());
+        let queue = DbQueue::new(store.clone(), Duration::from_secs(30));
+        let batch = [message("1", "r1"), message("2", "r2"), message("3", "r1")];
+        queue.ack_many(&batch).await.unwrap();
+        let mut calls = store.0.lock().unwrap().clone();
+        calls.sort();
+        assert_eq!(
+            calls,
+            [("r1".to_string(), vec![1, 3]), ("r2".to_string(), vec![2])]
+        );
+
+        // An id this queue never gave out is refused before anything is deleted.
+        store.0.lock().unwrap().clear();
+        let e = queue
+            .ack_many(&[message("4", "r3"), message("sqs-id", "r3")])
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("not a database queue message id"));
+        assert!(store.0.lock().unwrap().is_empty());
+        // The queue answers its ping from the store's.
+        assert!(queue.ping().await.is_err());
     }
 }

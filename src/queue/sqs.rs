@@ -6,7 +6,7 @@
 //! move a message before `MAX_ATTEMPTS`.
 
 use super::{DeadLetter, DeadLetterReason, Message, Queue, Redriven, Selection};
-use crate::store::{SqsDeadLetterRow, Store};
+use crate::store::{SqsDeadLetterRow, SqsQueueStore};
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
@@ -33,7 +33,7 @@ pub struct SqsQueue {
     url: String,
     dlq_url: String,
     visibility: Duration,
-    store: Arc<dyn Store>,
+    store: Arc<dyn SqsQueueStore>,
     deletes: mpsc::UnboundedSender<DeleteRequest>,
     /// Sent times of messages received in the last minute, for `queue_oldest_age_seconds`.
     recent: Mutex<VecDeque<(Instant, i64)>>,
@@ -79,7 +79,7 @@ impl SqsQueue {
         url: &str,
         dlq_url: String,
         visibility: Duration,
-        store: Arc<dyn Store>,
+        store: Arc<dyn SqsQueueStore>,
         options: ClientOptions,
     ) -> anyhow::Result<SqsQueue> {
         let shared = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;

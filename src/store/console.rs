@@ -99,10 +99,4 @@ pub trait ConsoleStore: Send + Sync {
     async fn console_figures(&self) -> StoreResult<ConsoleFigures>;
     /// The status change, the processed record, the dead letter and the redrives of `event_id`.
     async fn event_story(&self, event_id: &str) -> StoreResult<EventStory>;
-    /// A page of the database queue's dead letters, newest first, and how many there are.
-    async fn dead_letter_page(
-        &self,
-        offset: i64,
-        limit: i64,
-    ) -> StoreResult<(Vec<DeadLetterRow>, i64)>;
 }

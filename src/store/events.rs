@@ -1,6 +1,7 @@
-//! What the worker and the database queue need from the store: queue messages with a visibility
-//! timeout, idempotency claims per event id, dead letters, and retention. Every time here is in
-//! ms since the epoch on the database's clock, so that all workers judge leases on one clock.
+//! What the worker and the relay need from the store: idempotency claims per event id, the
+//! outbox, dead events, and retention (the database queue's own part is `db_queue.rs`). Every
+//! time here is in ms since the epoch on the database's clock, so that all workers judge leases
+//! on one clock.
 
 use super::StoreResult;
 use crate::domain::event::Event;
@@ -164,28 +165,6 @@ pub struct QueueStats {
 
 #[async_trait]
 pub trait EventStore: Send + Sync {
-    /// Receives up to `max` visible messages, hiding each for `visibility_ms`.
-    async fn queue_receive(&self, max: i64, visibility_ms: i64) -> StoreResult<Vec<QueuedMessage>>;
-    /// Deletes a received message; `false` if the receipt is stale.
-    async fn queue_ack(&self, id: i64, receipt: &str) -> StoreResult<bool>;
-    /// Makes a received message visible again after `delay_ms` (0: now).
-    async fn queue_delay(&self, id: i64, receipt: &str, delay_ms: i64) -> StoreResult<bool>;
-    /// Moves a received message to the dead letters, in one transaction.
-    async fn queue_dead_letter(
-        &self,
-        id: i64,
-        receipt: &str,
-        dead: NewDeadLetter,
-    ) -> StoreResult<()>;
-    /// Adds a message (redrive, or an operator's hand-made one). Returns its id.
-    async fn queue_enqueue(
-        &self,
-        event_id: Option<&str>,
-        application_id: Option<i64>,
-        body: &str,
-    ) -> StoreResult<i64>;
-    async fn queue_stats(&self) -> StoreResult<QueueStats>;
-
     /// Claims `event_id` for `lease_ms` (lease mode).
     async fn claim_event(&self, event_id: &str, lease_ms: i64) -> StoreResult<Claim>;
     /// Claims every id in `event_ids` that has no record yet, in one statement, all under one
@@ -207,9 +186,6 @@ pub trait EventStore: Send + Sync {
     /// What the emails of several events need, as `(event_id, loaded)`, one for each event:
     /// one query per type present, the application types' batched.
     async fn email_data_many(&self, events: &[Event]) -> StoreResult<Vec<(String, Loaded)>>;
-    /// Deletes several received messages of one receive, in one statement; returns how many
-    /// were still ours.
-    async fn queue_ack_many(&self, receipt: &str, ids: &[i64]) -> StoreResult<u64>;
     /// Extends a live claim; `false` if the lease is no longer ours.
     async fn extend_claim(
         &self,
@@ -270,14 +246,6 @@ pub trait EventStore: Send + Sync {
     /// still exists; `Missing(TurnedOff)` when its person turned that email off.
     async fn email_data(&self, event: &Event) -> StoreResult<Loaded>;
 
-    async fn dead_letters(&self) -> StoreResult<Vec<DeadLetterRow>>;
-    /// Re-queues dead letters (all, or these ids) with their attempts reset.
-    async fn redrive(
-        &self,
-        ids: Option<&[i64]>,
-        include_invalid: bool,
-    ) -> StoreResult<RedriveResult>;
-    async fn purge_dead_letters(&self, ids: Option<&[i64]>) -> StoreResult<u64>;
     /// Forgets a dead-lettered event's failures, so that a redriven copy starts from zero.
     async fn reset_dead_event(&self, event_id: &str) -> StoreResult<()>;
     /// Notes that `event_id` was redriven (its copy is on the queue), its dead letter having

@@ -49,3 +49,16 @@ pub trait IdempotencyStore: Send + Sync {
     /// Deletes up to `batch` records created before `older_than_ms`.
     async fn delete_idempotency_keys(&self, older_than_ms: i64, batch: i64) -> StoreResult<u64>;
 }
+
+/// Stores an idempotent request's first response in the same transaction as its write.
+pub struct Completion<'a, T> {
+    /// The idempotency record the request holds, and the token that proves it still does.
+    pub record_id: i64,
+    pub token: &'a str,
+    pub status: u16,
+    /// Renders the response body from what the write produced, inside its transaction.
+    pub render: &'a (dyn Fn(&T) -> String + Send + Sync),
+}
+
+/// An optional completion, passed to every write a client may retry with an `Idempotency-Key`.
+pub type Idem<'a, T> = Option<&'a Completion<'a, T>>;

@@ -1,6 +1,8 @@
 //! PostgreSQL: row locks with `FOR UPDATE`, advisory locks where writes must take turns.
 
 use super::dialect::Dialect;
+use super::{Step, StoreResult};
+use anyhow::Context;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
 use std::str::FromStr;
 use std::time::Duration;
@@ -35,7 +37,8 @@ impl PgStore {
             .max_connections(pool_size)
             .acquire_timeout(Duration::from_secs(5))
             .connect_with(options)
-            .await?;
+            .await
+            .context("opening the database's connection pool")?;
         Ok(PgStore { pool })
     }
 
@@ -43,15 +46,16 @@ impl PgStore {
         &self.pool
     }
 
-    async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, Postgres>> {
-        self.pool.begin().await
+    async fn begin_write(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {
+        self.pool.begin().await.step("starting a write transaction")
     }
 
     /// A consistent snapshot for a count and its page.
-    async fn begin_read(&self) -> sqlx::Result<sqlx::Transaction<'static, Postgres>> {
+    async fn begin_read(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {
         self.pool
             .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .await
+            .step("starting a read transaction")
     }
 }
 

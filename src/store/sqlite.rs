@@ -1,6 +1,8 @@
 //! SQLite: WAL mode, write transactions that take the write lock up front (`BEGIN IMMEDIATE`).
 
 use super::dialect::Dialect;
+use super::{Step, StoreResult};
+use anyhow::Context;
 use sqlx::sqlite::{
     Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
     SqliteSynchronous,
@@ -36,7 +38,8 @@ impl SqliteStore {
             .max_connections(pool_size)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
-            .await?;
+            .await
+            .context("opening the database's connection pool")?;
         Ok(SqliteStore { pool })
     }
 
@@ -46,13 +49,16 @@ impl SqliteStore {
 
     /// Takes the write lock at BEGIN: a deferred transaction that reads and then writes can fail
     /// with SQLITE_BUSY when another connection wrote in between.
-    async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, Sqlite>> {
-        self.pool.begin_with("BEGIN IMMEDIATE").await
+    async fn begin_write(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .step("starting a write transaction")
     }
 
     /// A read transaction sees one snapshot in WAL mode.
-    async fn begin_read(&self) -> sqlx::Result<sqlx::Transaction<'static, Sqlite>> {
-        self.pool.begin().await
+    async fn begin_read(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
+        self.pool.begin().await.step("starting a read transaction")
     }
 }
 

@@ -3,7 +3,7 @@
 //! failure counters, the worker its processed-event records and the event records (`events`)
 //! no message needs any more; `cleanup` runs them all and needs nothing but the database.
 
-use super::{KEY_TTL_MS, Store, StoreResult};
+use super::{EventStore, JobLogStore, KEY_TTL_MS, Store, StoreResult};
 use std::time::Duration;
 
 /// Rows are deleted in batches of this many.
@@ -26,7 +26,10 @@ where
 }
 
 /// Deletes finished processed-event records older than `retention`.
-pub async fn delete_expired_events(store: &dyn Store, retention: Duration) -> StoreResult<u64> {
+pub async fn delete_expired_events(
+    store: &dyn EventStore,
+    retention: Duration,
+) -> StoreResult<u64> {
     let cutoff = store.now_ms().await? - retention.as_millis() as i64;
     in_batches(|| store.delete_processed_events(cutoff, BATCH)).await
 }
@@ -34,7 +37,7 @@ pub async fn delete_expired_events(store: &dyn Store, retention: Duration) -> St
 /// Deletes the event records (`events`) older than `retention` that no message can need any
 /// more (see [`EventStore::delete_event_records`](super::EventStore::delete_event_records)).
 pub async fn delete_expired_event_records(
-    store: &dyn Store,
+    store: &dyn EventStore,
     retention: Duration,
 ) -> StoreResult<u64> {
     let now = store.now_ms().await?;
@@ -59,7 +62,7 @@ pub async fn delete_expired_auth_failures(store: &dyn Store) -> StoreResult<u64>
 pub const JOB_CHANGES_KEPT: i64 = 1_000_000;
 
 /// Deletes the job changes older than the newest `keep`.
-pub async fn trim_job_changes(store: &dyn Store, keep: i64) -> StoreResult<u64> {
+pub async fn trim_job_changes(store: &dyn JobLogStore, keep: i64) -> StoreResult<u64> {
     let upto = store.newest_job_change().await? - keep;
     if upto <= 0 {
         return Ok(0);

@@ -18,7 +18,7 @@ use crate::domain::alert::{Frequency, Period};
 use crate::domain::event::{ALERT_DIGEST, Event, EventKind};
 use crate::search::alerts::AlertWindow;
 use crate::store::AlertDigest;
-use crate::store::Store;
+use crate::store::AlertDigestStore;
 use crate::telemetry as t;
 use anyhow::Context;
 use chrono::{DateTime, Utc};
@@ -36,7 +36,10 @@ impl Worker {
 
 /// Writes the digests of the last ended period (by `now`, less [`DIGEST_GRACE`]) of each
 /// frequency, unless marked written; returns how many events it wrote.
-pub async fn write_alert_digests(store: &dyn Store, now: DateTime<Utc>) -> anyhow::Result<u64> {
+pub async fn write_alert_digests(
+    store: &dyn AlertDigestStore,
+    now: DateTime<Utc>,
+) -> anyhow::Result<u64> {
     let mut written = 0;
     for frequency in Frequency::ALL {
         let period = frequency.last_ended(now - DIGEST_GRACE);
@@ -59,7 +62,7 @@ pub async fn write_alert_digests(store: &dyn Store, now: DateTime<Utc>) -> anyho
 
 /// The digests of one period, in batches of alerts.
 async fn write_period(
-    store: &dyn Store,
+    store: &dyn AlertDigestStore,
     period: &Period,
     now: DateTime<Utc>,
 ) -> anyhow::Result<u64> {
@@ -89,7 +92,7 @@ async fn write_period(
 
 /// The digests of the due alerts with ids in `(after, upto]`.
 async fn write_range(
-    store: &dyn Store,
+    store: &dyn AlertDigestStore,
     period: &Period,
     window: &Arc<AlertWindow>,
     mut after: i64,

@@ -37,10 +37,15 @@ impl Worker {
                         metrics::counter!(t::LEASES_LOST_TOTAL).increment(1);
                         return std::future::pending::<()>().await;
                     }
-                    Err(err) => tracing::warn!(error = %err, "could not extend the lease"),
+                    Err(err) => {
+                        tracing::warn!(error = format!("{err:#}"), "could not extend the lease")
+                    }
                 }
                 if let Err(err) = self.queue.extend(m, self.visibility).await {
-                    tracing::warn!(error = %err, "could not extend the message's visibility");
+                    tracing::warn!(
+                        error = format!("{err:#}"),
+                        "could not extend the message's visibility"
+                    );
                 }
             }
         };

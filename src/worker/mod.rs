@@ -30,7 +30,7 @@ use crate::domain::event::{Event, parse_event};
 use crate::domain::mail::{Absent, EmailData};
 use crate::email::{Mailer, Sender, templates};
 use crate::queue::{DeadLetterReason, Message, Queue};
-use crate::store::Store;
+use crate::store::WorkerStore;
 use crate::telemetry as t;
 use secrecy::ExposeSecret;
 use std::sync::Arc;
@@ -82,7 +82,7 @@ fn count(kind: &'static str, outcome: Outcome, start: Instant) {
 const MAX_BACKOFF_SECS: f64 = 900.0;
 
 pub struct Worker {
-    store: Arc<dyn Store>,
+    store: Arc<dyn WorkerStore>,
     queue: Arc<dyn Queue>,
     mailer: Arc<dyn Mailer>,
     sender: Sender,
@@ -126,7 +126,7 @@ struct Links {
 impl Worker {
     pub fn new(
         config: &Config,
-        store: Arc<dyn Store>,
+        store: Arc<dyn WorkerStore>,
         queue: Arc<dyn Queue>,
         mailer: Arc<dyn Mailer>,
     ) -> Worker {

@@ -46,8 +46,11 @@ impl Worker {
                 }
                 Err(err) if Instant::now() + wait < deadline => {
                     retries += 1;
-                    tracing::warn!(error = %err, retry_in_ms = wait.as_millis() as u64,
-                        "could not record the sent emails; retrying within the lease");
+                    tracing::warn!(
+                        error = format!("{err:#}"),
+                        retry_in_ms = wait.as_millis() as u64,
+                        "could not record the sent emails; retrying within the lease"
+                    );
                     tokio::time::sleep(wait).await;
                     wait *= 2;
                 }

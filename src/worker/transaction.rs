@@ -48,7 +48,10 @@ impl Worker {
             loop {
                 every.tick().await;
                 if let Err(err) = self.queue.extend(m, self.visibility).await {
-                    tracing::warn!(error = %err, "could not extend the message's visibility");
+                    tracing::warn!(
+                        error = format!("{err:#}"),
+                        "could not extend the message's visibility"
+                    );
                 }
             }
         };

@@ -6,6 +6,7 @@ use sha2::{Digest, Sha256};
 
 const STATEMENTS: &str = include_str!("../../src/store/sql/statements.rs");
 const EVENTS: &str = include_str!("../../src/store/sql/events.rs");
+const DB_QUEUE: &str = include_str!("../../src/store/sql/db_queue.rs");
 
 /// Where a statement's text is.
 pub enum Source {
@@ -193,7 +194,16 @@ pub const TIED: &[(Source, &str, &str)] = &[
 pub fn text(source: &Source) -> String {
     let (file, start, end) = match source {
         Source::Const(name) => (STATEMENTS, format!("const {name}: &str"), ";\n"),
-        Source::Function(name) => (EVENTS, format!("async fn {name}("), "\n    }\n"),
+        Source::Function(name) => {
+            let start = format!("async fn {name}(");
+            // The events' methods, and the database queue's since they moved to a file of their own.
+            let file = if EVENTS.contains(&start) {
+                EVENTS
+            } else {
+                DB_QUEUE
+            };
+            (file, start, "\n    }\n")
+        }
     };
     let at = file
         .find(&start)

@@ -16,7 +16,8 @@ impl S {
             .bind(crate::timefmt::now())
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| constraint(e, Conflict::EmailTaken))?;
+            .map_err(|e| constraint(e, Conflict::EmailTaken))
+            .step("inserting the user")?;
         self.user_by_id(id).await
     }
 
@@ -24,7 +25,8 @@ impl S {
         sqlx::query_as::<_, UserRow>(sql::USER_BY_ID)
             .bind(id)
             .fetch_optional(&self.pool)
-            .await?
+            .await
+            .with_step(|| format!("reading user {id}"))?
             .ok_or(StoreError::NotFound)
     }
 
@@ -32,7 +34,8 @@ impl S {
         sqlx::query_as::<_, UserRow>(sql::USER_BY_EMAIL_KEY)
             .bind(key)
             .fetch_optional(&self.pool)
-            .await?
+            .await
+            .step("reading a user by email")?
             .ok_or(StoreError::NotFound)
     }
 
@@ -47,7 +50,8 @@ impl S {
             .bind(hash)
             .bind(user_id)
             .execute(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("setting the password of user {user_id}"))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
@@ -58,7 +62,8 @@ impl S {
         let done = sqlx::query(sql::USER_DELETE)
             .bind(user_id)
             .execute(&self.pool)
-            .await?;
+            .await
+            .with_step(|| format!("deleting user {user_id}"))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
@@ -69,7 +74,8 @@ impl S {
         sqlx::query_as::<_, Notifications>(sql::USER_NOTIFICATIONS)
             .bind(user_id)
             .fetch_optional(&self.pool)
-            .await?
+            .await
+            .with_step(|| format!("reading the email preferences of user {user_id}"))?
             .ok_or(StoreError::NotFound)
     }
 
@@ -84,7 +90,8 @@ impl S {
             .bind(application_digest)
             .bind(user_id)
             .fetch_optional(&mut *tx)
-            .await?
+            .await
+            .with_step(|| format!("updating the email preferences of user {user_id}"))?
             .ok_or(StoreError::NotFound)?;
         Self::commit_with(tx, idem, &updated).await?;
         Ok(updated)
@@ -113,12 +120,16 @@ impl S {
         sqlx::query(sql::AUTH_FAILURES_FORGIVE_EMAIL)
             .bind(keys.email)
             .execute(&mut *tx)
-            .await?;
+            .await
+            .step("forgiving the sign-in failures of the email")?;
         sqlx::query(sql::AUTH_FAILURES_FORGIVE_ADDR)
             .bind(keys.addr)
             .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
+            .await
+            .step("giving back the address's sign-in failure")?;
+        tx.commit()
+            .await
+            .step("committing the forgiven sign-in failure")?;
         Ok(())
     }
 
@@ -131,7 +142,8 @@ impl S {
             .bind(window_ms)
             .bind(limit)
             .execute(&self.pool)
-            .await?;
+            .await
+            .step("deleting expired sign-in failure counters")?;
         Ok(done.rows_affected())
     }
 }
@@ -149,7 +161,8 @@ impl S {
             .bind(keys.addr)
             .bind(window_ms)
             .fetch_all(&self.pool)
-            .await?;
+            .await
+            .step("reading the sign-in failure counters")?;
         counters(rows)
     }
 }

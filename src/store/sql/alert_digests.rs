@@ -4,7 +4,9 @@
 use super::{D, S, sql};
 use crate::domain::alert::Frequency;
 use crate::store::dialect::Dialect;
-use crate::store::{AlertDigest, AlertDigestStore, AlertRow, JobRow, StoreError, StoreResult};
+use crate::store::{
+    AlertDigest, AlertDigestStore, AlertRow, JobRow, Step, StoreError, StoreResult,
+};
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use const_format::concatcp;
@@ -181,7 +183,7 @@ impl AlertDigestStore for S {
                 .await
                 .map_err(step("setting the alerts' last_sent_at"))?;
         }
-        tx.commit().await?;
+        tx.commit().await.step("committing the alert digests")?;
         Ok(written)
     }
 }

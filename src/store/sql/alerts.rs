@@ -48,7 +48,8 @@ impl S {
             .bind(id)
             .bind(user_id)
             .fetch_optional(e)
-            .await?
+            .await
+            .with_step(|| format!("reading alert {id}"))?
             .ok_or(StoreError::NotFound)
     }
 }
@@ -65,11 +66,14 @@ impl AlertStore for S {
         let mut tx = self.begin_write().await?;
         // The count and the insert under one lock on the user (SQLite: the write lock taken at
         // BEGIN): two requests at `max - 1` cannot both pass.
-        let _: i64 = Self::locked(&mut tx, USER_LOCKED, user_id).await?;
+        let _: i64 = Self::locked(&mut tx, USER_LOCKED, user_id)
+            .await
+            .with_step(|| format!("locking user {user_id}"))?;
         let count: i64 = sqlx::query_scalar(COUNT_OF_USER)
             .bind(user_id)
             .fetch_one(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("counting the alerts of user {user_id}"))?;
         if count >= max {
             return Err(StoreError::Conflict(Conflict::TooManyAlerts));
         }
@@ -85,8 +89,11 @@ impl AlertStore for S {
             .bind(alert.frequency.as_str())
             .bind(crate::timefmt::now())
             .fetch_one(&mut *tx)
-            .await?;
-        let row = Self::alert_in(&mut *tx, user_id, id).await?;
+            .await
+            .step("inserting the alert")?;
+        let row = Self::alert_in(&mut *tx, user_id, id)
+            .await
+            .step("reading the new alert")?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(row)
     }
@@ -100,14 +107,18 @@ impl AlertStore for S {
         let total: i64 = sqlx::query_scalar(COUNT_OF_USER)
             .bind(user_id)
             .fetch_one(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("counting the alerts of user {user_id}"))?;
         let rows = sqlx::query_as::<_, AlertRow>(PAGE)
             .bind(user_id)
             .bind(page.size)
             .bind(page.offset())
             .fetch_all(&mut *tx)
-            .await?;
-        tx.commit().await?;
+            .await
+            .with_step(|| format!("reading a page of the alerts of user {user_id}"))?;
+        tx.commit()
+            .await
+            .step("committing the read of the alerts")?;
         Ok((rows, total))
     }
 
@@ -125,11 +136,14 @@ impl AlertStore for S {
             .bind(id)
             .bind(user_id)
             .execute(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("updating alert {id}"))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
-        let row = Self::alert_in(&mut *tx, user_id, id).await?;
+        let row = Self::alert_in(&mut *tx, user_id, id)
+            .await
+            .with_step(|| format!("reading alert {id} after its update"))?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(row)
     }
@@ -140,7 +154,8 @@ impl AlertStore for S {
             .bind(id)
             .bind(user_id)
             .execute(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("deleting alert {id}"))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
@@ -151,7 +166,8 @@ impl AlertStore for S {
         sqlx::query_as::<_, AlertRow>(BY_ID)
             .bind(id)
             .fetch_optional(&self.pool)
-            .await?
+            .await
+            .with_step(|| format!("reading alert {id}"))?
             .ok_or(StoreError::NotFound)
     }
 
@@ -160,7 +176,8 @@ impl AlertStore for S {
         let row = sqlx::query_as::<_, AlertRow>(PAUSE)
             .bind(id)
             .fetch_optional(&mut *tx)
-            .await?
+            .await
+            .with_step(|| format!("pausing alert {id}"))?
             .ok_or(StoreError::NotFound)?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(row)

@@ -21,7 +21,8 @@ impl S {
             sqlx::query_as(sql::JOB_STATUS_SHARED)
                 .bind(job_id)
                 .fetch_optional(&mut *tx)
-                .await?
+                .await
+                .with_step(|| format!("reading the status of job {job_id}"))?
                 .ok_or(StoreError::NotFound)?;
         let status =
             JobStatus::try_from(status).map_err(|e| StoreError::Other(anyhow::Error::new(e)))?;
@@ -41,7 +42,8 @@ impl S {
             .bind(now)
             .fetch_one(&mut *tx)
             .await
-            .map_err(|e| constraint(e, Conflict::AlreadyApplied))?;
+            .map_err(|e| constraint(e, Conflict::AlreadyApplied))
+            .with_step(|| format!("inserting the application to job {job_id}"))?;
         // The candidate's confirmation (CONTRACT.md §5); its history row carries its id.
         let event = Event::new(EventKind::Submitted { application_id: id }, now);
         sqlx::query(sql::HISTORY_INSERT)
@@ -52,9 +54,12 @@ impl S {
             .bind(&event.event_id)
             .bind(now)
             .execute(&mut *tx)
-            .await?;
+            .await
+            .step("inserting the application's first history row")?;
         Self::write_event(&mut tx, &event).await?;
-        let row = Self::application_in(&mut *tx, id).await?;
+        let row = Self::application_in(&mut *tx, id)
+            .await
+            .step("reading the new application")?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(row)
     }
@@ -75,15 +80,22 @@ impl S {
             "SELECT COUNT(*) FROM applications a JOIN jobs j ON j.id = a.job_id",
         );
         push_application_filters(&mut count, viewer, job_id, status);
-        let total: i64 = count.build_query_scalar().fetch_one(&mut *tx).await?;
+        let total: i64 = count
+            .build_query_scalar()
+            .fetch_one(&mut *tx)
+            .await
+            .step("counting the applications")?;
         let mut list = QueryBuilder::<Db>::new(sql::APPLICATION_SELECT);
         push_application_filters(&mut list, viewer, job_id, status);
         push_page(&mut list, " ORDER BY a.created_at DESC, a.id DESC", page);
         let rows = list
             .build_query_as::<ApplicationRow>()
             .fetch_all(&mut *tx)
-            .await?;
-        tx.commit().await?;
+            .await
+            .step("reading a page of applications")?;
+        tx.commit()
+            .await
+            .step("committing the read of the applications")?;
         Ok((rows, total))
     }
 
@@ -96,7 +108,9 @@ impl S {
         idem: Idem<'_, ApplicationRow>,
     ) -> StoreResult<StatusChange> {
         let mut tx = self.begin_write().await?;
-        let current: String = Self::locked(&mut tx, sql::APPLICATION_STATUS_LOCKED, id).await?;
+        let current: String = Self::locked(&mut tx, sql::APPLICATION_STATUS_LOCKED, id)
+            .await
+            .with_step(|| format!("locking application {id}"))?;
         let from = ApplicationStatus::parse(&current)
             .ok_or_else(|| anyhow::anyhow!("unknown stored status {current:?}"))?;
         let moves = from
@@ -118,7 +132,8 @@ impl S {
                 .bind(now)
                 .bind(id)
                 .execute(&mut *tx)
-                .await?;
+                .await
+                .with_step(|| format!("setting the status of application {id}"))?;
             sqlx::query(sql::HISTORY_INSERT)
                 .bind(id)
                 .bind(from.as_str())
@@ -127,12 +142,15 @@ impl S {
                 .bind(&event.event_id)
                 .bind(now)
                 .execute(&mut *tx)
-                .await?;
+                .await
+                .step("inserting the status change's history row")?;
             // The transactional outbox: the event commits with the change or not at all.
             Self::write_event(&mut tx, &event).await?;
             event_id = Some(event.event_id);
         }
-        let application = Self::application_in(&mut *tx, id).await?;
+        let application = Self::application_in(&mut *tx, id)
+            .await
+            .with_step(|| format!("reading application {id} after its status change"))?;
         Self::commit_with(tx, idem, &application).await?;
         Ok(StatusChange {
             application,
@@ -145,10 +163,11 @@ impl S {
     }
 
     pub(super) async fn history(&self, application_id: i64) -> StoreResult<Vec<HistoryRow>> {
-        Ok(sqlx::query_as::<_, HistoryRow>(sql::HISTORY)
+        sqlx::query_as::<_, HistoryRow>(sql::HISTORY)
             .bind(application_id)
             .fetch_all(&self.pool)
-            .await?)
+            .await
+            .with_step(|| format!("reading the history of application {application_id}"))
     }
 }
 

@@ -5,7 +5,6 @@ use crate::store::dialect::Dialect;
 use crate::store::*;
 use chrono::{DateTime, Utc};
 use const_format::concatcp;
-use sqlx::{FromRow, Row};
 
 const NOW: &str = <D as Dialect>::NOW_MS;
 
@@ -49,12 +48,6 @@ const STORY_REDRIVE: &str = "SELECT redrives, attempts_before, last_redriven_at 
      FROM event_redrives WHERE event_id = $1";
 
 /// A page, newest first, with the total beside each row: one statement.
-const DEAD_LETTER_PAGE: &str = concatcp!(
-    "SELECT ",
-    sql::DEAD_LETTER_COLUMNS,
-    ", (SELECT COUNT(*) FROM dead_letters) AS total FROM dead_letters ORDER BY id DESC \
-     LIMIT $1 OFFSET $2"
-);
 
 #[async_trait::async_trait]
 impl ConsoleStore for S {
@@ -62,7 +55,8 @@ impl ConsoleStore for S {
         Ok(sqlx::query(IS_OPERATOR)
             .bind(user_id)
             .fetch_optional(&self.pool)
-            .await?
+            .await
+            .with_step(|| format!("reading whether user {user_id} is an operator"))?
             .is_some())
     }
 
@@ -71,21 +65,24 @@ impl ConsoleStore for S {
         let user_id: i64 = sqlx::query_scalar(USER_ID_BY_EMAIL_KEY)
             .bind(email_key)
             .fetch_optional(&mut *tx)
-            .await?
+            .await
+            .step("reading a user by email")?
             .ok_or(StoreError::NotFound)?;
         let done = if grant {
             sqlx::query(OPERATOR_GRANT)
                 .bind(user_id)
                 .bind(crate::timefmt::now())
                 .execute(&mut *tx)
-                .await?
+                .await
+                .step("granting the operator rights")?
         } else {
             sqlx::query(OPERATOR_REVOKE)
                 .bind(user_id)
                 .execute(&mut *tx)
-                .await?
+                .await
+                .step("revoking the operator rights")?
         };
-        tx.commit().await?;
+        tx.commit().await.step("committing the operator rights")?;
         Ok(OperatorChange {
             user_id,
             changed: done.rows_affected() > 0,
@@ -100,7 +97,10 @@ impl ConsoleStore for S {
             i64,
             i64,
             i64,
-        ) = sqlx::query_as(FIGURES).fetch_one(&self.pool).await?;
+        ) = sqlx::query_as(FIGURES)
+            .fetch_one(&self.pool)
+            .await
+            .step("reading the console's figures")?;
         Ok(ConsoleFigures {
             outbox_pending,
             oldest_pending_age_ms: oldest.map(|t| (Utc::now() - t).num_milliseconds().max(0)),
@@ -116,51 +116,31 @@ impl ConsoleStore for S {
         let change = sqlx::query_as::<_, EventChange>(STORY_CHANGE)
             .bind(event_id)
             .fetch_optional(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("reading the status change of event {event_id}"))?;
         let processed = sqlx::query_as::<_, ProcessedRecord>(STORY_PROCESSED)
             .bind(event_id)
             .fetch_optional(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("reading the processed record of event {event_id}"))?;
         let dead_letter = sqlx::query_as::<_, DeadLetterRow>(STORY_DEAD_LETTER)
             .bind(event_id)
             .fetch_optional(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("reading the dead letter of event {event_id}"))?;
         let redrive = sqlx::query_as::<_, RedriveTrace>(STORY_REDRIVE)
             .bind(event_id)
             .fetch_optional(&mut *tx)
-            .await?;
-        tx.commit().await?;
+            .await
+            .with_step(|| format!("reading the redrives of event {event_id}"))?;
+        tx.commit()
+            .await
+            .with_step(|| format!("committing the read of event {event_id}'s story"))?;
         Ok(EventStory {
             change,
             processed,
             dead_letter,
             redrive,
         })
-    }
-
-    async fn dead_letter_page(
-        &self,
-        offset: i64,
-        limit: i64,
-    ) -> StoreResult<(Vec<DeadLetterRow>, i64)> {
-        let rows = sqlx::query(DEAD_LETTER_PAGE)
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await?;
-        let total = match rows.first() {
-            Some(row) => row.try_get::<i64, _>("total")?,
-            // Past the end: the count alone.
-            None => {
-                sqlx::query_scalar(sql::DEAD_LETTER_COUNT)
-                    .fetch_one(&self.pool)
-                    .await?
-            }
-        };
-        let letters = rows
-            .iter()
-            .map(DeadLetterRow::from_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok((letters, total))
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{S, sql};
 use crate::domain::event::Event;
-use crate::store::{DigestMember, DigestStore, StoreError, StoreResult};
+use crate::store::{DigestMember, DigestStore, Step, StoreError, StoreResult};
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 
@@ -75,7 +75,9 @@ impl DigestStore for S {
                 .await
                 .map_err(step("marking an hour's digests written"))?;
         }
-        tx.commit().await?;
+        tx.commit()
+            .await
+            .step("committing the written digest hours")?;
         Ok(())
     }
 
@@ -98,7 +100,7 @@ impl DigestStore for S {
                 written += 1;
             }
         }
-        tx.commit().await?;
+        tx.commit().await.step("committing the digest events")?;
         Ok(written)
     }
 }

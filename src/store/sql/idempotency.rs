@@ -1,7 +1,7 @@
 //! [`IdempotencyStore`]: the records of retry-safe writes.
 
 use super::{S, sql};
-use crate::store::{IdemBegin, IdempotencyStore, StoreResult};
+use crate::store::{IdemBegin, IdempotencyStore, Step, StoreResult};
 
 #[async_trait::async_trait]
 impl IdempotencyStore for S {
@@ -24,7 +24,8 @@ impl IdempotencyStore for S {
             .bind(key)
             .bind(ttl_ms)
             .execute(&mut *tx)
-            .await?;
+            .await
+            .step("deleting the key's expired record")?;
         let inserted: Option<i64> = sqlx::query_scalar(sql::IDEM_INSERT)
             .bind(user_id)
             .bind(method)
@@ -34,9 +35,10 @@ impl IdempotencyStore for S {
             .bind(lock_ms)
             .bind(&token)
             .fetch_optional(&mut *tx)
-            .await?;
+            .await
+            .step("inserting the key's record")?;
         if let Some(record_id) = inserted {
-            tx.commit().await?;
+            tx.commit().await.step("committing the key's record")?;
             return Ok(IdemBegin::Started { record_id, token });
         }
         type Found = (
@@ -55,7 +57,8 @@ impl IdempotencyStore for S {
                 .bind(route)
                 .bind(key)
                 .fetch_one(&mut *tx)
-                .await?;
+                .await
+                .step("reading the key's record")?;
         if hash != request_hash {
             return Ok(IdemBegin::Mismatch);
         }
@@ -74,8 +77,9 @@ impl IdempotencyStore for S {
             .bind(lock_ms)
             .bind(&token)
             .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
+            .await
+            .step("taking over the key's record")?;
+        tx.commit().await.step("committing the key's take-over")?;
         Ok(IdemBegin::Started {
             record_id: id,
             token,
@@ -95,7 +99,8 @@ impl IdempotencyStore for S {
             .bind(body)
             .bind(token)
             .execute(&self.pool)
-            .await?;
+            .await
+            .with_step(|| format!("storing the response under idempotency record {record_id}"))?;
         Ok(())
     }
 
@@ -104,7 +109,8 @@ impl IdempotencyStore for S {
             .bind(record_id)
             .bind(token)
             .execute(&self.pool)
-            .await?;
+            .await
+            .with_step(|| format!("releasing idempotency record {record_id}"))?;
         Ok(())
     }
 
@@ -113,7 +119,8 @@ impl IdempotencyStore for S {
             .bind(older_than_ms)
             .bind(batch)
             .execute(&self.pool)
-            .await?;
+            .await
+            .step("deleting expired idempotency keys")?;
         Ok(done.rows_affected())
     }
 }

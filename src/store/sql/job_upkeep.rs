@@ -5,9 +5,9 @@ use super::jobs::next_version;
 use super::{D, Db, S, Tx};
 use crate::domain::JobStatus;
 use crate::domain::event::{Event, EventKind};
-use crate::store::StoreResult;
 use crate::store::dialect::Dialect;
 use crate::store::job_upkeep::{JobUpkeepStore, UpkeepBatch};
+use crate::store::{Step, StoreResult};
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use const_format::concatcp;
@@ -123,7 +123,9 @@ impl S {
         kind: fn(i64, i64, DateTime<Utc>) -> EventKind,
     ) -> StoreResult<u64> {
         let companies: BTreeSet<i64> = jobs.iter().map(|(j, _)| j.company_id).collect();
-        let members = Self::members_of(tx, &companies).await?;
+        let members = Self::members_of(tx, &companies)
+            .await
+            .step("reading the members of the jobs' companies")?;
         let mut written = 0;
         for (job, at) in jobs {
             for user in members.get(&job.company_id).into_iter().flatten() {
@@ -148,7 +150,9 @@ impl JobUpkeepStore for S {
             .await
             .context("reading the expiries due")?;
         let ids: BTreeSet<i64> = due.iter().map(|(id, _)| *id).collect();
-        let jobs = Self::named_jobs(&mut tx, &ids, <D as Dialect>::FOR_UPDATE).await?;
+        let jobs = Self::named_jobs(&mut tx, &ids, <D as Dialect>::FOR_UPDATE)
+            .await
+            .step("reading the jobs to expire")?;
         let mut expired: Vec<(&Named, DateTime<Utc>)> = Vec::new();
         for (id, at) in &due {
             // A row whose job has been closed, renewed or deleted since is only dropped.
@@ -178,7 +182,8 @@ impl JobUpkeepStore for S {
                     expires_at,
                 }
             })
-            .await?;
+            .await
+            .step("writing the expired jobs' events")?;
         let changed: Vec<i64> = expired.iter().map(|(j, _)| j.id).collect();
         Self::log_job_changes(&mut tx, &changed).await?;
         tx.commit().await.context("committing expired jobs")?;
@@ -205,7 +210,9 @@ impl JobUpkeepStore for S {
             .context("reading the expiry notices due")?;
         let ids: BTreeSet<i64> = due.iter().map(|(id, _)| *id).collect();
         // Shared: a renewal or a close waits until the notices of the date it replaces are in.
-        let jobs = Self::named_jobs(&mut tx, &ids, <D as Dialect>::FOR_SHARE).await?;
+        let jobs = Self::named_jobs(&mut tx, &ids, <D as Dialect>::FOR_SHARE)
+            .await
+            .step("reading the jobs due a notice")?;
         let mut noticed: Vec<(&Named, DateTime<Utc>)> = Vec::new();
         for (id, at) in &due {
             let statement = match jobs.get(id).filter(|j| j.is_open_until(*at)) {
@@ -230,7 +237,8 @@ impl JobUpkeepStore for S {
                     expires_at,
                 }
             })
-            .await?;
+            .await
+            .step("writing the expiry notices' events")?;
         tx.commit().await.context("committing expiry notices")?;
         Ok(UpkeepBatch {
             taken: due.len() as u64,

@@ -23,22 +23,32 @@ impl S {
         idem: Idem<'_, JobRow>,
     ) -> StoreResult<JobRow> {
         let mut tx = self.begin_write().await?;
-        let company: String = Self::locked(&mut tx, sql::COMPANY_NAME_LOCKED, company_id).await?;
+        let company: String = Self::locked(&mut tx, sql::COMPANY_NAME_LOCKED, company_id)
+            .await
+            .with_step(|| format!("locking company {company_id}"))?;
         // Ids follow creation time (the search's newest-first order is the id order): under a
         // lock that orders job inserts, a job is created no earlier than the newest one.
         if let Some(lock) = D::JOB_INSERT_LOCK {
-            sqlx::query(lock).execute(&mut *tx).await?;
+            sqlx::query(lock)
+                .execute(&mut *tx)
+                .await
+                .step("taking the job inserts' lock")?;
         }
         let latest: Option<DateTime<Utc>> = sqlx::query_scalar(sql::JOB_LATEST_CREATED)
             .fetch_optional(&mut *tx)
-            .await?;
+            .await
+            .step("reading the newest job's creation time")?;
         let now = latest.map_or(crate::timefmt::now(), |l| l.max(crate::timefmt::now()));
         let id: i64 = bind_job(sqlx::query(sql::JOB_INSERT).bind(company_id), &f, &company)
             .bind(now)
             .fetch_one(&mut *tx)
-            .await?
-            .try_get(0)?;
-        let row = Self::job_in(&mut *tx, id).await?;
+            .await
+            .step("inserting the job")?
+            .try_get(0)
+            .step("reading the new job's id")?;
+        let row = Self::job_in(&mut *tx, id)
+            .await
+            .step("reading the new job")?;
         Self::schedule_expiry(&mut tx, &row).await?;
         Self::log_change(&mut tx, Changed::Job(id)).await?;
         Self::commit_with(tx, idem, &row).await?;
@@ -60,7 +70,8 @@ impl S {
         let company: String = sqlx::query_scalar(sql::JOB_COMPANY_NAME)
             .bind(id)
             .fetch_optional(&mut *tx)
-            .await?
+            .await
+            .with_step(|| format!("reading the company name of job {id}"))?
             .ok_or(StoreError::NotFound)?;
         let mut now = crate::timefmt::now();
         if now <= expected {
@@ -72,11 +83,14 @@ impl S {
             .bind(id)
             .bind(expected)
             .execute(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("updating job {id}"))?;
         if done.rows_affected() == 0 {
             return Ok(None);
         }
-        let row = Self::job_in(&mut *tx, id).await?;
+        let row = Self::job_in(&mut *tx, id)
+            .await
+            .with_step(|| format!("reading job {id} after its update"))?;
         Self::schedule_expiry(&mut tx, &row).await?;
         Self::log_change(&mut tx, Changed::Job(id)).await?;
         Self::commit_with(tx, idem, &row).await?;
@@ -88,14 +102,16 @@ impl S {
         let done = sqlx::query(sql::JOB_DELETE)
             .bind(id)
             .execute(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("deleting job {id}"))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
         sqlx::query(sql::EXPIRY_FORGET_JOB)
             .bind(id)
             .execute(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("forgetting the expiry of job {id}"))?;
         Self::log_change(&mut tx, Changed::Job(id)).await?;
         Self::commit_with(tx, idem, &()).await
     }
@@ -107,7 +123,9 @@ impl S {
         idem: Idem<'_, JobRow>,
     ) -> StoreResult<JobRow> {
         let mut tx = self.begin_write().await?;
-        let (status, _, updated_at) = Self::job_state(&mut tx, id).await?;
+        let (status, _, updated_at) = Self::job_state(&mut tx, id)
+            .await
+            .with_step(|| format!("locking job {id}"))?;
         // An open job past its date is expired, which is renewable too.
         if !status.is_renewable() {
             return Err(StoreError::Conflict(Conflict::NotRenewable(status)));
@@ -117,8 +135,11 @@ impl S {
             .bind(next_version(updated_at))
             .bind(id)
             .execute(&mut *tx)
-            .await?;
-        let row = Self::job_in(&mut *tx, id).await?;
+            .await
+            .with_step(|| format!("renewing job {id}"))?;
+        let row = Self::job_in(&mut *tx, id)
+            .await
+            .with_step(|| format!("reading job {id} after its renewal"))?;
         Self::schedule_expiry(&mut tx, &row).await?;
         Self::log_change(&mut tx, Changed::Job(id)).await?;
         Self::commit_with(tx, idem, &row).await?;
@@ -132,7 +153,9 @@ impl S {
         idem: Idem<'_, JobRow>,
     ) -> StoreResult<JobRow> {
         let mut tx = self.begin_write().await?;
-        let (status, expires_at, updated_at) = Self::job_state(&mut tx, id).await?;
+        let (status, expires_at, updated_at) = Self::job_state(&mut tx, id)
+            .await
+            .with_step(|| format!("locking job {id}"))?;
         let approve = matches!(review, Review::Approve { .. });
         status
             .reviewed(approve)
@@ -148,7 +171,8 @@ impl S {
                     .bind(until)
                     .bind(id)
                     .execute(&mut *tx)
-                    .await?;
+                    .await
+                    .with_step(|| format!("approving job {id}"))?;
             }
             Review::Reject { reason } => {
                 sqlx::query(sql::JOB_REJECT)
@@ -156,10 +180,13 @@ impl S {
                     .bind(reason)
                     .bind(id)
                     .execute(&mut *tx)
-                    .await?;
+                    .await
+                    .with_step(|| format!("rejecting job {id}"))?;
             }
         }
-        let row = Self::job_in(&mut *tx, id).await?;
+        let row = Self::job_in(&mut *tx, id)
+            .await
+            .with_step(|| format!("reading job {id} after its review"))?;
         let decision = if approve {
             Decision::Approved
         } else {
@@ -168,7 +195,8 @@ impl S {
         let members: Vec<i64> = sqlx::query_scalar(sql::MEMBER_IDS_ORDERED)
             .bind(row.company_id)
             .fetch_all(&mut *tx)
-            .await?;
+            .await
+            .with_step(|| format!("reading the members of the company of job {id}"))?;
         // One job.reviewed per member (CONTRACT.md §5), in the decision's transaction.
         for user_id in members {
             let event = Event::new(
@@ -213,12 +241,22 @@ impl S {
         let mut tx = self.begin_read().await?;
         let mut count = QueryBuilder::<Db>::new("SELECT COUNT(*) FROM jobs j");
         filter(&mut count);
-        let total: i64 = count.build_query_scalar().fetch_one(&mut *tx).await?;
+        let total: i64 = count
+            .build_query_scalar()
+            .fetch_one(&mut *tx)
+            .await
+            .step("counting the jobs in a status")?;
         let mut list = QueryBuilder::<Db>::new(sql::JOB_SELECT);
         filter(&mut list);
         super::store_impl::push_page(&mut list, " ORDER BY j.created_at, j.id", page);
-        let rows = list.build_query_as::<JobRow>().fetch_all(&mut *tx).await?;
-        tx.commit().await?;
+        let rows = list
+            .build_query_as::<JobRow>()
+            .fetch_all(&mut *tx)
+            .await
+            .step("reading a page of the jobs in a status")?;
+        tx.commit()
+            .await
+            .step("committing the read of the jobs in a status")?;
         Ok((rows, total))
     }
 
@@ -231,7 +269,8 @@ impl S {
             sqlx::query_as(sql::JOB_STATE_LOCKED)
                 .bind(id)
                 .fetch_optional(&mut **tx)
-                .await?
+                .await
+                .with_step(|| format!("reading the state of job {id}"))?
                 .ok_or(StoreError::NotFound)?;
         let status = JobStatus::try_from(status).map_err(|e| StoreError::Other(e.into()))?;
         Ok((status, expires_at, updated_at))
@@ -244,7 +283,13 @@ impl S {
                 .bind(row.id)
                 .bind(at)
                 .execute(&mut **tx)
-                .await?;
+                .await
+                .with_step(|| {
+                    format!(
+                        "putting the expiry of job {} on the upkeep's agenda",
+                        row.id
+                    )
+                })?;
         }
         Ok(())
     }

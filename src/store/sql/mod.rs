@@ -12,6 +12,7 @@ mod alerts;
 mod applications;
 mod companies;
 mod console;
+mod db_queue;
 mod digests;
 mod email_data;
 mod events;
@@ -25,7 +26,7 @@ mod store_impl;
 
 use super::{D, Db, S};
 use crate::store::{ApplicationRow, Idem, JobRow};
-use crate::store::{StoreError, StoreResult};
+use crate::store::{Step, StoreError, StoreResult};
 use statements as sql;
 
 type Tx = sqlx::Transaction<'static, Db>;
@@ -40,7 +41,8 @@ impl S {
                 .bind((c.render)(value))
                 .bind(c.token)
                 .execute(&mut *tx)
-                .await?;
+                .await
+                .step("storing the idempotent response")?;
             if done.rows_affected() == 0 {
                 // A retry took the key over (this request ran past its lock): the write must
                 // not happen twice, so this one rolls back.
@@ -49,7 +51,7 @@ impl S {
                 )));
             }
         }
-        tx.commit().await?;
+        tx.commit().await.step("committing the write")?;
         Ok(())
     }
 
@@ -62,7 +64,11 @@ impl S {
         idem: Idem<'_, ()>,
     ) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;
-        let done = sqlx::query(statement).bind(id).execute(&mut *tx).await?;
+        let done = sqlx::query(statement)
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .with_step(|| format!("deleting row {id}"))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
@@ -76,7 +82,8 @@ impl S {
         sqlx::query_as::<_, JobRow>(sql::JOB_BY_ID)
             .bind(id)
             .fetch_optional(e)
-            .await?
+            .await
+            .with_step(|| format!("reading job {id}"))?
             .ok_or(StoreError::NotFound)
     }
 
@@ -87,7 +94,8 @@ impl S {
         sqlx::query_as::<_, ApplicationRow>(sql::APPLICATION_BY_ID)
             .bind(id)
             .fetch_optional(e)
-            .await?
+            .await
+            .with_step(|| format!("reading application {id}"))?
             .ok_or(StoreError::NotFound)
     }
 
@@ -100,7 +108,8 @@ impl S {
         sqlx::query_scalar::<_, T>(statement)
             .bind(id)
             .fetch_optional(&mut **tx)
-            .await?
+            .await
+            .with_step(|| format!("locking row {id}"))?
             .ok_or(StoreError::NotFound)
     }
 }

@@ -46,12 +46,16 @@ impl SqsDeadLetterStore for S {
             .bind(row.first_failed_at)
             .bind(row.last_failed_at)
             .execute(&self.pool)
-            .await?;
+            .await
+            .step("recording an SQS dead letter")?;
         Ok(done.rows_affected() > 0)
     }
 
     async fn sqs_dead_letters(&self) -> StoreResult<Vec<SqsDeadLetterRow>> {
-        Ok(sqlx::query_as(ALL).fetch_all(&self.pool).await?)
+        Ok(sqlx::query_as(ALL)
+            .fetch_all(&self.pool)
+            .await
+            .step("reading the SQS dead letters")?)
     }
 
     async fn sqs_dead_letter_page(
@@ -63,7 +67,8 @@ impl SqsDeadLetterStore for S {
             .bind(limit)
             .bind(offset)
             .fetch_all(&self.pool)
-            .await?;
+            .await
+            .step("reading a page of SQS dead letters")?;
         let total = match rows.first() {
             Some(row) => row.try_get::<i64, _>("total")?,
             // Past the end: the count alone.
@@ -72,7 +77,8 @@ impl SqsDeadLetterStore for S {
         let letters = rows
             .iter()
             .map(SqsDeadLetterRow::from_row)
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()
+            .step("reading an SQS dead letter row")?;
         Ok((letters, total))
     }
 
@@ -83,7 +89,8 @@ impl SqsDeadLetterStore for S {
         Ok(sqlx::query_as(OF_EVENT)
             .bind(event_id)
             .fetch_optional(&self.pool)
-            .await?)
+            .await
+            .with_step(|| format!("reading the SQS dead letter of event {event_id}"))?)
     }
 
     async fn sqs_dead_letters_forget(&self, message_ids: &[String]) -> StoreResult<u64> {
@@ -93,14 +100,20 @@ impl SqsDeadLetterStore for S {
             n += sqlx::query(FORGET)
                 .bind(id)
                 .execute(&mut *tx)
-                .await?
+                .await
+                .step("forgetting SQS dead letters")?
                 .rows_affected();
         }
-        tx.commit().await?;
+        tx.commit()
+            .await
+            .step("committing the forgotten SQS dead letters")?;
         Ok(n)
     }
 
     async fn sqs_dead_letter_count(&self) -> StoreResult<i64> {
-        Ok(sqlx::query_scalar(COUNT).fetch_one(&self.pool).await?)
+        Ok(sqlx::query_scalar(COUNT)
+            .fetch_one(&self.pool)
+            .await
+            .step("counting the SQS dead letters")?)
     }
 }

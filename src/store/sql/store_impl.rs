@@ -1,5 +1,6 @@
-//! [`Store`]: the schema here; each resource's methods in a file of its own (`accounts.rs`,
-//! `companies.rs`, `jobs.rs` with `search.rs`, `applications.rs`), to which the trait forwards.
+//! [`DatabaseStore`]: the schema here. [`ApiStore`]: each resource's methods in a file of its
+//! own (`accounts.rs`, `companies.rs`, `jobs.rs` with `search.rs`, `applications.rs`), to which
+//! the trait forwards.
 
 use super::{D, Db, S, sql};
 use crate::domain::values::Email;
@@ -19,7 +20,7 @@ pub(super) fn push_page(qb: &mut QueryBuilder<'_, Db>, order: &str, page: Page) 
 }
 
 #[async_trait::async_trait]
-impl Store for S {
+impl DatabaseStore for S {
     fn backend(&self) -> &'static str {
         D::NAME
     }
@@ -49,7 +50,8 @@ impl Store for S {
         loop {
             let batch: Vec<(i64, String)> = sqlx::query_as(sql::JOB_TITLES_UNINDEXED)
                 .fetch_all(&self.pool)
-                .await?;
+                .await
+                .context("reading the jobs whose titles have no terms")?;
             if batch.is_empty() {
                 return Ok(());
             }
@@ -59,9 +61,12 @@ impl Store for S {
                     .bind(search::document_terms(&[&title]))
                     .bind(id)
                     .execute(&mut *tx)
-                    .await?;
+                    .await
+                    .with_context(|| format!("setting the title terms of job {id}"))?;
             }
-            tx.commit().await?;
+            tx.commit()
+                .await
+                .context("committing a batch of title terms")?;
         }
     }
 
@@ -86,10 +91,16 @@ impl Store for S {
     }
 
     async fn ping(&self) -> anyhow::Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .context("pinging the database")?;
         Ok(())
     }
+}
 
+#[async_trait::async_trait]
+impl ApiStore for S {
     async fn create_user(&self, u: NewUser) -> StoreResult<UserRow> {
         S::create_user(self, u).await
     }

@@ -1,0 +1,227 @@
+//! The rows the API's use cases read and write, and the values they take.
+
+use crate::domain::values::{Email, SalaryRange, Title};
+use crate::domain::{ApplicationStatus, EmploymentType, JobStatus, Role, UnknownValue};
+use chrono::{DateTime, Utc};
+
+/// A user as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct UserRow {
+    pub id: i64,
+    pub email: String,
+    pub name: String,
+    #[sqlx(try_from = "String")]
+    pub role: Role,
+    pub password_hash: String,
+    pub token_generation: i64,
+    pub created_at: DateTime<Utc>,
+}
+
+impl UserRow {
+    pub fn role(&self) -> Role {
+        self.role
+    }
+}
+
+/// A user's email preferences (CONTRACT.md §4, "Job alerts and email preferences").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct Notifications {
+    /// Whether the hourly `applications.digest` is sent to them.
+    pub application_digest: bool,
+}
+
+/// A new account; its email is unique by [`Email::key`].
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub email: Email,
+    pub name: String,
+    pub role: Role,
+    pub password_hash: String,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct CompanyRow {
+    pub id: i64,
+    pub name: String,
+    pub website: Option<String>,
+    pub description: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A company's editable fields, complete (a PATCH is merged before it reaches the store).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompanyFields {
+    pub name: String,
+    pub website: Option<String>,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MemberRow {
+    pub id: i64,
+    pub name: String,
+    pub email: String,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct JobRow {
+    pub id: i64,
+    pub company_id: i64,
+    pub company_name: String,
+    pub title: String,
+    pub description: String,
+    pub location: String,
+    pub remote: bool,
+    pub salary_min: Option<i64>,
+    pub salary_max: Option<i64>,
+    #[sqlx(try_from = "String")]
+    pub employment_type: EmploymentType,
+    /// The stored status: an open job past its `expires_at` reads as expired
+    /// ([`JobRow::status_at`]) before the upkeep writes it.
+    #[sqlx(try_from = "String")]
+    pub status: JobStatus,
+    /// When the job expires; `None` for a job written before jobs expired (the upkeep gives
+    /// it one) and for a job waiting for review without one (its approval gives it one).
+    pub expires_at: Option<DateTime<Utc>>,
+    /// An operator's reason, while the job is rejected.
+    pub rejection_reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl JobRow {
+    /// The status the job reads as at `now` (see [`crate::domain::job::status_at`]).
+    pub fn status_at(&self, now: DateTime<Utc>) -> JobStatus {
+        crate::domain::job::status_at(self.status, self.expires_at, now)
+    }
+
+    /// The job's fields, parsed again by today's rules.
+    pub fn fields(&self) -> Result<JobFields, UnknownValue> {
+        let invalid = |kind, value: String| UnknownValue { kind, value };
+        Ok(JobFields {
+            title: Title::parse(&self.title)
+                .map_err(|_| invalid("job title", self.title.clone()))?,
+            description: self.description.clone(),
+            location: self.location.clone(),
+            remote: self.remote,
+            salary: SalaryRange::parse(self.salary_min, self.salary_max).map_err(|_| {
+                invalid(
+                    "salary range",
+                    format!("{:?}..{:?}", self.salary_min, self.salary_max),
+                )
+            })?,
+            employment_type: self.employment_type,
+            status: self.status,
+            expires_at: self.expires_at,
+        })
+    }
+}
+
+/// A job's editable fields, complete and validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobFields {
+    pub title: Title,
+    pub description: String,
+    pub location: String,
+    pub remote: bool,
+    pub salary: SalaryRange,
+    pub employment_type: EmploymentType,
+    pub status: JobStatus,
+    /// When the job expires (see [`JobRow::expires_at`]).
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// An operator's decision on a job waiting for review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Review {
+    /// The job opens now (its `created_at` becomes the approval), until the `expires_at` its
+    /// members set if that is still ahead, else for `posting` (`JOB_POSTING_DAYS`).
+    Approve { posting: chrono::Duration },
+    /// The job is rejected with this reason (already checked: 1–1000 code points).
+    Reject { reason: String },
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ApplicationRow {
+    pub id: i64,
+    pub job_id: i64,
+    pub job_title: String,
+    pub company_id: i64,
+    pub company_name: String,
+    pub candidate_id: i64,
+    pub candidate_name: String,
+    pub candidate_email: String,
+    #[sqlx(try_from = "String")]
+    pub status: ApplicationStatus,
+    pub cover_letter: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl ApplicationRow {
+    pub fn status(&self) -> ApplicationStatus {
+        self.status
+    }
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct HistoryRow {
+    /// Read through [`HistoryRow::old_status`].
+    old_status: Option<String>,
+    #[sqlx(try_from = "String")]
+    pub new_status: ApplicationStatus,
+    pub changed_by: i64,
+    pub event_id: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+impl HistoryRow {
+    /// The status before the change (none for the first row), read strictly.
+    pub fn old_status(&self) -> Result<Option<ApplicationStatus>, UnknownValue> {
+        self.old_status
+            .clone()
+            .map(ApplicationStatus::try_from)
+            .transpose()
+    }
+}
+
+/// Whose applications a listing shows.
+#[derive(Debug, Clone, Copy)]
+pub enum ApplicationViewer {
+    Candidate(i64),
+    /// Applications to jobs of the companies this employer is a member of.
+    Employer(i64),
+}
+
+/// The outcome of a status change.
+#[derive(Debug, Clone)]
+pub struct StatusChange {
+    pub application: ApplicationRow,
+    /// The event written to the outbox; `None` when the status was already the requested one.
+    pub event_id: Option<String>,
+}
+
+/// How long a sign-in failure counts: 15 minutes.
+pub const AUTH_FAILURE_WINDOW_MS: i64 = 15 * 60 * 1000;
+
+/// The keys of the two counters a sign-in's failures are charged to: its email's and its
+/// client address's.
+#[derive(Debug, Clone, Copy)]
+pub struct AuthKeys<'a> {
+    pub email: &'a str,
+    pub addr: &'a str,
+}
+
+/// One failure counter: the failures of its current window and the ms until that window ends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FailureCount {
+    pub failures: i64,
+    pub remaining_ms: i64,
+}
+
+/// Both counters of a sign-in; one with no failures in a live window is the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AuthCounters {
+    pub email: FailureCount,
+    pub addr: FailureCount,
+}
