@@ -11,6 +11,7 @@ pub use fixture::*;
 
 use crate::helpers::Backend;
 use crate::worker::{Harness, wait_until};
+use jobboard::worker::Outcome;
 use serde_json::{Value, json};
 use std::process::Stdio;
 use std::time::Duration;
@@ -98,6 +99,39 @@ async fn a_successful_probe_ends_the_outage() {
         "the next email waited {:?}",
         start.elapsed()
     );
+}
+
+/// A message whose send met a refused session comes back after the worker's current backoff
+/// (1 s at first): not at once, which would have the workers take it again and again from a
+/// service that is down, and not only when its visibility timeout (60 s here) ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_sessions_message_comes_back_after_the_backoff() {
+    let h = Harness::new(Backend::Postgres, "lease").await;
+    let s = h.scenario().await;
+    h.smtp.refuse_sessions(Some(SessionRefusal::Greeting(
+        "554 5.3.2 no service here".into(),
+    )));
+    let event = h.change(&s).await;
+    let worker = h.worker_with(&[("VISIBILITY_TIMEOUT_SECS", "60")]).await;
+    let outcomes = tokio::time::timeout(Duration::from_secs(20), worker.run_until_empty())
+        .await
+        .expect("the refused message is put back out of sight, not received again at once")
+        .unwrap();
+    assert_eq!(outcomes, vec![Outcome::MailUnavailable]);
+    assert_eq!(attempts(&h).await, 0, "no attempt counted");
+    h.smtp.refuse_sessions(None);
+    let start = std::time::Instant::now();
+    wait_until("the message back and sent", || async {
+        worker.run_until_empty().await.unwrap();
+        h.smtp.count_for(&event) == 1
+    })
+    .await;
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "came back after {:?}: the backoff, not the visibility timeout",
+        start.elapsed()
+    );
+    assert_eq!(h.smtp.count_for(&event), 1);
 }
 
 /// `jobs` applications, each moved twice, while the server refuses every session as `refusal`
