@@ -54,3 +54,35 @@ mod unmigrated {
         store.check_schema().await.expect("still accepted");
     }
 }
+
+/// Jobs whose titles have no terms of their own (written before titles had them) get them when
+/// the migrations run: every one, over batches that cross jobs already filled.
+mod title_terms {
+    use crate::harness::*;
+    use jobboard::domain::Role;
+
+    crate::each_backend!(with_db: titles_without_terms_get_them_when_migrating);
+
+    async fn titles_without_terms_get_them_when_migrating(db: &TestDb) {
+        let owner = user(&db.store, Role::Employer).await;
+        let c = company(&db.store, owner.id, "Acme").await;
+        for _ in 0..1_200 {
+            job(&db.store, c.id, job_fields("Senior Welders")).await;
+        }
+        let filled = "SELECT COUNT(*) FROM jobs WHERE title_terms IS NOT NULL";
+        assert_eq!(count(db, filled).await, 1_200);
+        // Two of every three lose their terms: more than two batches of 500, with filled jobs
+        // between and before them.
+        run_sql(db, "UPDATE jobs SET title_terms = NULL WHERE id % 3 <> 0").await;
+        assert_eq!(count(db, filled).await, 400);
+
+        db.store.migrate().await.expect("migrate");
+
+        assert_eq!(count(db, filled).await, 1_200, "every title has terms");
+        assert_eq!(
+            count(db, "SELECT COUNT(DISTINCT title_terms) FROM jobs").await,
+            1,
+            "the same title, the same terms, whoever wrote them"
+        );
+    }
+}

@@ -124,8 +124,10 @@ pub const JOB_UPDATE: &str = "UPDATE jobs SET title = $1, description = $2, loca
      rejection_reason = CASE WHEN $9 = 'rejected' THEN rejection_reason END, updated_at = $13 \
      WHERE id = $14 AND updated_at = $15";
 /// Rows whose title terms are not filled yet (written before the column existed).
+/// The next jobs after an id whose titles have no terms: each batch starts where the last one
+/// ended, so a backfill reads the table once, not its filled part again for every batch.
 pub const JOB_TITLES_UNINDEXED: &str =
-    "SELECT id, title FROM jobs WHERE title_terms IS NULL ORDER BY id LIMIT 500";
+    "SELECT id, title FROM jobs WHERE id > $1 AND title_terms IS NULL ORDER BY id LIMIT 500";
 pub const JOB_SET_TITLE_TERMS: &str = "UPDATE jobs SET title_terms = $1 WHERE id = $2";
 pub const JOB_COMPANY_NAME: &str =
     "SELECT c.name FROM jobs j JOIN companies c ON c.id = j.company_id WHERE j.id = $1";

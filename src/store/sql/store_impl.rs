@@ -46,15 +46,18 @@ impl DatabaseStore for S {
         conn.close()
             .await
             .context("closing the migrations' connection")?;
-        // Jobs written before titles had terms of their own get them here, in batches.
+        // Jobs written before titles had terms of their own get them here, in batches, by id.
+        let mut after = 0_i64;
         loop {
             let batch: Vec<(i64, String)> = sqlx::query_as(sql::JOB_TITLES_UNINDEXED)
+                .bind(after)
                 .fetch_all(&self.pool)
                 .await
                 .context("reading the jobs whose titles have no terms")?;
             if batch.is_empty() {
                 return Ok(());
             }
+            after = batch.last().map(|(id, _)| *id).unwrap_or(after);
             let mut tx = self.begin_write().await?;
             for (id, title) in batch {
                 sqlx::query(sql::JOB_SET_TITLE_TERMS)
