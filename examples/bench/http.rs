@@ -1476,12 +1476,7 @@ impl<'a> Bench<'a> {
 
     /// The newest `seq` of the job-change log.
     async fn newest_change(&self) -> Result<i64> {
-        const SQL: &str = "SELECT COALESCE(MAX(seq), 0) FROM job_changes";
-        Ok(match (&self.pg, &self.sqlite) {
-            (Some(pool), _) => sqlx::query_scalar(SQL).fetch_one(pool).await?,
-            (None, Some((_, pool))) => sqlx::query_scalar(SQL).fetch_one(pool).await?,
-            (None, None) => bail!("no database"),
-        })
+        newest_change(self.pg.as_ref(), self.sqlite.as_ref().map(|(_, p)| p)).await
     }
 
     /// How far the API's search index runs behind job writes at [`LAG_WRITES_PER_SEC`] for
@@ -1519,6 +1514,24 @@ impl<'a> Bench<'a> {
         let client = common::http_client();
         let metrics_url = format!("{}/metrics", self.base);
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // The gauge is there once the follower has finished a round since /metrics was first
+        // read: wait for it (a process that has served nothing yet may not show it at once).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = client.get(&metrics_url).send().await?.text().await?;
+            if metric_value(&text, "search_index_applied_seq").is_some() {
+                break;
+            }
+            ensure!(
+                Instant::now() < deadline,
+                "no search_index_applied_seq on /metrics after 10 s: {}",
+                text.lines()
+                    .filter(|l| l.contains("search_index"))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         // Samples: (when, applied, newest).
         let sampler = {
             let client = client.clone();
@@ -1527,21 +1540,23 @@ impl<'a> Bench<'a> {
             let pg = self.pg.clone();
             let sqlite = self.sqlite.as_ref().map(|(_, p)| p.clone());
             tokio::spawn(async move {
-                const SQL: &str = "SELECT COALESCE(MAX(seq), 0) FROM job_changes";
                 let mut samples: Vec<(Instant, i64, i64)> = Vec::new();
                 let mut tick = tokio::time::interval(Duration::from_millis(10));
                 while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                     tick.tick().await;
                     let at = Instant::now();
                     let text = client.get(&metrics_url).send().await?.text().await?;
-                    let applied = metric_value(&text, "search_index_applied_seq")
-                        .context("no search_index_applied_seq on /metrics")?
-                        as i64;
-                    let newest: i64 = match (&pg, &sqlite) {
-                        (Some(pool), _) => sqlx::query_scalar(SQL).fetch_one(pool).await?,
-                        (None, Some(pool)) => sqlx::query_scalar(SQL).fetch_one(pool).await?,
-                        (None, None) => bail!("no database"),
-                    };
+                    let applied =
+                        metric_value(&text, "search_index_applied_seq").with_context(|| {
+                            format!(
+                                "no search_index_applied_seq on /metrics: {}",
+                                text.lines()
+                                    .filter(|l| l.contains("search_index"))
+                                    .collect::<Vec<_>>()
+                                    .join(" / ")
+                            )
+                        })? as i64;
+                    let newest = newest_change(pg.as_ref(), sqlite.as_ref()).await?;
                     samples.push((at, applied, newest));
                 }
                 anyhow::Ok(samples)
@@ -1992,6 +2007,19 @@ async fn api(req: reqwest::RequestBuilder, want: u16) -> Result<Value> {
     }
     serde_json::from_str(&body)
         .with_context(|| format!("the answer is not JSON: {}", common::first_line(&body)))
+}
+
+/// The newest `seq` of the job-change log, on whichever database the run has.
+async fn newest_change(
+    pg: Option<&sqlx::PgPool>,
+    sqlite: Option<&sqlx::SqlitePool>,
+) -> Result<i64> {
+    const SQL: &str = "SELECT COALESCE(MAX(seq), 0) FROM job_changes";
+    Ok(match (pg, sqlite) {
+        (Some(pool), _) => sqlx::query_scalar(SQL).fetch_one(pool).await?,
+        (None, Some(pool)) => sqlx::query_scalar(SQL).fetch_one(pool).await?,
+        (None, None) => bail!("no database"),
+    })
 }
 
 /// The value of an unlabelled metric in a Prometheus text page.
