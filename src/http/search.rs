@@ -10,7 +10,9 @@ use super::openapi::Problem;
 use crate::cache::Lookup;
 use crate::domain::EmploymentType;
 use crate::http::AppState;
-use crate::store::{Facets, JobSearch, MAX_SEARCH_IDS, PostedWithin, SEARCH_WINDOW, SearchSort};
+use crate::store::{
+    After, Facets, JobSearch, MAX_SEARCH_IDS, PostedWithin, SEARCH_WINDOW, SearchSort,
+};
 use crate::telemetry::SEARCH_CACHE_REQUESTS_TOTAL;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
@@ -26,10 +28,14 @@ pub struct JobList {
     pub items: Vec<JobOut>,
     pub page: i64,
     pub page_size: i64,
-    /// Every match, counted exactly.
+    /// The matches, counted exactly up to 10 000 (the result window); when more match, 10 000.
+    /// Never below the page's last position. A search with `facets` counts every match.
     pub total: i64,
-    /// Always true: `total` is exact.
+    /// Whether `total` counts every match (false: at least that many match).
     pub total_exact: bool,
+    /// The cursor of the next page (`after=`), or null on the last page and on the page that
+    /// reaches the result window.
+    pub next: Option<String>,
     /// With `facets=`: the matches per value, over every match of the search.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub facets: Option<SearchFacets>,
@@ -127,7 +133,8 @@ pub enum SearchOrder {
         ("facets" = Option<String>, Query, description = "comma-separated: employment_type, remote, company; each counted over every match"),
         ("sort" = Option<SearchOrder>, Query, description = "newest (default): created_at then id, descending; relevance: jobs whose title holds the most distinct words of q first, then newest"),
         ("page" = Option<i64>, Query, minimum = 1, maximum = 10000, description = "from 1; page × page_size at most 10 000 (a search serves its first 10 000 results; past them: 422 naming page)"),
-        ("page_size" = Option<i64>, Query, minimum = 1, maximum = 100, description = "default 20")),
+        ("page_size" = Option<i64>, Query, minimum = 1, maximum = 100, description = "default 20"),
+        ("after" = Option<String>, Query, description = "the `next` cursor of the page before, with the same other parameters and no `page`: the next page, at the cost of a first page; 422 naming `after` when the cursor is malformed or belongs to another search")),
     responses((status = 200, body = JobList, headers(("X-Cache" = CacheResult, description = "whether the page came from the search cache"))),
               (status = 422, body = Problem),
               (status = 503, body = Problem, description = "the search index is behind the newest job change for more than a second; retry after Retry-After")))]
@@ -163,6 +170,18 @@ pub(super) async fn search_jobs(
         }),
     };
     let page = q.page(&mut errors);
+    let cursor = q.get("after").and_then(|v| {
+        if q.get("page").is_some() {
+            errors.add(
+                "after",
+                "a page is asked for by page= or by after=, not both",
+            );
+            return None;
+        }
+        Cursor::decode(v)
+            .map_err(|why| errors.add("after", why))
+            .ok()
+    });
     if page.page.saturating_mul(page.size) > SEARCH_WINDOW {
         errors.add(
             "page",
@@ -193,12 +212,44 @@ pub(super) async fn search_jobs(
                 page_size: page.size,
                 total: 0,
                 total_exact: true,
+                next: None,
                 facets: facets
                     .any()
                     .then(|| facets_out(crate::search::FacetCounts::empty(facets))),
             }),
             "MISS",
         ));
+    };
+
+    // A cursor belongs to one search: the same parameters but the page.
+    let fingerprint = fingerprint(&search);
+    let (search, page) = match cursor {
+        None => (search, page),
+        Some(c) => {
+            if c.fingerprint != fingerprint
+                || c.after.position % page.size != 0
+                || c.after.position.saturating_add(page.size) > SEARCH_WINDOW
+            {
+                let mut errors = FieldErrors::default();
+                errors.add(
+                    "after",
+                    "this cursor belongs to another search: send the other parameters as they were",
+                );
+                errors.into_result()?;
+            }
+            let page = crate::store::Page {
+                page: c.after.position / page.size + 1,
+                size: page.size,
+            };
+            (
+                JobSearch {
+                    after: Some(c.after),
+                    page,
+                    ..search
+                },
+                page,
+            )
+        }
     };
 
     // A page's key names, besides the search, the last job change the index had applied when
@@ -244,7 +295,10 @@ pub(super) async fn search_jobs(
         page: page.page,
         page_size: page.size,
         total: found.total,
-        total_exact: true,
+        total_exact: found.total_exact,
+        next: found
+            .next
+            .map(|after| Cursor { fingerprint, after }.encode()),
         facets: found.facets.map(facets_out),
     });
     if let Some(version) = version {
@@ -263,6 +317,71 @@ pub(super) async fn search_jobs(
 pub(super) async fn job_written(st: &AppState) {
     st.cache.bump().await;
     st.search.nudge();
+}
+
+/// What a cursor is checked against: the search's parameters but its page.
+fn fingerprint(search: &JobSearch) -> [u8; 8] {
+    let bare = JobSearch {
+        page: crate::store::Page {
+            page: 1,
+            size: search.page.size,
+        },
+        after: None,
+        ..search.clone()
+    };
+    let digest = Sha256::digest(serde_json::to_vec(&bare).unwrap_or_default());
+    let mut out = [0; 8];
+    out.copy_from_slice(&digest[..8]);
+    out
+}
+
+/// `after=`: an opaque token, base64url without padding of a version byte, the search's
+/// fingerprint and the place after which the page starts. Not a secret: a client that forges one
+/// only gets another page of the same search, inside the window.
+struct Cursor {
+    fingerprint: [u8; 8],
+    after: After,
+}
+
+impl Cursor {
+    const VERSION: u8 = 1;
+    const LEN: usize = 1 + 8 + 8 + 4 + 8 + 8;
+
+    fn encode(&self) -> String {
+        let mut bytes = Vec::with_capacity(Self::LEN);
+        bytes.push(Self::VERSION);
+        bytes.extend_from_slice(&self.fingerprint);
+        bytes.extend_from_slice(&self.after.position.to_be_bytes());
+        bytes.extend_from_slice(&self.after.score.to_be_bytes());
+        bytes.extend_from_slice(&self.after.created_at.to_be_bytes());
+        bytes.extend_from_slice(&self.after.id.to_be_bytes());
+        base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes)
+    }
+
+    fn decode(token: &str) -> Result<Cursor, &'static str> {
+        const MALFORMED: &str = "must be the `next` cursor of a page of this search";
+        let bytes =
+            base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, token)
+                .map_err(|_| MALFORMED)?;
+        if bytes.len() != Self::LEN || bytes[0] != Self::VERSION {
+            return Err(MALFORMED);
+        }
+        let take = |from: usize, n: usize| &bytes[from..from + n];
+        let eight = |from: usize| -> [u8; 8] { take(from, 8).try_into().unwrap_or([0; 8]) };
+        let after = After {
+            position: i64::from_be_bytes(eight(9)),
+            score: u32::from_be_bytes(take(17, 4).try_into().unwrap_or([0; 4])),
+            created_at: i64::from_be_bytes(eight(21)),
+            id: i64::from_be_bytes(eight(29)),
+        };
+        if after.position < 1 || after.id < 1 {
+            return Err(MALFORMED);
+        }
+        Ok(Cursor {
+            fingerprint: eight(1),
+            after,
+        })
+    }
 }
 
 /// `ids=`: comma-separated job ids, 1 to [`MAX_SEARCH_IDS`] of them, as a sorted set.

@@ -14,6 +14,7 @@
 //! holder's pid in `holder.pid`) refuses a second one.
 
 pub mod alerts;
+mod driver;
 mod follow;
 mod query;
 mod schema;
@@ -22,7 +23,7 @@ pub use alerts::{AlertMatches, AlertWindow, match_alerts};
 pub use follow::{JobFeed, StoreFeed, catch_up, follow, rebuild};
 pub use schema::SCHEMA_VERSION;
 
-use crate::store::{JobRow, JobSearch};
+use crate::store::{JobRow, JobSearch, SEARCH_WINDOW};
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tantivy::directory::{DirectoryLock, Lock, MmapDirectory, error::LockError};
+use tantivy::query::EnableScoring;
 use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 use tokio::sync::{Notify, watch};
 
@@ -48,6 +50,8 @@ pub struct SearchIndex {
     dir: PathBuf,
     fields: schema::Fields,
     reader: IndexReader,
+    /// Each segment's block table, for the newest-first traversal.
+    tables: driver::Tables,
     writer: Mutex<IndexWriter>,
     /// The last log `seq` whose changes searches see.
     applied: watch::Sender<i64>,
@@ -64,11 +68,17 @@ pub struct SearchIndex {
 #[derive(Debug)]
 pub struct Found {
     pub rows: Vec<JobRow>,
-    /// Every match, exactly.
+    /// The matches, counted exactly up to the count limit (`JobSearch::count_limit`), or to the
+    /// page's last position if further; past it, that many.
     pub total: i64,
+    /// Whether `total` counts every match.
+    pub total_exact: bool,
+    /// The place after the page's last result, when more results follow inside the window.
+    pub next: Option<crate::store::After>,
     pub facets: Option<FacetCounts>,
-    /// The earliest `expires_at` among every match (none: no match expires): the answer holds
-    /// until then, and a cached copy of it may be served no later.
+    /// No later than the earliest `expires_at` of a match the page or the count could lose
+    /// (none: no such match expires): the answer holds until then, and a cached copy of it may be
+    /// served no later.
     pub valid_until: Option<chrono::DateTime<chrono::Utc>>,
 }
 
@@ -203,6 +213,7 @@ impl SearchIndex {
             dir: dir.to_path_buf(),
             fields,
             reader,
+            tables: driver::Tables::new(driver::BLOCK),
             writer: Mutex::new(writer),
             applied: watch::Sender::new(applied),
             nudge: Notify::new(),
@@ -210,6 +221,15 @@ impl SearchIndex {
             stale: AtomicBool::new(stale),
             _lock: lock,
         })
+    }
+
+    /// [`SearchIndex::open`] with blocks of `block` documents for the newest-first traversal
+    /// instead of [`driver::BLOCK`]: small blocks make small test corpora stop early.
+    #[doc(hidden)]
+    pub fn open_with_block_size(dir: &Path, block: u32) -> anyhow::Result<SearchIndex> {
+        let mut index = SearchIndex::open(dir)?;
+        index.tables = driver::Tables::new(block);
+        Ok(index)
     }
 
     /// What the index in `dir` holds, read without taking the directory (a running process
@@ -309,19 +329,41 @@ impl SearchIndex {
             self.reader
                 .reload()
                 .context("reloading the search index's reader")?;
+            // The new segments' tables are built here rather than by the next search.
+            self.tables
+                .of(&self.reader.searcher())
+                .context("building the search index's block tables")?;
             self.applied.send_replace(seq);
             metrics::gauge!(crate::telemetry::SEARCH_INDEX_APPLIED_SEQ).set(seq as f64);
         }
         Ok(())
     }
 
-    /// One page of `s`, with every match counted and the facets it asks for. Blocking.
+    /// One page of `s`, with its matches counted by the count rule and the facets it asks for.
+    /// Blocking.
     pub fn search(&self, s: &JobSearch) -> anyhow::Result<Found> {
         let searcher = self.reader.searcher();
         let query = query::build(&searcher, &self.fields, s)?;
-        let offset = usize::try_from(s.page.offset()).unwrap_or(usize::MAX);
+        let weight = query
+            .weight(EnableScoring::disabled_from_searcher(&searcher))
+            .context("preparing the search")?;
+        let tables = self
+            .tables
+            .of(&searcher)
+            .context("reading the index's block tables")?;
         let size = usize::try_from(s.page.size).unwrap_or(0);
-        let title_terms = if s.by_relevance() {
+        // How many results come before the page.
+        let (skip, before) = match s.after {
+            Some(a) => (0, a.position.max(0) as u64),
+            None => {
+                let offset = u64::try_from(s.page.offset()).unwrap_or(0);
+                (usize::try_from(offset).unwrap_or(usize::MAX), offset)
+            }
+        };
+        let limit = s.count_limit.unwrap_or(SEARCH_WINDOW as u64);
+        // `total` is never below the page's last position.
+        let cap = limit.max(before.saturating_add(size as u64));
+        let title_terms: Vec<tantivy::Term> = if s.by_relevance() {
             s.terms
                 .iter()
                 .map(|t| tantivy::Term::from_field_text(self.fields.title, t))
@@ -330,26 +372,29 @@ impl SearchIndex {
             Vec::new()
         };
         let at = s.at.unwrap_or_else(chrono::Utc::now);
-        let collected = searcher
-            .search(
-                &*query,
-                &query::JobCollector {
-                    now: schema::micros(&at),
-                    keep: offset.saturating_add(size),
-                    title_terms,
-                    facets: s.facets,
-                },
-            )
-            .context("searching the index")?;
+        let plan = driver::Plan {
+            now: schema::micros(&at),
+            keep: skip.saturating_add(size),
+            title_terms: &title_terms,
+            facets: s.facets,
+            after: s.after.map(|a| (a.score, a.created_at, a.id.max(0) as u64)),
+            since: s.posted_within.map(|p| schema::micros(&p.since)),
+            count_limit: Some(cap),
+            estimate: self.estimate(&searcher, s)?,
+        };
+        let traversed =
+            driver::traverse(&searcher, &*weight, &tables, &plan).context("searching the index")?;
         let mut rows = Vec::new();
-        for address in collected.best.iter().skip(offset) {
-            let doc: TantivyDocument = searcher.doc(*address).context("reading a found job")?;
+        let page: Vec<&query::Key> = traversed.best.iter().skip(skip).take(size).collect();
+        for key in &page {
+            let address = tantivy::DocAddress::new(key.segment, key.doc);
+            let doc: TantivyDocument = searcher.doc(address).context("reading a found job")?;
             rows.push(self.fields.job(&doc)?);
         }
         let facets = if s.facets.any() {
             Some(query::facet_counts(
                 s.facets,
-                &collected.facets,
+                &traversed.facets,
                 |address| {
                     let doc: TantivyDocument =
                         searcher.doc(address).context("reading a company's name")?;
@@ -359,14 +404,53 @@ impl SearchIndex {
         } else {
             None
         };
-        let valid_until = (collected.earliest_expiry != schema::NO_EXPIRY)
-            .then(|| chrono::DateTime::from_timestamp_micros(collected.earliest_expiry))
+        let (total, total_exact) = if traversed.exhausted {
+            (traversed.counted, true)
+        } else {
+            (cap, false)
+        };
+        let end = before.saturating_add(rows.len() as u64);
+        let next = match page.last() {
+            Some(last)
+                if rows.len() == size
+                    && end < SEARCH_WINDOW as u64
+                    && (!total_exact || total > end) =>
+            {
+                Some(crate::store::After {
+                    score: last.score,
+                    created_at: last.created_at,
+                    id: last.id as i64,
+                    position: end as i64,
+                })
+            }
+            _ => None,
+        };
+        let valid_until = (traversed.earliest_expiry != schema::NO_EXPIRY)
+            .then(|| chrono::DateTime::from_timestamp_micros(traversed.earliest_expiry))
             .flatten();
         Ok(Found {
             rows,
-            total: collected.total as i64,
+            total: total as i64,
+            total_exact,
+            next,
             facets,
             valid_until,
         })
+    }
+
+    /// At most how many documents can match `s`, when that is cheap to know: the `ids=` it names,
+    /// or the document frequency of its rarest word.
+    fn estimate(&self, searcher: &tantivy::Searcher, s: &JobSearch) -> anyhow::Result<Option<u64>> {
+        if let Some(ids) = &s.ids {
+            return Ok(Some(ids.len() as u64));
+        }
+        let mut least: Option<u64> = None;
+        for t in &s.terms {
+            let n = searcher
+                .doc_freq(&tantivy::Term::from_field_text(self.fields.text, t))
+                .context("reading a word's frequency")?;
+            least = Some(least.map_or(n, |l| l.min(n)));
+        }
+        Ok(least)
     }
 }

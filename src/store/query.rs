@@ -21,11 +21,30 @@ pub struct JobSearch {
     pub page: Page,
     /// The facets to count over every match.
     pub facets: Facets,
+    /// Only the results after this place in the order (`after=`), from the page before.
+    pub after: Option<After>,
+    /// `total` is exact up to this many matches (none: [`SEARCH_WINDOW`]); past it `total` is
+    /// this many (or the page's last position, if further) and not exact. A search with facets
+    /// counts every match.
+    #[serde(skip)]
+    pub count_limit: Option<u64>,
     /// The instant whose open jobs are searched: a job whose `expires_at` is not after it is
     /// left out. `None`: the moment the search runs. Not part of a cached page's key (a cached
     /// page is never served past its earliest match's `expires_at`).
     #[serde(skip)]
     pub at: Option<DateTime<Utc>>,
+}
+
+/// A place in a search's order: the last result of a page, and how many results come up to it
+/// (the page's last position). The next page holds the results that come after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct After {
+    /// How many of `q`'s words its title holds (relevance; 0 newest first).
+    pub score: u32,
+    /// Its `created_at`, in µs since the epoch.
+    pub created_at: i64,
+    pub id: i64,
+    pub position: i64,
 }
 
 /// Which facets a search counts (`facets=`).

@@ -20,6 +20,7 @@ each_backend!(
     filters_narrow_the_list,
     only_open_jobs_are_listed,
     newest_first_and_pagination,
+    a_cursor_serves_the_next_page_of_its_own_search_only,
     relevance_puts_title_matches_first,
     posted_within_days_keeps_recent_jobs,
     bad_parameters_are_422_never_clamped,
@@ -574,6 +575,85 @@ async fn newest_first_and_pagination(app: TestApp) {
     let odd = search(&app, &[("q", "odd"), ("page", "4"), ("page_size", "5")]).await;
     assert_eq!(odd.body["total"], 13);
     assert_eq!(odd.body["items"], json!([]));
+}
+
+async fn a_cursor_serves_the_next_page_of_its_own_search_only(app: TestApp) {
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    for i in 1..=25 {
+        let parity = if i % 2 == 0 { "even" } else { "odd" };
+        app.job(
+            &e,
+            c,
+            json!({"title": format!("Job {i:02}"), "description": parity}),
+        )
+        .await;
+    }
+    // Pages of 7 by cursor are the pages of 7 by number, and the last page has no cursor.
+    let mut by_cursor = Vec::new();
+    let mut after: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut params = vec![("page_size", "7")];
+        if let Some(a) = &after {
+            params.push(("after", a.as_str()));
+        }
+        let r = search(&app, &params).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        pages += 1;
+        assert_eq!(
+            r.body["page"], pages,
+            "the page a cursor serves is numbered"
+        );
+        assert_eq!(r.body["total"], 25);
+        by_cursor.extend(titles_of(&r));
+        match r.body["next"].as_str() {
+            Some(next) => after = Some(next.to_string()),
+            None => break,
+        }
+        assert!(pages < 10, "the cursors end");
+    }
+    assert_eq!(pages, 4);
+    let names: Vec<String> = (1..=25).rev().map(|i| format!("Job {i:02}")).collect();
+    assert_eq!(by_cursor, names);
+    // A page that fills the list exactly has no cursor either.
+    let exact = search(&app, &[("page_size", "5"), ("page", "5")]).await;
+    assert_eq!(exact.body["next"], Value::Null);
+
+    let first = search(&app, &[("q", "even"), ("page_size", "5")]).await;
+    let next = first.body["next"]
+        .as_str()
+        .expect("a next page")
+        .to_string();
+    let second = search(&app, &[("q", "even"), ("page_size", "5"), ("after", &next)]).await;
+    assert_eq!(
+        titles_of(&second),
+        ["Job 14", "Job 12", "Job 10", "Job 08", "Job 06"]
+    );
+    for (params, why) in [
+        (vec![("q", "odd"), ("page_size", "5")], "another q"),
+        (vec![("q", "even"), ("page_size", "6")], "another page size"),
+        (
+            vec![("q", "even"), ("page_size", "5"), ("page", "2")],
+            "page and after",
+        ),
+    ] {
+        let mut params = params;
+        params.push(("after", &next));
+        let r = app.get(&jobs_url(&params), None).await;
+        assert_eq!(r.status, 422, "{why}: {}", r.body);
+        assert!(r.body.to_string().contains("after"), "{why}: {}", r.body);
+    }
+    for bad in ["x", "AAAA", &next[1..]] {
+        let r = app
+            .get(
+                &jobs_url(&[("q", "even"), ("page_size", "5"), ("after", bad)]),
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 422, "{bad}: {}", r.body);
+        assert!(r.body.to_string().contains("after"), "{}", r.body);
+    }
 }
 
 async fn relevance_puts_title_matches_first(app: TestApp) {

@@ -41,8 +41,8 @@ mod queries;
 
 use corpus::{COMPANIES, Job, gen_corpus, gen_title};
 use queries::{
-    Answer, Search, fixed_searches, gen_pages, gen_search, reference_facets, reference_matches,
-    reference_page, reference_valid_until, vocabulary,
+    Answer, Search, fixed_searches, gen_pages, gen_search, reference_after, reference_facets,
+    reference_keyed, reference_matches, reference_page, reference_valid_until, vocabulary,
 };
 
 crate::each_backend!(with_db: pages_match_the_reference);
@@ -72,6 +72,11 @@ static CORPUS_SIZE: std::sync::LazyLock<usize> =
         Err(_) => JOBS,
     });
 const JOBS: usize = 6_000;
+/// The log-fed index's block size.
+const SMALL_BLOCK: u32 = 8;
+/// The count limit every other search is made with (the rest: the result window, which the
+/// corpus never reaches), so that the count rule is judged past its limit too.
+const COUNT_LIMIT: u64 = 400;
 /// How many searches run (each over several pages).
 const SEARCHES: usize = 320;
 const SEED: u64 = 0x5EA2_C4F0;
@@ -185,7 +190,8 @@ struct Backend<'a> {
     url: &'a DatabaseUrl,
     /// The backend's id of each company of the corpus.
     company_ids: Vec<i64>,
-    /// Its indexes: one that followed the log from the start, one rebuilt from the tables.
+    /// Its indexes: one that followed the log from the start (in blocks of [`SMALL_BLOCK`]
+    /// documents, so that its searches stop early in many places), one rebuilt from the tables.
     indexes: Vec<(&'static str, Arc<SearchIndex>)>,
     _dirs: Vec<tempfile::TempDir>,
 }
@@ -274,7 +280,11 @@ impl Backend<'_> {
         let feed = StoreFeed(self.store.clone());
         for (kind, rebuilt) in [("log", false), ("rebuilt", true)] {
             let dir = tempfile::tempdir().expect("temp dir");
-            let index = Arc::new(SearchIndex::open(dir.path()).expect("open the index"));
+            let index = Arc::new(if rebuilt {
+                SearchIndex::open(dir.path()).expect("open the index")
+            } else {
+                SearchIndex::open_with_block_size(dir.path(), SMALL_BLOCK).expect("open the index")
+            });
             if rebuilt {
                 jobboard::search::rebuild(&index, &feed)
                     .await
@@ -434,6 +444,49 @@ async fn edit_through_the_store(
     }
 }
 
+/// A found page as the reference states it (company ids as the corpus's indexes).
+fn answer(b: &Backend<'_>, found: &jobboard::search::Found) -> Answer {
+    Answer {
+        ids: found.rows.iter().map(|r| r.id).collect(),
+        total: found.total,
+        total_exact: found.total_exact,
+        next: found.next.map(|a| a.position),
+        facets: found.facets.as_ref().map(|f| {
+            let mut f = serde_json::to_value(f).expect("facets as JSON");
+            // Company ids differ by backend: the corpus's index stands for them.
+            if let Some(list) = f.get_mut("company").and_then(|c| c.as_array_mut()) {
+                for c in list {
+                    let id = c["id"].as_i64().expect("an id");
+                    let at = b.company_ids.iter().position(|x| *x == id);
+                    c["id"] = serde_json::json!(at);
+                }
+            }
+            f
+        }),
+    }
+}
+
+/// A cached page is served no later than the earliest `expires_at` of a match it could lose,
+/// and not one that has passed already.
+fn check_bound(
+    name: &str,
+    got: Option<DateTime<Utc>>,
+    bound: Option<DateTime<Utc>>,
+    problems: &mut Vec<String>,
+) {
+    let ok = match (got, bound) {
+        (None, None) => true,
+        (Some(g), Some(b)) => g <= b && g > fixed_now(),
+        (Some(g), None) => g > fixed_now(),
+        (None, Some(_)) => false,
+    };
+    if !ok {
+        problems.push(format!(
+            "{name}: served until {got:?}, but a match it could lose expires at {bound:?}"
+        ));
+    }
+}
+
 async fn conform(dbs: &[&TestDb]) {
     let started = std::time::Instant::now();
     let seed = seed();
@@ -482,49 +535,20 @@ async fn conform(dbs: &[&TestDb]) {
         })
         .collect();
     for (n, s) in searches.iter().enumerate() {
-        let matches = reference_matches(&jobs, &s.search, s.company);
+        let keyed = reference_keyed(&jobs, &s.search, s.company);
+        let matches: Vec<i64> = keyed.iter().map(|k| k.2).collect();
         sizes[match matches.len() {
             0 => 0,
             1..=100 => 1,
             101..=1_000 => 2,
             _ => 3,
         }] += 1;
+        let limit = if n % 2 == 0 { Some(COUNT_LIMIT) } else { None };
+        let limit_n = limit.map_or(jobboard::store::SEARCH_WINDOW, |l| l as i64);
+        let faceted = s.search.facets.any();
         for &(page, size) in &s.pages {
-            let mut expected = reference_page(&matches, page, size);
-            expected.valid_until = reference_valid_until(&jobs, &matches);
-            let asked = |b: &Backend<'_>| JobSearch {
-                page: Page { page, size },
-                ..b.search(s)
-            };
-            let got: Vec<Answer> = indexes
-                .iter()
-                .map(|(name, b, index)| {
-                    let asked = asked(b);
-                    let found = index
-                        .search(&asked)
-                        .unwrap_or_else(|e| panic!("{name}: search #{n} {asked:?} failed: {e}"));
-                    Answer {
-                        ids: found.rows.iter().map(|r| r.id).collect(),
-                        total: found.total,
-                        total_exact: true,
-                        valid_until: found.valid_until,
-                        facets: found.facets.map(|f| {
-                            let mut f = serde_json::to_value(f).expect("facets as JSON");
-                            // Company ids differ by backend: the corpus's index stands for them.
-                            if let Some(list) = f.get_mut("company").and_then(|c| c.as_array_mut())
-                            {
-                                for c in list {
-                                    let id = c["id"].as_i64().expect("an id");
-                                    let at = b.company_ids.iter().position(|x| *x == id);
-                                    c["id"] = serde_json::json!(at);
-                                }
-                            }
-                            f
-                        }),
-                    }
-                })
-                .collect();
-            if s.search.facets.any() {
+            let mut expected = reference_page(&matches, page, size, limit_n, faceted);
+            if faceted {
                 expected.facets = Some(reference_facets(
                     &jobs,
                     &matches,
@@ -532,10 +556,61 @@ async fn conform(dbs: &[&TestDb]) {
                     s.search.facets,
                 ));
             }
+            let asked = |b: &Backend<'_>| JobSearch {
+                page: Page { page, size },
+                count_limit: limit,
+                ..b.search(s)
+            };
+            let bound = reference_valid_until(
+                &jobs,
+                &matches,
+                (page * size) as usize,
+                expected.total_exact,
+            );
+            let mut got: Vec<Answer> = Vec::new();
+            let mut problems: Vec<String> = Vec::new();
+            for (name, b, index) in &indexes {
+                let asked = asked(b);
+                let found = index
+                    .search(&asked)
+                    .unwrap_or_else(|e| panic!("{name}: search #{n} {asked:?} failed: {e}"));
+                check_bound(name, found.valid_until, bound, &mut problems);
+                let answer = answer(b, &found);
+                // The page after it, by its cursor: the reference's next page, and the cursor
+                // names the page's last result.
+                if let (Some(after), Some(end)) = (found.next, expected.next)
+                    && answer == expected
+                {
+                    let k = keyed[end as usize - 1];
+                    if (after.score, after.created_at, after.id, after.position)
+                        != (k.0, k.1, k.2, end)
+                    {
+                        problems.push(format!("{name}: the cursor {after:?} is not the page's last result {k:?} at {end}"));
+                    }
+                    let next = index
+                        .search(&JobSearch {
+                            after: Some(after),
+                            ..asked.clone()
+                        })
+                        .unwrap_or_else(|e| {
+                            panic!("{name}: search #{n} after {after:?} failed: {e}")
+                        });
+                    let mut want = reference_after(&matches, end, size, limit_n, faceted);
+                    want.facets = expected.facets.clone();
+                    let got_next = self::answer(b, &next);
+                    if got_next != want {
+                        problems.push(format!(
+                            "{name}: the page after position {end}: expected total {} exact {} ids {:?}, got total {} exact {} ids {:?}",
+                            want.total, want.total_exact, want.ids, got_next.total, got_next.total_exact, got_next.ids
+                        ));
+                    }
+                }
+                got.push(answer);
+            }
             pages_read += 1;
             let wrong: Vec<usize> = (0..got.len()).filter(|i| got[*i] != expected).collect();
             let disagree = got.windows(2).any(|w| w[0] != w[1]);
-            if wrong.is_empty() && !disagree {
+            if wrong.is_empty() && !disagree && problems.is_empty() {
                 continue;
             }
             mismatches += 1;
@@ -551,8 +626,8 @@ async fn conform(dbs: &[&TestDb]) {
             );
             let _ = writeln!(
                 report,
-                "  expected: total {} exact {} ids {:?}",
-                expected.total, expected.total_exact, expected.ids
+                "  expected: total {} exact {} next {:?} ids {:?}",
+                expected.total, expected.total_exact, expected.next, expected.ids
             );
             if let Some(f) = &expected.facets {
                 let _ = writeln!(report, "  expected facets: {f}");
@@ -561,12 +636,15 @@ async fn conform(dbs: &[&TestDb]) {
                 let verdict = if *g == expected { "right" } else { "WRONG" };
                 let _ = writeln!(
                     report,
-                    "  {name:<16} {verdict}: total {} exact {} ids {:?}",
-                    g.total, g.total_exact, g.ids
+                    "  {name:<16} {verdict}: total {} exact {} next {:?} ids {:?}",
+                    g.total, g.total_exact, g.next, g.ids
                 );
                 if let Some(f) = &g.facets {
                     let _ = writeln!(report, "  {name:<16} facets: {f}");
                 }
+            }
+            for p in &problems {
+                let _ = writeln!(report, "  {p}");
             }
         }
     }

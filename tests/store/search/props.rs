@@ -142,6 +142,10 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let index = Arc::new(SearchIndex::open(dir.path()).expect("open the index"));
+    let small_dir = tempfile::tempdir().expect("temp dir");
+    let small = Arc::new(
+        SearchIndex::open_with_block_size(small_dir.path(), 2).expect("open the small index"),
+    );
     let feed = StoreFeed(store.clone());
     let mut jobs: Vec<Job> = Vec::new();
     // The searches' instant; dates are set around it.
@@ -257,34 +261,50 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 }
             }
             Op::Follow => {
-                jobboard::search::catch_up(&index, &feed)
-                    .await
-                    .expect("follow the log");
+                for index in [&index, &small] {
+                    jobboard::search::catch_up(index, &feed)
+                        .await
+                        .expect("follow the log");
+                }
             }
         }
     }
-    jobboard::search::catch_up(&index, &feed)
-        .await
-        .expect("follow the log");
+    for index in [&index, &small] {
+        jobboard::search::catch_up(index, &feed)
+            .await
+            .expect("follow the log");
+    }
     for (s, company) in searches(&company_ids, at) {
-        let matches = reference_matches(&jobs, &s, company);
-        let mut expected = reference_page(&matches, s.page.page, s.page.size);
-        if s.facets.any() {
-            expected.facets = Some(reference_facets(&jobs, &matches, &companies, s.facets));
-        }
-        let found = index.search(&s).expect("search");
-        let ids: Vec<i64> = found.rows.iter().map(|r| r.id).collect();
-        prop_assert_eq!(&ids, &expected.ids, "{:?}", s);
-        prop_assert_eq!(found.total, expected.total, "{:?}", s);
-        if let Some(f) = found.facets {
-            let mut f = serde_json::to_value(f).expect("facets as JSON");
-            if let Some(list) = f.get_mut("company").and_then(|c| c.as_array_mut()) {
-                for c in list {
-                    let id = c["id"].as_i64().expect("an id");
-                    c["id"] = serde_json::json!(company_ids.iter().position(|x| *x == id));
-                }
+        // The index as served (one block: every match visited), then in blocks of two with a
+        // count limit of three (the newest-first traversal stops early): the same pages.
+        for (index, limit) in [(&index, None), (&small, Some(3u64))] {
+            let s = JobSearch {
+                count_limit: limit,
+                ..s.clone()
+            };
+            let matches = reference_matches(&jobs, &s, company);
+            let limit_n = limit.map_or(jobboard::store::SEARCH_WINDOW, |l| l as i64);
+            let mut expected =
+                reference_page(&matches, s.page.page, s.page.size, limit_n, s.facets.any());
+            if s.facets.any() {
+                expected.facets = Some(reference_facets(&jobs, &matches, &companies, s.facets));
             }
-            prop_assert_eq!(Some(f), expected.facets, "{:?}", s);
+            let found = index.search(&s).expect("search");
+            let ids: Vec<i64> = found.rows.iter().map(|r| r.id).collect();
+            prop_assert_eq!(&ids, &expected.ids, "{:?}", s);
+            prop_assert_eq!(found.total, expected.total, "{:?}", s);
+            prop_assert_eq!(found.total_exact, expected.total_exact, "{:?}", s);
+            prop_assert_eq!(found.next.map(|a| a.position), expected.next, "{:?}", s);
+            if let Some(f) = found.facets {
+                let mut f = serde_json::to_value(f).expect("facets as JSON");
+                if let Some(list) = f.get_mut("company").and_then(|c| c.as_array_mut()) {
+                    for c in list {
+                        let id = c["id"].as_i64().expect("an id");
+                        c["id"] = serde_json::json!(company_ids.iter().position(|x| *x == id));
+                    }
+                }
+                prop_assert_eq!(Some(f), expected.facets, "{:?}", s);
+            }
         }
     }
     Ok(())

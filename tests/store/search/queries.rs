@@ -263,20 +263,32 @@ pub fn gen_pages(rng: &mut StdRng, size: i64, matches: i64) -> Vec<(i64, i64)> {
 // ---------------------------------------------------------------------------------------------
 // The reference: the contract's rules, plainly
 
-/// What a page should be: its ids, `total`, `total_exact`, and its facets as the API shows
-/// them (companies named by their index in the corpus).
+/// What a page should be: its ids, `total`, `total_exact`, the position its `next` cursor
+/// carries, and its facets as the API shows them (companies named by their index in the corpus).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
     pub ids: Vec<i64>,
     pub total: i64,
     pub total_exact: bool,
+    /// The last position of the page, when a next page follows inside the window.
+    pub next: Option<i64>,
     pub facets: Option<serde_json::Value>,
-    /// The earliest `expires_at` among every match: a cached copy is served no later.
-    pub valid_until: Option<DateTime<Utc>>,
 }
 
 /// Every match of the search, in result order.
 pub fn reference_matches(jobs: &[Job], s: &JobSearch, company: Option<usize>) -> Vec<i64> {
+    reference_keyed(jobs, s, company)
+        .into_iter()
+        .map(|(_, _, id)| id)
+        .collect()
+}
+
+/// Every match of the search as (score, `created_at` in µs, id), in result order.
+pub fn reference_keyed(
+    jobs: &[Job],
+    s: &JobSearch,
+    company: Option<usize>,
+) -> Vec<(u32, i64, i64)> {
     // Without an instant (the alert matcher's cases, which judge no dates) no date is judged.
     let mut found: Vec<(usize, &Job)> = jobs
         .iter()
@@ -320,29 +332,70 @@ pub fn reference_matches(jobs: &[Job], s: &JobSearch, company: Option<usize>) ->
             .then(b.created_at.cmp(&a.created_at))
             .then(b.id.cmp(&a.id))
     });
-    found.into_iter().map(|(_, j)| j.id).collect()
+    found
+        .into_iter()
+        .map(|(score, j)| (score as u32, j.created_at.timestamp_micros(), j.id))
+        .collect()
 }
 
-/// Until when the answer holds: the earliest `expires_at` of every match (not only the page's).
-pub fn reference_valid_until(jobs: &[Job], matches: &[i64]) -> Option<DateTime<Utc>> {
+/// The earliest `expires_at` a cached copy of the page may be served until, at the latest: that
+/// of the matches up to the page's end, and of every match when the total is exact (a cached
+/// answer may end sooner, never later).
+pub fn reference_valid_until(
+    jobs: &[Job],
+    matches: &[i64],
+    end: usize,
+    exact: bool,
+) -> Option<DateTime<Utc>> {
     let by_id: BTreeMap<i64, &Job> = jobs.iter().map(|j| (j.id, j)).collect();
-    matches.iter().filter_map(|id| by_id[id].expires_at).min()
+    let upto = if exact {
+        matches.len()
+    } else {
+        end.min(matches.len())
+    };
+    matches[..upto]
+        .iter()
+        .filter_map(|id| by_id[id].expires_at)
+        .min()
 }
 
-/// A page of the matches: every match is counted, exactly.
-pub fn reference_page(matches: &[i64], page: i64, size: i64) -> Answer {
+/// A page of the matches by the count rule: `total` exact up to `limit` (or the page's end if
+/// further), that many and not exact past it; every match with facets.
+pub fn reference_page(matches: &[i64], page: i64, size: i64, limit: i64, facets: bool) -> Answer {
     let offset = (page - 1) * size;
+    reference_after(matches, offset, size, limit, facets)
+}
+
+/// The page of `size` results after the first `before` ones.
+pub fn reference_after(
+    matches: &[i64],
+    before: i64,
+    size: i64,
+    limit: i64,
+    facets: bool,
+) -> Answer {
+    let ids: Vec<i64> = matches
+        .iter()
+        .skip(before as usize)
+        .take(size as usize)
+        .copied()
+        .collect();
+    let n = matches.len() as i64;
+    let cap = limit.max(before + size);
+    let (total, total_exact) = if facets || n <= cap {
+        (n, true)
+    } else {
+        (cap, false)
+    };
+    let end = before + ids.len() as i64;
+    let next = (ids.len() as i64 == size && end < SEARCH_WINDOW && (!total_exact || total > end))
+        .then_some(end);
     Answer {
-        ids: matches
-            .iter()
-            .skip(offset as usize)
-            .take(size as usize)
-            .copied()
-            .collect(),
-        total: matches.len() as i64,
-        total_exact: true,
+        ids,
+        total,
+        total_exact,
+        next,
         facets: None,
-        valid_until: None,
     }
 }
 

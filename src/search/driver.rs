@@ -1,0 +1,666 @@
+//! The traversal that answers a search: the newest part of the index first, stopping as soon as
+//! nothing left can enter the page, then a count of the matches up to the count limit without
+//! reading a column.
+//!
+//! Documents sit in each segment roughly oldest first (a job enters the index when it is
+//! written), so a newest-first page is at the end of each segment. Each segment is cut into
+//! blocks of [`BLOCK`] documents; a [`SegmentTable`], built once per segment (segments never
+//! change but for their deletions), keeps each block's oldest and newest `created_at` and its
+//! earliest `expires_at`, and dense per-document arrays of the facets' values. The blocks of every
+//! segment are visited in rounds, newest block first, each round four times the documents of
+//! the one before; between rounds the page is known once the page is full and the newest
+//! document of any block left is older than the page's last (a strict comparison: a block whose
+//! newest document has the same `created_at` as the page's last may hold a higher id, which comes
+//! first). A search whose matches cannot outnumber the count limit (its rarest word's document
+//! frequency, or its `ids=`) is visited in one round: it must all be counted anyway.
+//!
+//! The count goes on over the blocks not visited until it passes the limit (`total` is then the
+//! limit, not exact); a search that asks for facets counts every match. A block whose earliest
+//! `expires_at` is after the search's instant holds no expired job, so its matches are counted
+//! without reading their dates; the cached answer's bound is the earliest date of the blocks in
+//! which a counted match was found (never later than the earliest date of a job the page or the
+//! total could lose).
+
+use super::query::{FacetCounts, Key};
+use super::schema::NO_EXPIRY;
+use crate::store::Facets;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::{Arc, Mutex};
+use tantivy::columnar::Column;
+use tantivy::index::SegmentId;
+use tantivy::postings::SegmentPostings;
+use tantivy::query::Weight;
+use tantivy::schema::IndexRecordOption;
+use tantivy::{DocAddress, DocId, DocSet, Searcher, SegmentOrdinal, SegmentReader, Term};
+
+/// Documents per block.
+pub const BLOCK: u32 = 1024;
+
+/// What a block holds, at the least and the most.
+#[derive(Debug, Clone, Copy)]
+pub struct Block {
+    pub min_created: i64,
+    pub max_created: i64,
+    /// The earliest `expires_at` of its documents, deleted ones included ([`NO_EXPIRY`]: none).
+    pub min_expiry: i64,
+}
+
+/// A segment's blocks and its facets' values per document.
+#[derive(Debug)]
+pub struct SegmentTable {
+    block: u32,
+    pub blocks: Vec<Block>,
+    /// Per document: the employment type's code (255: none).
+    employment: Vec<u8>,
+    /// Per document: 0, 1, or 255 (none).
+    remote: Vec<u8>,
+    /// Per document: the company's ordinal in `companies`.
+    company: Vec<u32>,
+    companies: Vec<u64>,
+}
+
+impl SegmentTable {
+    /// Reads a segment's columns once.
+    pub fn build(reader: &SegmentReader, block: u32) -> tantivy::Result<SegmentTable> {
+        let fast = reader.fast_fields();
+        let created: Column<i64> = fast.i64("created_at")?;
+        let expires: Column<i64> = fast.i64("expires_at")?;
+        let employment_col: Column<u64> = fast.u64("employment_type")?;
+        let remote_col: Column<u64> = fast.u64("remote")?;
+        let company_col: Column<u64> = fast.u64("company_id")?;
+        let max_doc = reader.max_doc();
+        let mut blocks = Vec::with_capacity(max_doc.div_ceil(block) as usize);
+        let mut employment = Vec::with_capacity(max_doc as usize);
+        let mut remote = Vec::with_capacity(max_doc as usize);
+        let mut company = Vec::with_capacity(max_doc as usize);
+        let mut companies = Vec::new();
+        let mut ordinals: HashMap<u64, u32> = HashMap::new();
+        let mut start = 0;
+        while start < max_doc {
+            let end = start.saturating_add(block).min(max_doc);
+            let mut b = Block {
+                min_created: i64::MAX,
+                max_created: i64::MIN,
+                min_expiry: NO_EXPIRY,
+            };
+            for doc in start..end {
+                let c = created.first(doc).unwrap_or(i64::MIN);
+                b.min_created = b.min_created.min(c);
+                b.max_created = b.max_created.max(c);
+                b.min_expiry = b.min_expiry.min(expires.first(doc).unwrap_or(NO_EXPIRY));
+                employment.push(employment_col.first(doc).map_or(255, |v| v.min(254) as u8));
+                remote.push(remote_col.first(doc).map_or(255, |v| v.min(254) as u8));
+                let id = company_col.first(doc).unwrap_or(0);
+                let next = companies.len() as u32;
+                let ord = *ordinals.entry(id).or_insert_with(|| {
+                    companies.push(id);
+                    next
+                });
+                company.push(ord);
+            }
+            blocks.push(b);
+            start = end;
+        }
+        Ok(SegmentTable {
+            block,
+            blocks,
+            employment,
+            remote,
+            company,
+            companies,
+        })
+    }
+
+    fn range(&self, b: u32, max_doc: DocId) -> (DocId, DocId) {
+        let start = b.saturating_mul(self.block);
+        (start, start.saturating_add(self.block).min(max_doc))
+    }
+}
+
+/// The tables of the segments a searcher sees, built once per segment.
+pub struct Tables {
+    block: u32,
+    by_segment: Mutex<HashMap<SegmentId, Arc<SegmentTable>>>,
+}
+
+impl Tables {
+    pub fn new(block: u32) -> Tables {
+        Tables {
+            block: block.max(1),
+            by_segment: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The table of each of the searcher's segments, in its order; those not built yet are
+    /// built now, and those of segments the searcher no longer has are dropped.
+    pub fn of(&self, searcher: &Searcher) -> tantivy::Result<Vec<Arc<SegmentTable>>> {
+        let readers = searcher.segment_readers();
+        let mut known: Vec<Option<Arc<SegmentTable>>> = {
+            let map = self.by_segment.lock().unwrap_or_else(|p| p.into_inner());
+            readers
+                .iter()
+                .map(|r| map.get(&r.segment_id()).cloned())
+                .collect()
+        };
+        let mut built = Vec::new();
+        for (reader, slot) in readers.iter().zip(known.iter_mut()) {
+            if slot.is_none() {
+                let table = Arc::new(SegmentTable::build(reader, self.block)?);
+                built.push((reader.segment_id(), table.clone()));
+                *slot = Some(table);
+            }
+        }
+        if !built.is_empty() {
+            let mut map = self.by_segment.lock().unwrap_or_else(|p| p.into_inner());
+            map.retain(|id, _| readers.iter().any(|r| r.segment_id() == *id));
+            map.extend(built);
+        }
+        Ok(known.into_iter().flatten().collect())
+    }
+}
+
+/// What a traversal is asked.
+pub struct Plan<'a> {
+    /// The search's instant (µs): a job whose `expires_at` is not after it is no match.
+    pub now: i64,
+    /// How many of the best matches to keep (the page's end; 0: count only).
+    pub keep: usize,
+    /// The title terms relevance counts (none: newest first).
+    pub title_terms: &'a [Term],
+    pub facets: Facets,
+    /// Only matches after this place in the order (a cursor).
+    pub after: Option<(u32, i64, u64)>,
+    /// Only jobs created at or after this instant (µs), as the query also says.
+    pub since: Option<i64>,
+    /// Count up to this many matches and one more (none: every match).
+    pub count_limit: Option<u64>,
+    /// At most how many documents can match (none: unknown).
+    pub estimate: Option<u64>,
+}
+
+/// What a traversal found.
+#[derive(Debug, Default)]
+pub struct Traversed {
+    /// The matches counted: every one, or more than the limit.
+    pub counted: u64,
+    /// Whether every match was counted.
+    pub exhausted: bool,
+    /// The best `keep` keys after the cursor, best first.
+    pub best: Vec<Key>,
+    /// The earliest `expires_at` that can change the answer ([`NO_EXPIRY`]: none).
+    pub earliest_expiry: i64,
+    pub facets: FacetCounts,
+}
+
+/// One segment's share of the work: its reader, table and the facet tallies by ordinal.
+struct Part<'a> {
+    ordinal: SegmentOrdinal,
+    reader: &'a SegmentReader,
+    table: &'a SegmentTable,
+    created: Column<i64>,
+    ids: Column<u64>,
+    expires: Column<i64>,
+    company_counts: Vec<(u64, DocId)>,
+    /// Which blocks were visited.
+    visited: Vec<bool>,
+}
+
+struct State<'p> {
+    plan: &'p Plan<'p>,
+    heap: BinaryHeap<Reverse<Key>>,
+    counted: u64,
+    earliest_expiry: i64,
+    employment: [u64; 4],
+    remote: [u64; 2],
+    /// Stop counting past this many (none: count all).
+    stop_after: Option<u64>,
+}
+
+impl State<'_> {
+    fn counting_done(&self) -> bool {
+        self.stop_after.is_some_and(|n| self.counted > n)
+    }
+}
+
+/// Visits `blocks` (ascending) of one segment with a fresh scorer; `page`: the matches enter the
+/// page's heap too.
+fn visit(
+    weight: &dyn Weight,
+    part: &mut Part<'_>,
+    blocks: &[u32],
+    page: bool,
+    st: &mut State<'_>,
+) -> tantivy::Result<()> {
+    let reader = part.reader;
+    let mut scorer = weight.scorer(reader, 1.0)?;
+    let alive = reader.alive_bitset();
+    let plan = st.plan;
+    let mut titles: Vec<SegmentPostings> = Vec::new();
+    if page && let Some(first) = plan.title_terms.first() {
+        let index = reader.inverted_index(first.field())?;
+        for t in plan.title_terms {
+            if let Some(p) = index.read_postings(t, IndexRecordOption::Basic)? {
+                titles.push(p);
+            }
+        }
+    }
+    let max_doc = reader.max_doc();
+    let facets = plan.facets.any();
+    for &b in blocks {
+        part.visited[b as usize] = true;
+        let block = part.table.blocks[b as usize];
+        let (start, end) = part.table.range(b, max_doc);
+        let dated = block.min_expiry <= plan.now;
+        let mut found = false;
+        let mut doc = scorer.doc();
+        if doc < start {
+            doc = scorer.seek(start);
+        }
+        while doc < end {
+            if alive.is_none_or(|a| a.is_alive(doc)) {
+                let live = if dated {
+                    let e = part.expires.first(doc).unwrap_or(NO_EXPIRY);
+                    if e > plan.now {
+                        st.earliest_expiry = st.earliest_expiry.min(e);
+                        true
+                    } else {
+                        false
+                    }
+                } else {
+                    true
+                };
+                if live {
+                    found = true;
+                    st.counted += 1;
+                    if facets {
+                        let d = doc as usize;
+                        if let Some(n) = st.employment.get_mut(part.table.employment[d] as usize) {
+                            *n += 1;
+                        }
+                        if let Some(n) = st.remote.get_mut(part.table.remote[d] as usize) {
+                            *n += 1;
+                        }
+                        if let Some(c) = part.company_counts.get_mut(part.table.company[d] as usize)
+                        {
+                            if c.0 == 0 {
+                                c.1 = doc;
+                            }
+                            c.0 += 1;
+                        }
+                    }
+                    if page {
+                        offer(part, &mut titles, doc, st);
+                    } else if st.counting_done() {
+                        return Ok(());
+                    }
+                }
+            }
+            doc = scorer.advance();
+        }
+        if found && !dated {
+            st.earliest_expiry = st.earliest_expiry.min(block.min_expiry);
+        }
+    }
+    Ok(())
+}
+
+/// Offers a match to the page's heap.
+fn offer(part: &Part<'_>, titles: &mut [SegmentPostings], doc: DocId, st: &mut State<'_>) {
+    let keep = st.plan.keep;
+    if keep == 0 {
+        return;
+    }
+    let mut score = 0;
+    for p in titles.iter_mut() {
+        if p.doc() < doc {
+            p.seek(doc);
+        }
+        if p.doc() == doc {
+            score += 1;
+        }
+    }
+    let key = Key {
+        score,
+        created_at: part.created.first(doc).unwrap_or(i64::MIN),
+        id: part.ids.first(doc).unwrap_or(0),
+        segment: part.ordinal,
+        doc,
+    };
+    if st
+        .plan
+        .after
+        .is_some_and(|a| (key.score, key.created_at, key.id) >= a)
+    {
+        return;
+    }
+    if st.heap.len() < keep {
+        st.heap.push(Reverse(key));
+    } else if let Some(Reverse(worst)) = st.heap.peek()
+        && key > *worst
+    {
+        st.heap.pop();
+        st.heap.push(Reverse(key));
+    }
+}
+
+/// Whether no block whose newest document is `max_created` (or any older) can enter the page.
+fn page_known(st: &State<'_>, max_created: i64, max_score: u32) -> bool {
+    if st.heap.len() < st.plan.keep {
+        return false;
+    }
+    let Some(Reverse(worst)) = st.heap.peek() else {
+        return true;
+    };
+    // Strict: a block whose newest document was created at the same instant as the page's last
+    // may hold a higher id, which comes first.
+    worst.score >= max_score && max_created < worst.created_at
+}
+
+/// Whether a block can hold a match the page may show: `since` and the cursor.
+fn eligible(plan: &Plan<'_>, block: &Block) -> bool {
+    // Strict: a block whose newest document is exactly at `since` holds a match.
+    if plan.since.is_some_and(|since| block.max_created < since) {
+        return false;
+    }
+    // Newest first, every document of a block created after the cursor's comes before it.
+    // Strict: one created at the cursor's instant may have a lower id, which comes after.
+    if plan.title_terms.is_empty()
+        && let Some((_, created, _)) = plan.after
+        && block.min_created > created
+    {
+        return false;
+    }
+    true
+}
+
+/// Runs a plan over the searcher's segments.
+pub fn traverse(
+    searcher: &Searcher,
+    weight: &dyn Weight,
+    tables: &[Arc<SegmentTable>],
+    plan: &Plan<'_>,
+) -> tantivy::Result<Traversed> {
+    let mut parts = Vec::with_capacity(tables.len());
+    for (i, (reader, table)) in searcher.segment_readers().iter().zip(tables).enumerate() {
+        let fast = reader.fast_fields();
+        parts.push(Part {
+            ordinal: i as SegmentOrdinal,
+            reader,
+            table,
+            created: fast.i64("created_at")?,
+            ids: fast.u64("id")?,
+            expires: fast.i64("expires_at")?,
+            company_counts: if plan.facets.company {
+                vec![(0, 0); table.companies.len()]
+            } else {
+                Vec::new()
+            },
+            visited: vec![false; table.blocks.len()],
+        });
+    }
+    let mut st = State {
+        plan,
+        heap: BinaryHeap::with_capacity(plan.keep.min(10_000) + 1),
+        counted: 0,
+        earliest_expiry: NO_EXPIRY,
+        employment: [0; 4],
+        remote: [0; 2],
+        stop_after: if plan.facets.any() {
+            None
+        } else {
+            plan.count_limit
+        },
+    };
+    let max_score = plan.title_terms.len() as u32;
+
+    // The page: the eligible blocks, newest first, in rounds.
+    let mut order: Vec<(i64, u32, u32)> = Vec::new();
+    for (s, part) in parts.iter().enumerate() {
+        for (b, block) in part.table.blocks.iter().enumerate() {
+            if eligible(plan, block) {
+                order.push((block.max_created, s as u32, b as u32));
+            }
+        }
+    }
+    order.sort_unstable_by(|a, b| b.cmp(a));
+    // Every match is counted anyway (facets), or cannot outnumber the limit: one round.
+    let small = match plan.count_limit {
+        None => true,
+        Some(limit) => plan.facets.any() || plan.estimate.is_some_and(|e| e <= limit),
+    };
+    let mut round_docs: u64 = if small || plan.keep == 0 {
+        u64::MAX
+    } else {
+        let block = tables.first().map_or(BLOCK, |t| t.block);
+        (plan.keep as u64)
+            .saturating_mul(4)
+            .max(4 * u64::from(block))
+    };
+    let mut i = 0;
+    while i < order.len() && plan.keep > 0 {
+        if page_known(&st, order[i].0, max_score) {
+            break;
+        }
+        let mut round: Vec<(u32, u32)> = Vec::new();
+        let mut docs = 0u64;
+        while i < order.len() && docs < round_docs {
+            let (_, s, b) = order[i];
+            let (start, end) = parts[s as usize]
+                .table
+                .range(b, parts[s as usize].reader.max_doc());
+            docs += u64::from(end - start);
+            round.push((s, b));
+            i += 1;
+        }
+        round_docs = round_docs.saturating_mul(4);
+        round.sort_unstable();
+        for (s, chunk) in chunk_by_segment(&round) {
+            visit(weight, &mut parts[s as usize], &chunk, true, &mut st)?;
+        }
+    }
+
+    // The count: every block not visited, until the limit is passed.
+    if !st.counting_done() {
+        for part in parts.iter_mut() {
+            let rest: Vec<u32> = (0..part.visited.len() as u32)
+                .filter(|b| !part.visited[*b as usize])
+                .collect();
+            if rest.is_empty() {
+                continue;
+            }
+            visit(weight, part, &rest, false, &mut st)?;
+            if st.counting_done() {
+                break;
+            }
+        }
+    }
+
+    let mut out = Traversed {
+        counted: st.counted,
+        exhausted: !st.counting_done(),
+        earliest_expiry: st.earliest_expiry,
+        ..Traversed::default()
+    };
+    out.facets.employment_type = st.employment;
+    out.facets.remote = st.remote;
+    for part in &parts {
+        for (ord, (n, doc)) in part.company_counts.iter().enumerate() {
+            if *n > 0 {
+                let address = DocAddress::new(part.ordinal, *doc);
+                out.facets
+                    .company
+                    .entry(part.table.companies[ord])
+                    .or_insert((0, address))
+                    .0 += n;
+            }
+        }
+    }
+    let mut best: Vec<Key> = st.heap.into_iter().map(|Reverse(k)| k).collect();
+    best.sort_unstable_by(|a, b| b.cmp(a));
+    out.best = best;
+    Ok(out)
+}
+
+/// The (segment, blocks) runs of a sorted list of (segment, block).
+fn chunk_by_segment(round: &[(u32, u32)]) -> Vec<(u32, Vec<u32>)> {
+    let mut out: Vec<(u32, Vec<u32>)> = Vec::new();
+    for &(s, b) in round {
+        match out.last_mut() {
+            Some((last, blocks)) if *last == s => blocks.push(b),
+            _ => out.push((s, vec![b])),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    //! Each stopping rule on an index in blocks of one document, where a rule made non-strict
+    //! loses a result.
+
+    use crate::domain::{EmploymentType, JobStatus};
+    use crate::search::SearchIndex;
+    use crate::store::{After, JobRow, JobSearch, Page, PostedWithin, SearchSort};
+    use chrono::{DateTime, TimeZone, Utc};
+
+    fn at(t: i64) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_700_000_000 + t, 0).unwrap()
+    }
+
+    fn job(id: i64, t: i64, title: &str) -> JobRow {
+        JobRow {
+            id,
+            company_id: 1,
+            company_name: "Acme".into(),
+            title: title.into(),
+            description: "welding".into(),
+            location: "Berlin".into(),
+            remote: false,
+            salary_min: None,
+            salary_max: None,
+            employment_type: EmploymentType::FullTime,
+            status: JobStatus::Open,
+            expires_at: None,
+            rejection_reason: None,
+            created_at: at(t),
+            updated_at: at(t),
+        }
+    }
+
+    /// An index of `jobs` in this order, one document per block.
+    fn index(jobs: &[JobRow]) -> (tempfile::TempDir, SearchIndex) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let index = SearchIndex::open_with_block_size(dir.path(), 1).expect("open");
+        index.apply(&[], jobs, 1, false).expect("apply");
+        (dir, index)
+    }
+
+    fn ids(index: &SearchIndex, s: &JobSearch) -> Vec<i64> {
+        index
+            .search(s)
+            .expect("search")
+            .rows
+            .iter()
+            .map(|r| r.id)
+            .collect()
+    }
+
+    fn first(size: i64) -> JobSearch {
+        JobSearch {
+            page: Page { page: 1, size },
+            at: Some(at(0)),
+            ..JobSearch::default()
+        }
+    }
+
+    #[test]
+    fn a_block_as_new_as_the_page_s_last_is_visited() {
+        // The first round visits the four newest blocks (the last four documents, all at 200);
+        // the first document, also at 200 but with the highest id, comes first.
+        let mut jobs = vec![job(50, 200, "welder")];
+        jobs.extend((1..=4).map(|id| job(id, 200, "welder")));
+        let (_dir, index) = index(&jobs);
+        assert_eq!(ids(&index, &first(1)), vec![50]);
+        let found = index.search(&first(1)).expect("search");
+        assert_eq!((found.total, found.total_exact), (5, true));
+    }
+
+    #[test]
+    fn posted_within_keeps_a_job_exactly_at_its_start() {
+        let (_dir, index) = index(&[job(1, 100, "welder"), job(2, 10, "welder")]);
+        let s = JobSearch {
+            posted_within: Some(PostedWithin {
+                days: 1,
+                since: at(100),
+            }),
+            ..first(10)
+        };
+        assert_eq!(ids(&index, &s), vec![1]);
+    }
+
+    #[test]
+    fn a_cursor_keeps_a_job_created_at_its_instant_with_a_lower_id() {
+        let (_dir, index) = index(&[job(1, 100, "welder"), job(2, 100, "welder")]);
+        let page = index.search(&first(1)).expect("search");
+        assert_eq!(page.rows[0].id, 2);
+        let after = page.next.expect("a next page");
+        assert_eq!(
+            after,
+            After {
+                score: 0,
+                created_at: at(100).timestamp_micros(),
+                id: 2,
+                position: 1
+            }
+        );
+        let s = JobSearch {
+            after: Some(after),
+            ..first(1)
+        };
+        assert_eq!(ids(&index, &s), vec![1]);
+        assert!(index.search(&s).expect("search").next.is_none());
+    }
+
+    #[test]
+    fn relevance_visits_older_blocks_while_a_better_tier_may_be_there() {
+        // The newest jobs hold the word in their description only; the oldest in its title.
+        let mut jobs = vec![job(1, 10, "welding lead")];
+        jobs.extend((2..=9).map(|id| job(id, 100 + id, "foreman")));
+        let (_dir, index) = index(&jobs);
+        // A count limit below the word's frequency, so that the traversal goes in rounds.
+        let s = JobSearch {
+            terms: vec!["welding".into()],
+            sort: SearchSort::Relevance,
+            count_limit: Some(2),
+            ..first(1)
+        };
+        assert_eq!(ids(&index, &s), vec![1]);
+    }
+
+    #[test]
+    fn past_the_count_limit_the_total_is_the_limit_and_not_exact() {
+        let jobs: Vec<JobRow> = (1..=30).map(|id| job(id, id, "welder")).collect();
+        let (_dir, index) = index(&jobs);
+        let s = JobSearch {
+            count_limit: Some(10),
+            ..first(5)
+        };
+        let found = index.search(&s).expect("search");
+        assert_eq!(
+            found.rows.iter().map(|r| r.id).collect::<Vec<_>>(),
+            vec![30, 29, 28, 27, 26]
+        );
+        assert_eq!((found.total, found.total_exact), (10, false));
+        // Facets count every match.
+        let s = JobSearch {
+            facets: crate::store::Facets {
+                remote: true,
+                ..Default::default()
+            },
+            ..s
+        };
+        let found = index.search(&s).expect("search");
+        assert_eq!((found.total, found.total_exact), (30, true));
+    }
+}
