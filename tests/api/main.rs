@@ -39,6 +39,7 @@ mod services;
 mod ses;
 mod smtp;
 mod sqs;
+mod text_rules;
 mod timeouts;
 mod upkeep_mail;
 mod worker;
