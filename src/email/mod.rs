@@ -164,10 +164,7 @@ pub fn event_email(
                 .parse()
                 .context("EMAIL_FROM is not an address")?,
         )
-        .to(lettre::message::Mailbox::new(
-            Some(to.name.clone()),
-            address,
-        ))
+        .to(mailbox(to.user_id, &to.name, address)?)
         .subject(text.subject)
         .message_id(Some(format!("<{}@{}>", event.event_id, sender.domain)))
         .header(EventIdHeader(event.event_id.clone()));
@@ -182,6 +179,24 @@ pub fn event_email(
         .header(ContentType::TEXT_PLAIN)
         .body(text.body)
         .context("building the email")
+}
+
+/// The `To:` mailbox of user `user_id`: their name as its display name, folded onto one line
+/// (a name stored before the rule of CONTRACT.md §4 may hold line breaks), none when nothing is
+/// left of it. lettre panics writing a display name it cannot put in a header, so the mailbox is
+/// first written here, where that is an error: the email then fails for good (a dead letter
+/// naming the user) instead of taking its worker down.
+fn mailbox(
+    user_id: i64,
+    name: &str,
+    address: lettre::Address,
+) -> anyhow::Result<lettre::message::Mailbox> {
+    let name = validate::fold_one_line(name);
+    let mailbox = lettre::message::Mailbox::new(Some(name).filter(|n| !n.is_empty()), address);
+    let mut written = String::new();
+    std::fmt::Write::write_fmt(&mut written, format_args!("{mailbox}"))
+        .map_err(|_| anyhow::anyhow!("user {user_id}'s name cannot be put in the To: header"))?;
+    Ok(mailbox)
 }
 
 /// Builds the mailer `EMAIL_BACKEND` names.
@@ -355,6 +370,28 @@ mod tests {
         let text = format!("{error:#}");
         assert!(text.contains("user 7's address"), "{text}");
         assert!(!text.contains("mail.example"), "{text}");
+    }
+
+    /// A name stored with line breaks (before the rule of CONTRACT.md §4) goes out folded in
+    /// the `To:` header: lettre would panic writing it as it is.
+    #[test]
+    fn a_name_with_line_breaks_is_folded_in_the_to_header() {
+        let mut named = data();
+        named.to.name = "Pat\r\nBcc: victim@evil.example\u{2028}\u{202e}".into();
+        let message = event_email(&sender(), &status_change(), &named, None).unwrap();
+        let text = String::from_utf8(message.formatted()).unwrap();
+        assert!(!text.contains("\r\nBcc:"), "{text}");
+        let to = text.lines().find(|l| l.starts_with("To: ")).unwrap();
+        // "Pat Bcc: victim@evil.example", one line, as an encoded word.
+        assert_eq!(
+            to,
+            "To: =?utf-8?b?UGF0IEJjYzogdmljdGltQGV2aWwuZXhhbXBsZQ==?= <cody@mail.example>"
+        );
+        // Nothing left of the name: the bare address.
+        named.to.name = "\r\n\u{202e}".into();
+        let message = event_email(&sender(), &status_change(), &named, None).unwrap();
+        let text = String::from_utf8(message.formatted()).unwrap();
+        assert!(text.contains("To: cody@mail.example\r\n"), "{text}");
     }
 
     /// A status-change message to Cody, as the worker builds it.
