@@ -30,6 +30,7 @@ mod moderation;
 mod notifications;
 mod openapi;
 mod ops;
+mod panics;
 mod proxy;
 mod readme;
 mod reliability;
