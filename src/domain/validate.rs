@@ -55,8 +55,7 @@ pub fn breaks_one_line(c: char) -> bool {
 const NOT_ONE_LINE: &str = "must be one line of text: no control characters (tab, line breaks \
      and the like), no line or paragraph separators, no bidirectional controls";
 
-/// A one-line text (a name, a title, a location): [`text`]'s rules, and none of the characters
-/// of [`breaks_one_line`].
+/// A one-line text (a name, a title, a location): [`text`]'s rules, no [`breaks_one_line`].
 pub fn one_line(value: &str, min: usize, max: usize) -> Result<String, FieldError> {
     let v = text(value, min, max)?;
     if v.chars().any(breaks_one_line) {

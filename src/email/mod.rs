@@ -11,6 +11,7 @@ use crate::domain::validate;
 use anyhow::Context;
 use async_trait::async_trait;
 use lettre::Message;
+use lettre::message::Mailbox;
 use lettre::message::header::{ContentType, Header, HeaderName, HeaderValue};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -181,18 +182,12 @@ pub fn event_email(
         .context("building the email")
 }
 
-/// The `To:` mailbox of user `user_id`: their name as its display name, folded onto one line
-/// (a name stored before the rule of CONTRACT.md §4 may hold line breaks), none when nothing is
-/// left of it. lettre panics writing a display name it cannot put in a header, so the mailbox is
-/// first written here, where that is an error: the email then fails for good (a dead letter
-/// naming the user) instead of taking its worker down.
-fn mailbox(
-    user_id: i64,
-    name: &str,
-    address: lettre::Address,
-) -> anyhow::Result<lettre::message::Mailbox> {
+/// User `user_id`'s `To:`: their name folded onto one line (a name stored before CONTRACT.md §4
+/// may hold line breaks), none if nothing is left. lettre panics writing a name it cannot encode:
+/// written here first, that fails the email for good (a dead letter naming the user) instead.
+fn mailbox(user_id: i64, name: &str, address: lettre::Address) -> anyhow::Result<Mailbox> {
     let name = validate::fold_one_line(name);
-    let mailbox = lettre::message::Mailbox::new(Some(name).filter(|n| !n.is_empty()), address);
+    let mailbox = Mailbox::new(Some(name).filter(|n| !n.is_empty()), address);
     let mut written = String::new();
     std::fmt::Write::write_fmt(&mut written, format_args!("{mailbox}"))
         .map_err(|_| anyhow::anyhow!("user {user_id}'s name cannot be put in the To: header"))?;
@@ -372,26 +367,16 @@ mod tests {
         assert!(!text.contains("mail.example"), "{text}");
     }
 
-    /// A name stored with line breaks (before the rule of CONTRACT.md §4) goes out folded in
-    /// the `To:` header: lettre would panic writing it as it is.
+    /// A name stored with line breaks goes out folded in `To:` (lettre panics on it as it is).
     #[test]
     fn a_name_with_line_breaks_is_folded_in_the_to_header() {
         let mut named = data();
         named.to.name = "Pat\r\nBcc: victim@evil.example\u{2028}\u{202e}".into();
         let message = event_email(&sender(), &status_change(), &named, None).unwrap();
         let text = String::from_utf8(message.formatted()).unwrap();
-        assert!(!text.contains("\r\nBcc:"), "{text}");
-        let to = text.lines().find(|l| l.starts_with("To: ")).unwrap();
-        // "Pat Bcc: victim@evil.example", one line, as an encoded word.
-        assert_eq!(
-            to,
-            "To: =?utf-8?b?UGF0IEJjYzogdmljdGltQGV2aWwuZXhhbXBsZQ==?= <cody@mail.example>"
-        );
-        // Nothing left of the name: the bare address.
-        named.to.name = "\r\n\u{202e}".into();
-        let message = event_email(&sender(), &status_change(), &named, None).unwrap();
-        let text = String::from_utf8(message.formatted()).unwrap();
-        assert!(text.contains("To: cody@mail.example\r\n"), "{text}");
+        // "Pat Bcc: victim@evil.example", one line, as an encoded word; no header of its own.
+        let to = "To: =?utf-8?b?UGF0IEJjYzogdmljdGltQGV2aWwuZXhhbXBsZQ==?= <cody@mail.example>\r\n";
+        assert!(text.contains(to) && !text.contains("\r\nBcc:"), "{text}");
     }
 
     /// A status-change message to Cody, as the worker builds it.
