@@ -121,13 +121,14 @@ impl TryFrom<String> for Frequency {
 ///
 /// - It narrows the jobs: at least one of `q` (with at least one word), `location`,
 ///   `company_id` (CONTRACT.md §4), reported under `""` (the search itself).
-/// - Its text can be stored: no NUL character (PostgreSQL's text cannot hold one), which a
-///   search by query string merely finds nothing for.
+/// - `q` and `location` are one-line texts (no NUL, which PostgreSQL cannot store, no control,
+///   separator or bidi control) as long as the job field they match at most (title, location).
 pub fn check_saved_search(f: &SearchFilters) -> Vec<(&'static str, String)> {
+    use super::validate::{JOB_TITLE_MAX as Q, LOCATION_MAX as L, one_line};
     let mut errors = Vec::new();
-    for (field, value) in [("q", &f.q), ("location", &f.location)] {
-        if value.as_deref().is_some_and(|v| v.contains('\0')) {
-            errors.push((field, "must not contain NUL characters".to_string()));
+    for (field, value, max) in [("q", &f.q, Q), ("location", &f.location, L)] {
+        if let Some(Err(message)) = value.as_deref().map(|v| one_line(v, 0, max)) {
+            errors.push((field, message));
         }
     }
     let has_word =
@@ -192,7 +193,13 @@ pub fn describe(f: &SearchFilters, company: Option<&str>) -> String {
         .collect::<Vec<_>>()
         .join(", ")
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| {
+            if super::validate::breaks_one_line(c) {
+                ' '
+            } else {
+                c
+            }
+        })
         .collect()
 }
 

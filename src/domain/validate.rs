@@ -39,16 +39,95 @@ pub fn text(value: &str, min: usize, max: usize) -> Result<String, FieldError> {
     Ok(trimmed.to_string())
 }
 
+/// A bidirectional formatting control: an embedding, override or isolate (U+202A–U+202E,
+/// U+2066–U+2069) or a mark (U+200E, U+200F, U+061C). Each can make text read in another order
+/// than it is written.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
+
+/// What a one-line text may not hold (CONTRACT.md §4): a control character (C0, DEL, C1; tab
+/// included), a line or paragraph separator (U+2028, U+2029), a bidirectional control.
+pub fn breaks_one_line(c: char) -> bool {
+    c.is_control() || c == '\u{2028}' || c == '\u{2029}' || is_bidi_control(c)
+}
+
+const NOT_ONE_LINE: &str = "must be one line of text: no control characters (tab, line breaks \
+     and the like), no line or paragraph separators, no bidirectional controls";
+
+/// A one-line text (a name, a title, a location): [`text`]'s rules, no [`breaks_one_line`].
+pub fn one_line(value: &str, min: usize, max: usize) -> Result<String, FieldError> {
+    let v = text(value, min, max)?;
+    if v.chars().any(breaks_one_line) {
+        return Err(NOT_ONE_LINE.to_string());
+    }
+    Ok(v)
+}
+
+/// A text of several lines (a description, a cover letter): [`text`]'s rules; line breaks (LF,
+/// or CR LF) and tabs are its only control characters, and it holds no line or paragraph
+/// separator and no bidirectional control.
+pub fn multi_line(value: &str, min: usize, max: usize) -> Result<String, FieldError> {
+    let v = text(value, min, max)?;
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        let allowed = match c {
+            '\n' | '\t' => true,
+            '\r' => chars.peek() == Some(&'\n'),
+            c => !breaks_one_line(c),
+        };
+        if !allowed {
+            return Err(
+                "must hold no control characters other than line breaks (LF or CR LF) \
+                 and tabs, no line or paragraph separators and no bidirectional controls"
+                    .to_string(),
+            );
+        }
+    }
+    Ok(v)
+}
+
+/// `value` as one line, for text stored before the rule of [`one_line`] (or never checked by
+/// it): each run of control characters, separators, bidirectional controls and spaces becomes
+/// one space, and the ends are trimmed. What [`one_line`] accepts comes back unchanged, apart
+/// from runs of spaces.
+pub fn fold_one_line(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut pending_space = false;
+    for c in value.chars() {
+        if breaks_one_line(c) || c.is_whitespace() {
+            pending_space = true;
+        } else {
+            if pending_space && !out.is_empty() {
+                out.push(' ');
+            }
+            pending_space = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
 pub fn user_name(value: &str) -> Result<String, FieldError> {
-    text(value, 1, USER_NAME_MAX)
+    one_line(value, 1, USER_NAME_MAX)
 }
 
 pub fn company_name(value: &str) -> Result<String, FieldError> {
-    text(value, 1, COMPANY_NAME_MAX)
+    one_line(value, 1, COMPANY_NAME_MAX)
 }
 
 pub fn job_title(value: &str) -> Result<String, FieldError> {
-    text(value, 1, JOB_TITLE_MAX)
+    one_line(value, 1, JOB_TITLE_MAX)
+}
+
+/// A job's location, or an alert's: one line, at most [`LOCATION_MAX`].
+pub fn location(value: &str) -> Result<String, FieldError> {
+    one_line(value, 0, LOCATION_MAX)
+}
+
+/// A job's or a company's description: several lines, at most `max`.
+pub fn description(value: &str, max: usize) -> Result<String, FieldError> {
+    multi_line(value, 0, max)
 }
 
 /// An email address every mail service can send to (CONTRACT.md §4): stored as given (trimmed),
@@ -150,6 +229,69 @@ mod tests {
         let hundred = "é".repeat(100);
         assert!(user_name(&hundred).is_ok());
         assert!(user_name(&format!("{hundred}x")).is_err());
+    }
+
+    /// One-line texts refuse controls, separators and bidi controls anywhere inside; several
+    /// lines keep LF, CR LF and tab only.
+    #[test]
+    fn one_line_and_multi_line_texts() {
+        for bad in [
+            "a\r\nb",
+            "a\nb",
+            "a\rb",
+            "a\tb",
+            "a\u{0085}b",
+            "a\u{009b}b",
+            "a\u{1b}b",
+            "a\u{7f}b",
+            "a\u{2028}b",
+            "a\u{2029}b",
+            "a\u{202e}b",
+            "a\u{202a}b",
+            "a\u{2066}b",
+            "a\u{2069}b",
+            "a\u{200e}b",
+            "a\u{200f}b",
+            "a\u{061c}b",
+        ] {
+            assert!(job_title(bad).is_err(), "{bad:?}");
+            assert!(user_name(bad).is_err(), "{bad:?}");
+            assert!(company_name(bad).is_err(), "{bad:?}");
+            assert!(location(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            job_title(" Rust – Engineer (m/w/d) ").unwrap(),
+            "Rust – Engineer (m/w/d)"
+        );
+        assert_eq!(location("").unwrap(), "");
+        // Outer whitespace is trimmed, never refused.
+        assert_eq!(user_name("Ann\n").unwrap(), "Ann");
+        let text = "Line one\nLine two\r\n\tindented";
+        assert_eq!(description(text, DESCRIPTION_MAX).unwrap(), text);
+        for bad in [
+            "a\rb",
+            "a\u{0085}b",
+            "a\u{1b}b",
+            "a\u{2028}b",
+            "a\u{202e}b",
+            "a\u{0b}b",
+        ] {
+            assert!(description(bad, DESCRIPTION_MAX).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn folding_makes_one_line() {
+        assert_eq!(
+            fold_one_line("Rust\r\nBcc: x@example.com\r\n\r\nIMPORTANT"),
+            "Rust Bcc: x@example.com IMPORTANT"
+        );
+        assert_eq!(
+            fold_one_line("\u{202e}evil\u{2028}\tname  x "),
+            "evil name x"
+        );
+        assert_eq!(fold_one_line("Ann Lee"), "Ann Lee");
+        assert_eq!(fold_one_line("\r\n"), "");
     }
 
     #[test]

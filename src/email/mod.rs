@@ -11,6 +11,7 @@ use crate::domain::validate;
 use anyhow::Context;
 use async_trait::async_trait;
 use lettre::Message;
+use lettre::message::Mailbox;
 use lettre::message::header::{ContentType, Header, HeaderName, HeaderValue};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -164,10 +165,7 @@ pub fn event_email(
                 .parse()
                 .context("EMAIL_FROM is not an address")?,
         )
-        .to(lettre::message::Mailbox::new(
-            Some(to.name.clone()),
-            address,
-        ))
+        .to(mailbox(to.user_id, &to.name, address)?)
         .subject(text.subject)
         .message_id(Some(format!("<{}@{}>", event.event_id, sender.domain)))
         .header(EventIdHeader(event.event_id.clone()));
@@ -182,6 +180,18 @@ pub fn event_email(
         .header(ContentType::TEXT_PLAIN)
         .body(text.body)
         .context("building the email")
+}
+
+/// User `user_id`'s `To:`: their name folded onto one line (a name stored before CONTRACT.md §4
+/// may hold line breaks), none if nothing is left. lettre panics writing a name it cannot encode:
+/// written here first, that fails the email for good (a dead letter naming the user) instead.
+fn mailbox(user_id: i64, name: &str, address: lettre::Address) -> anyhow::Result<Mailbox> {
+    let name = validate::fold_one_line(name);
+    let mailbox = Mailbox::new(Some(name).filter(|n| !n.is_empty()), address);
+    let mut written = String::new();
+    std::fmt::Write::write_fmt(&mut written, format_args!("{mailbox}"))
+        .map_err(|_| anyhow::anyhow!("user {user_id}'s name cannot be put in the To: header"))?;
+    Ok(mailbox)
 }
 
 /// Builds the mailer `EMAIL_BACKEND` names.
@@ -355,6 +365,18 @@ mod tests {
         let text = format!("{error:#}");
         assert!(text.contains("user 7's address"), "{text}");
         assert!(!text.contains("mail.example"), "{text}");
+    }
+
+    /// A name stored with line breaks goes out folded in `To:` (lettre panics on it as it is).
+    #[test]
+    fn a_name_with_line_breaks_is_folded_in_the_to_header() {
+        let mut named = data();
+        named.to.name = "Pat\r\nBcc: victim@evil.example\u{2028}\u{202e}".into();
+        let message = event_email(&sender(), &status_change(), &named, None).unwrap();
+        let text = String::from_utf8(message.formatted()).unwrap();
+        // "Pat Bcc: victim@evil.example", one line, as an encoded word; no header of its own.
+        let to = "To: =?utf-8?b?UGF0IEJjYzogdmljdGltQGV2aWwuZXhhbXBsZQ==?= <cody@mail.example>\r\n";
+        assert!(text.contains(to) && !text.contains("\r\nBcc:"), "{text}");
     }
 
     /// A status-change message to Cody, as the worker builds it.

@@ -10,7 +10,8 @@
 use crate::domain::ApplicationStatus;
 use crate::domain::alert::Frequency;
 use crate::domain::event::{Decision, Event, EventKind};
-use crate::domain::mail::{About, AlertJob, DigestJob, EmailData};
+use crate::domain::mail::{About, AlertJob, DigestJob, EmailData, Recipient};
+use crate::domain::validate;
 use crate::unsubscribe::Target;
 use chrono::{DateTime, Utc};
 
@@ -32,6 +33,7 @@ pub fn render(
     base_url: &str,
     list_unsubscribe: Option<&str>,
 ) -> anyhow::Result<Rendered> {
+    let data = &one_line(data);
     let name = &data.to.name;
     let rendered = match (&event.kind, &data.about) {
         (
@@ -129,6 +131,64 @@ pub fn render(
         ),
     };
     Ok(rendered)
+}
+
+/// `data` with every one-line value folded onto one line ([`validate::fold_one_line`]): the
+/// person's name, titles, company names, locations and the alert's words. Text stored before
+/// the rule of CONTRACT.md §4 may hold line breaks or bidirectional controls; folded, none of
+/// it can make a line of its own in a subject or a body. An operator's rejection reason keeps
+/// its lines: it is shown as a paragraph of its own.
+fn one_line(data: &EmailData) -> EmailData {
+    let fold = |s: &String| validate::fold_one_line(s);
+    let about = match &data.about {
+        About::Application { job_title, company } => About::Application {
+            job_title: fold(job_title),
+            company: fold(company),
+        },
+        About::Job {
+            job_title,
+            company,
+            rejection_reason,
+        } => About::Job {
+            job_title: fold(job_title),
+            company: fold(company),
+            rejection_reason: rejection_reason.clone(),
+        },
+        About::ApplicationsDigest { jobs } => About::ApplicationsDigest {
+            jobs: jobs
+                .iter()
+                .map(|j| DigestJob {
+                    job_title: fold(&j.job_title),
+                    company: fold(&j.company),
+                    ..j.clone()
+                })
+                .collect(),
+        },
+        About::AlertDigest {
+            search,
+            frequency,
+            jobs,
+        } => About::AlertDigest {
+            search: fold(search),
+            frequency: *frequency,
+            jobs: jobs
+                .iter()
+                .map(|j| AlertJob {
+                    job_id: j.job_id,
+                    title: fold(&j.title),
+                    company: fold(&j.company),
+                    location: fold(&j.location),
+                })
+                .collect(),
+        },
+    };
+    EmailData {
+        to: Recipient {
+            name: fold(&data.to.name),
+            ..data.to.clone()
+        },
+        about,
+    }
 }
 
 fn status_changed(
@@ -379,7 +439,6 @@ pub fn unsubscribe(kind: &EventKind) -> Option<Target> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::mail::Recipient;
 
     fn t(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
@@ -537,6 +596,143 @@ mod tests {
         // Until the jobs table stores the reason, the email points to where it is shown.
         let unknown = reviewed(Decision::Rejected, None);
         assert!(unknown.body.contains("GET /api/jobs/5"), "{}", unknown.body);
+    }
+
+    /// What an employer (or a person naming themselves) stored before the text rule: a title that
+    /// would forge lines of the body.
+    const FORGED: &str = "Rust Engineer\r\nBcc: x@example.com\r\n\r\nIMPORTANT: verify now\u{2028}\
+                          IMPORTANT\u{202e}\u{0085}IMPORTANT";
+
+    /// No line of `r` (body or subject) starts with a forged header or paragraph.
+    #[track_caller]
+    fn no_forged_line(r: &Rendered) {
+        assert!(
+            !r.subject
+                .contains(['\r', '\n', '\u{2028}', '\u{202e}', '\u{0085}']),
+            "{:?}",
+            r.subject
+        );
+        for line in r
+            .body
+            .split(['\n', '\r', '\u{2028}', '\u{2029}', '\u{0085}'])
+        {
+            let line = line.trim_start();
+            assert!(
+                !line.starts_with("Bcc:") && !line.starts_with("IMPORTANT"),
+                "a forged line {line:?} in {:?}",
+                r.body
+            );
+        }
+        assert!(
+            !r.body.contains(['\u{202e}', '\u{0085}', '\u{2028}']),
+            "{:?}",
+            r.body
+        );
+        assert!(
+            r.body.contains(
+                "Rust Engineer Bcc: x@example.com IMPORTANT: verify now IMPORTANT IMPORTANT"
+            ),
+            "{:?}",
+            r.body
+        );
+    }
+
+    /// Every one-line value of every email is folded: a title, a company, a location, a name or
+    /// an alert's words stored with line breaks makes no line of its own.
+    #[test]
+    fn stored_text_cannot_forge_a_line() {
+        let forged = || FORGED.to_string();
+        let to = Recipient {
+            name: forged(),
+            ..to()
+        };
+        let application = EmailData {
+            to: to.clone(),
+            about: About::Application {
+                job_title: forged(),
+                company: forged(),
+            },
+        };
+        for kind in [
+            EventKind::Submitted { application_id: 3 },
+            EventKind::StatusChanged {
+                application_id: 3,
+                old_status: ApplicationStatus::Submitted,
+                new_status: ApplicationStatus::Reviewing,
+            },
+        ] {
+            no_forged_line(&rendered(kind, &application));
+        }
+        let job = EmailData {
+            to: to.clone(),
+            about: About::Job {
+                job_title: forged(),
+                company: forged(),
+                rejection_reason: None,
+            },
+        };
+        let at = t("2026-12-10T09:00:00Z");
+        for kind in [
+            EventKind::JobExpiring {
+                job_id: 4,
+                user_id: 7,
+                expires_at: at,
+            },
+            EventKind::JobExpired {
+                job_id: 4,
+                user_id: 7,
+                expires_at: at,
+            },
+            EventKind::JobReviewed {
+                job_id: 4,
+                user_id: 7,
+                decision: Decision::Approved,
+            },
+            EventKind::JobReviewed {
+                job_id: 4,
+                user_id: 7,
+                decision: Decision::Rejected,
+            },
+        ] {
+            no_forged_line(&rendered(kind, &job));
+        }
+        let digest = EmailData {
+            to: to.clone(),
+            about: About::ApplicationsDigest {
+                jobs: vec![DigestJob {
+                    job_id: 1,
+                    job_title: forged(),
+                    company: forged(),
+                    applications: 2,
+                }],
+            },
+        };
+        let kind = EventKind::ApplicationsDigest {
+            user_id: 7,
+            hour: t("2026-12-04T10:00:00Z"),
+            applications: vec![1, 2],
+        };
+        no_forged_line(&rendered(kind, &digest));
+        let alert = EmailData {
+            to,
+            about: About::AlertDigest {
+                search: forged(),
+                frequency: Frequency::Daily,
+                jobs: vec![AlertJob {
+                    job_id: 12,
+                    title: forged(),
+                    company: forged(),
+                    location: forged(),
+                }],
+            },
+        };
+        let kind = EventKind::AlertDigest {
+            alert_id: 9,
+            period: "2026-12-03".into(),
+            jobs: vec![12],
+            more: 0,
+        };
+        no_forged_line(&rendered(kind, &alert));
     }
 
     #[test]

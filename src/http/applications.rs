@@ -171,7 +171,7 @@ async fn apply(
     let input: ApplyIn = idem.body.json(true)?;
     let cover_letter = match input.cover_letter {
         Some(c) => Some(
-            validate::text(&c, 0, validate::COVER_LETTER_MAX)
+            validate::multi_line(&c, 0, validate::COVER_LETTER_MAX)
                 .map_err(|m| ApiError::field("cover_letter", m))?,
         ),
         None => None,

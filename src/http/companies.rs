@@ -129,7 +129,7 @@ fn validate_fields(
     let description = description.and_then(|d| {
         errors.check(
             "description",
-            validate::text(d, 0, validate::COMPANY_DESCRIPTION_MAX),
+            validate::description(d, validate::COMPANY_DESCRIPTION_MAX),
         )
     });
     match name {

@@ -149,12 +149,9 @@ pub(super) fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFi
     let title = errors.check("title", Title::parse(&d.title));
     let description = errors.check(
         "description",
-        validate::text(&d.description, 0, validate::DESCRIPTION_MAX),
+        validate::description(&d.description, validate::DESCRIPTION_MAX),
     );
-    let location = errors.check(
-        "location",
-        validate::text(&d.location, 0, validate::LOCATION_MAX),
-    );
+    let location = errors.check("location", validate::location(&d.location));
     let salary = SalaryRange::parse(d.salary_min, d.salary_max)
         .map_err(|problems| {
             for (field, message) in problems {

@@ -14,7 +14,9 @@ pub trait DatabaseStore: Send + Sync {
     /// Fails, saying what to do, unless the database has every migration of this binary; returns
     /// the applied ones it does not know (a newer release's, `NNNN_description`), if any.
     async fn check_schema(&self) -> anyhow::Result<Vec<String>>;
-    /// A trivial query, for readiness.
+    /// Whether the database answers and can start a write, for readiness: a write transaction
+    /// is begun (on SQLite it takes the write lock, which a stuck writer would hold), probed and
+    /// rolled back, writing nothing.
     async fn ping(&self) -> anyhow::Result<()>;
 }
 

@@ -32,6 +32,9 @@ pub(super) trait Dialect {
     /// SELECT of those integers, one per row (a list of any length in one bind).
     const JSON_IDS_OPEN: &'static str;
     const JSON_IDS_CLOSE: &'static str;
+    /// A statement that fails in a write transaction that could not write (readiness): on
+    /// PostgreSQL, a standby in recovery refuses it.
+    const WRITE_PROBE: &'static str;
 }
 
 /// Maps a constraint violation to the given conflict; anything else stays an error.

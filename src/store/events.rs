@@ -81,6 +81,17 @@ pub struct FailedClaim {
     pub first_failed_at: i64,
 }
 
+/// A claim after a panic while handling its event was counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PanickedClaim {
+    /// The panics counted so far, this one included.
+    pub panics: i64,
+    /// The failed sends counted so far.
+    pub attempts: i64,
+    pub dead: bool,
+    pub first_failed_at: i64,
+}
+
 /// What `process_in_transaction`'s claim found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TxClaim {
@@ -210,6 +221,17 @@ pub trait EventStore: Send + Sync {
         max_attempts: i64,
         permanent: bool,
     ) -> StoreResult<Option<FailedClaim>>;
+    /// Counts a panic while handling the claim held under `lease_id` (`None`: a
+    /// transaction-mode mark) and releases it, with `reason` as its last error; dead at the
+    /// `limit`th panic. Failed sends (`attempts`) are not counted. `None` if the claim is no longer
+    /// that holder's.
+    async fn record_panic(
+        &self,
+        event_id: &str,
+        lease_id: Option<&str>,
+        reason: &str,
+        limit: i64,
+    ) -> StoreResult<Option<PanickedClaim>>;
     /// Counts a failed send whose outcome is unknown (the server may have accepted the message)
     /// but keeps the claim until its lease lapses, unextended, so that the retry takes it over as
     /// an expired claim and counts the reclaim; dead (and released) after `max_attempts`. `None`

@@ -78,6 +78,7 @@ impl Dialect for PgDialect {
     const JSON_IDS_OPEN: &'static str =
         "SELECT CAST(value AS BIGINT) FROM jsonb_array_elements_text(CAST(";
     const JSON_IDS_CLOSE: &'static str = " AS JSONB))";
+    const WRITE_PROBE: &'static str = "SET TRANSACTION READ WRITE";
 }
 
 // The shared SQL (`sql/`), compiled for this backend.

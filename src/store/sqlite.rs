@@ -37,6 +37,7 @@ impl SqliteStore {
         let pool = SqlitePoolOptions::new()
             .max_connections(pool_size)
             .acquire_timeout(Duration::from_secs(10))
+            .after_release(|conn, _| Box::pin(still_usable(conn)))
             .connect_with(options)
             .await
             .context("opening the database's connection pool")?;
@@ -62,6 +63,27 @@ impl SqliteStore {
     }
 }
 
+/// Whether a connection handed back to the pool may be handed out again: not while it is still
+/// inside a transaction. A `Transaction` dropped without its commit (an error, a panic, a
+/// cancelled future) queues its rollback, which the ping below lets run first. But a future
+/// dropped between the `BEGIN IMMEDIATE` and the `Transaction` that would own it (sqlx checks
+/// the transaction began in a second step) leaves nothing to roll it back: back in the pool,
+/// that connection would hold the database's write lock for ever, and every other write would
+/// wait for it and fail ("database is locked"; on that connection, "begin_with at non-zero
+/// transaction depth"). It is closed instead, which rolls the transaction back.
+async fn still_usable(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::Error> {
+    use sqlx::Connection;
+    conn.ping().await?;
+    if conn.is_in_transaction() {
+        tracing::warn!(
+            "a database connection came back to the pool inside a transaction; closing it, \
+             which rolls the transaction back"
+        );
+        return Ok(false);
+    }
+    Ok(true)
+}
+
 pub(super) struct SqliteDialect;
 
 impl Dialect for SqliteDialect {
@@ -78,6 +100,8 @@ impl Dialect for SqliteDialect {
     const JOB_LOG_LOCK: Option<&'static str> = None;
     const JSON_IDS_OPEN: &'static str = "SELECT CAST(value AS INTEGER) FROM json_each(";
     const JSON_IDS_CLOSE: &'static str = ")";
+    // `BEGIN IMMEDIATE` has taken the write lock already.
+    const WRITE_PROBE: &'static str = "SELECT 1";
 }
 
 // The shared SQL (`sql/`), compiled for this backend.

@@ -6,6 +6,8 @@ use super::{Outcome, Worker, count};
 use crate::domain::event::{Event, parse_event};
 use crate::domain::mail::{EmailData, Loaded};
 use crate::queue::Message;
+use futures::FutureExt;
+use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 use tracing::Instrument;
 
@@ -101,7 +103,7 @@ impl Worker {
             .map(|(k, (i, e))| {
                 let data = data.remove(&e.event_id);
                 let accepted = accepted.clone();
-                async move {
+                let one = async move {
                     let m = &batch[*i];
                     let span = super::span(e);
                     let loaded = data.unwrap_or(Loaded::Missing(crate::domain::mail::Absent::Gone));
@@ -129,6 +131,22 @@ impl Worker {
                                 .instrument(span)
                                 .await,
                         ),
+                    }
+                };
+                // A panic ends this event's handling alone: the others of the batch go on (a
+                // panic in the joined future would drop them mid-flight, with their claims and
+                // whatever transaction they were beginning).
+                async move {
+                    match AssertUnwindSafe(one).catch_unwind().await {
+                        Ok(done) => done,
+                        Err(panic) => {
+                            let m = &batch[*i];
+                            let outcome = self
+                                .panicked(m, e, Some(lease_id), panic)
+                                .instrument(super::span(e))
+                                .await;
+                            (None, outcome)
+                        }
                     }
                 }
             })

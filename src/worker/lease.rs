@@ -7,6 +7,8 @@ use crate::email;
 use crate::queue::{DeadLetterReason, Message};
 use crate::store::{Claim, Finished};
 use crate::telemetry as t;
+use futures::FutureExt;
+use std::panic::AssertUnwindSafe;
 
 impl Worker {
     /// What the event reports is gone, or its person turned the email off: nothing to send.
@@ -109,6 +111,23 @@ impl Worker {
             tracing::warn!("reclaiming expired claim");
             metrics::counter!(t::EVENTS_RECLAIMED_TOTAL).increment(1);
         }
+        match AssertUnwindSafe(self.handle_claim(m, e, &lease_id))
+            .catch_unwind()
+            .await
+        {
+            Ok(outcome) => outcome,
+            Err(panic) => self.panicked(m, e, Some(&lease_id), panic).await,
+        }
+    }
+
+    /// The rest of [`handle_lease`](Self::handle_lease), under the claim of `lease_id`.
+    async fn handle_claim(
+        &self,
+        m: &Message,
+        e: &Event,
+        lease_id: &str,
+    ) -> anyhow::Result<Outcome> {
+        let lease_id = lease_id.to_string();
         let loaded = self.store.email_data(e).await?;
         let data = match self.unless_ready(m, e, &lease_id, loaded).await? {
             Ok(data) => data,

@@ -32,7 +32,9 @@ use crate::email::{Mailer, Sender, templates};
 use crate::queue::{DeadLetterReason, Message, Queue};
 use crate::store::WorkerStore;
 use crate::telemetry as t;
+use futures::FutureExt;
 use secrecy::ExposeSecret;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::{Duration, Instant};
@@ -80,6 +82,21 @@ fn count(kind: &'static str, outcome: Outcome, start: Instant) {
 }
 
 const MAX_BACKOFF_SECS: f64 = 900.0;
+
+/// The panics while handling one event after which it is dead-lettered (docs/contract-notes.md,
+/// "A panic while handling an event"): each releases its claim, and the event is retried with
+/// the backoff of a failed send.
+pub const PANIC_LIMIT: i64 = 3;
+
+/// What a panic said, for a log line and a dead letter's reason (addresses masked).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    let text = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-text panic payload".to_string());
+    crate::email::mask_addresses(&text)
+}
 
 pub struct Worker {
     store: Arc<dyn WorkerStore>,
@@ -210,9 +227,20 @@ impl Worker {
                             .await?
                     }
                     ClaimMode::Transaction => {
-                        self.handle_transaction(m, &event)
+                        // A panic unwinds through the send's transaction, which is dropped and so
+                        // rolled back; the mark it left (no lease) is counted here.
+                        let handled = AssertUnwindSafe(self.handle_transaction(m, &event))
+                            .catch_unwind()
                             .instrument(span(&event))
-                            .await?
+                            .await;
+                        match handled {
+                            Ok(outcome) => outcome?,
+                            Err(panic) => {
+                                self.panicked(m, &event, None, panic)
+                                    .instrument(span(&event))
+                                    .await?
+                            }
+                        }
                     }
                 };
                 (event.type_name(), outcome)
@@ -220,6 +248,56 @@ impl Worker {
         };
         count(kind, outcome, start);
         Ok(outcome)
+    }
+
+    /// Handling `e` panicked (a bug, or stored data the code did not expect), under the claim of
+    /// `lease_id` (`None`: a transaction-mode mark). Nothing of it is left behind: its futures
+    /// were dropped during the unwinding, and with them any transaction they held, which rolls
+    /// back (and a connection returned inside one is closed, `store::connect`). The panic is
+    /// counted and the claim released, to be retried after a backoff like a failed send; at the
+    /// [`PANIC_LIMIT`]th panic the event is dead-lettered with `panicked: <message>`.
+    pub(super) async fn panicked(
+        &self,
+        m: &Message,
+        e: &Event,
+        lease_id: Option<&str>,
+        panic: Box<dyn std::any::Any + Send>,
+    ) -> anyhow::Result<Outcome> {
+        let what = panic_message(panic.as_ref());
+        metrics::counter!(t::WORKER_TASK_PANICS_TOTAL).increment(1);
+        let reason = format!("panicked: {what}");
+        let counted = self
+            .store
+            .record_panic(&e.event_id, lease_id, &reason, PANIC_LIMIT)
+            .await?;
+        let Some(claim) = counted else {
+            tracing::error!(panic = %what,
+                "handling the event panicked after its claim ended; the message will be delivered again");
+            return Ok(Outcome::Failed);
+        };
+        if claim.dead {
+            self.queue
+                .dead_letter(
+                    m,
+                    DeadLetterReason {
+                        event_id: Some(e.event_id.clone()),
+                        reason: format!("{reason} ({} times)", claim.panics),
+                        attempts: claim.attempts,
+                        first_failed_at: Some(claim.first_failed_at),
+                        invalid: false,
+                    },
+                )
+                .await?;
+            tracing::error!(panics = claim.panics, panic = %what,
+                "handling the event panicked {} times; dead-lettered", claim.panics);
+            return Ok(Outcome::DeadLettered);
+        }
+        let delay = self.backoff(claim.panics);
+        self.queue.retry_later(m, delay).await?;
+        tracing::error!(panics = claim.panics, panic = %what, retry_in_secs = delay.as_secs(),
+            "handling the event panicked ({} of {PANIC_LIMIT}); claim released, retrying in {}s",
+            claim.panics, delay.as_secs());
+        Ok(Outcome::Failed)
     }
 
     /// A copy of an event that was dead-lettered: it goes to the dead letters too (where the

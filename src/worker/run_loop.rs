@@ -230,12 +230,7 @@ impl Worker {
 fn joined(done: Result<(), tokio::task::JoinError>) {
     let Err(err) = done else { return };
     if err.is_panic() {
-        let payload = err.into_panic();
-        let what = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a non-text panic payload".to_string());
+        let what = super::panic_message(err.into_panic().as_ref());
         metrics::counter!(crate::telemetry::WORKER_TASK_PANICS_TOTAL).increment(1);
         tracing::error!(panic = %what, "a handler task panicked; its messages will be delivered again");
     }

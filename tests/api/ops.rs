@@ -648,3 +648,34 @@ async fn metrics_of_one_app_count_only_its_own_requests() {
         "this application served no 404 on /api/jobs/{{id}}:\n{text}"
     );
 }
+
+/// Readiness asks for a database that can start a write, within the check's second: on SQLite,
+/// one whose write lock another connection holds (as a connection left inside a transaction
+/// did, every write then failing) is not ready, and is again once the lock is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_needs_a_database_that_can_start_a_write() {
+    let app = TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await;
+    app.get("/readyz", None).await.expect(200);
+    let mut holder = <sqlx::SqliteConnection as sqlx::Connection>::connect(&app.database_url)
+        .await
+        .unwrap();
+    sqlx::raw_sql("BEGIN IMMEDIATE")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let r = app.get("/readyz", None).await;
+    let body = r.expect(503);
+    assert_eq!(body["checks"]["database"], "timeout", "{}", r.text);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    sqlx::raw_sql("ROLLBACK")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let r = app.get("/readyz", None).await;
+    assert_eq!(r.expect(200)["checks"]["database"], "ok", "{}", r.text);
+}

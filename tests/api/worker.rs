@@ -78,6 +78,29 @@ impl Harness {
     }
 
     pub async fn worker_with(&self, extra: &[(&str, &str)]) -> Worker {
+        let config = self.worker_config(extra);
+        jobboard::run::build_worker(&config, self.app.state.store.clone())
+            .await
+            .expect("worker")
+    }
+
+    /// A worker as [`worker`](Self::worker) builds it, whose mailer is `wrap`'s wrapping of the
+    /// real one (a fault of the test's making).
+    pub async fn worker_wrapping(
+        &self,
+        wrap: impl FnOnce(Arc<dyn jobboard::email::Mailer>) -> Arc<dyn jobboard::email::Mailer>,
+    ) -> Worker {
+        let config = self.worker_config(&[]);
+        let store = self.app.state.store.clone();
+        let queue = jobboard::run::build_queue(&config, store.clone())
+            .await
+            .expect("queue");
+        let mailer = jobboard::email::from_config(&config).await.expect("mailer");
+        Worker::new(&config, store, queue, wrap(mailer))
+    }
+
+    /// The configuration of [`worker_with`](Self::worker_with)'s workers.
+    fn worker_config(&self, extra: &[(&str, &str)]) -> jobboard::config::Config {
         let url = self.smtp.url();
         // `lease-unbatched`: lease mode handling each message of a batch on its own.
         let (mode, batch) = match self.mode {
@@ -101,10 +124,7 @@ impl Harness {
             ("EMAIL_FROM", "jobs@jobboard.example"),
         ];
         vars.extend_from_slice(extra);
-        let config = self.app.config(&vars);
-        jobboard::run::build_worker(&config, self.app.state.store.clone())
-            .await
-            .expect("worker")
+        self.app.config(&vars)
     }
 
     pub async fn worker(&self) -> Worker {

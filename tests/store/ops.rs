@@ -86,3 +86,41 @@ mod title_terms {
         );
     }
 }
+
+/// A connection handed back to the pool while still inside a transaction (a future dropped
+/// between `BEGIN IMMEDIATE` and the `Transaction` that would have rolled it back) is closed,
+/// not handed out again: kept, it would hold SQLite's write lock for ever, and every write of
+/// the process would fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_returned_inside_a_transaction_is_not_reused() {
+    use sqlx::TransactionManager;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}/store.db", dir.path().display());
+    let store = jobboard::store::SqliteStore::connect(&url, 2)
+        .await
+        .expect("open SQLite");
+    {
+        let mut conn = store.pool().acquire().await.unwrap();
+        // What the dropped future leaves: the transaction begun, no `Transaction` to end it.
+        sqlx::sqlite::SqliteTransactionManager::begin(&mut conn, Some("BEGIN IMMEDIATE".into()))
+            .await
+            .unwrap();
+    }
+    // Every connection of the pool, in turn, writes at once.
+    for i in 0..4 {
+        let write = async {
+            let mut tx = store.pool().begin_with("BEGIN IMMEDIATE").await?;
+            sqlx::query("CREATE TABLE IF NOT EXISTS t (x INTEGER)")
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("INSERT INTO t VALUES (1)")
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(5), write)
+            .await
+            .unwrap_or_else(|_| panic!("write {i}: still waiting for the write lock"))
+            .unwrap_or_else(|e| panic!("write {i}: {e}"));
+    }
+}

@@ -289,6 +289,30 @@ impl EventStore for S {
         .await
     }
 
+    async fn record_panic(
+        &self,
+        event_id: &str,
+        lease_id: Option<&str>,
+        reason: &str,
+        limit: i64,
+    ) -> StoreResult<Option<PanickedClaim>> {
+        let reason = stored_text(reason);
+        let row: Option<(i64, i64, String, i64)> = sqlx::query_as(sql::CLAIM_PANICKED)
+            .bind(event_id)
+            .bind(reason.as_ref())
+            .bind(limit)
+            .bind(lease_id)
+            .fetch_optional(&self.pool)
+            .await
+            .with_step(|| format!("counting the panic while handling event {event_id}"))?;
+        Ok(row.map(|(panics, attempts, status, first)| PanickedClaim {
+            panics,
+            attempts,
+            dead: status == "dead",
+            first_failed_at: first,
+        }))
+    }
+
     async fn release_claim(
         &self,
         event_id: &str,

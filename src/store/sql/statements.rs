@@ -312,6 +312,19 @@ pub const CLAIM_RELEASE: &str = concatcp!(
     NOW,
     " WHERE event_id = $1 AND status = 'in_progress' AND lease_id IS NOT DISTINCT FROM $3"
 );
+/// Counts a panic while handling the claim held under lease `$4` (NULL: a transaction-mode
+/// mark) and releases it; dead at the `$3`th panic.
+pub const CLAIM_PANICKED: &str = concatcp!(
+    "UPDATE processed_events SET panics = panics + 1, \
+     status = CASE WHEN panics + 1 >= $3 THEN 'dead' ELSE 'pending' END, \
+     lease_id = NULL, locked_until = NULL, last_error = $2, \
+     first_failed_at = COALESCE(first_failed_at, ",
+    NOW,
+    "), updated_at = ",
+    NOW,
+    " WHERE event_id = $1 AND status = 'in_progress' AND lease_id IS NOT DISTINCT FROM $4 \
+     RETURNING panics, attempts, status, first_failed_at"
+);
 pub const CLAIM_STATUS: &str = "SELECT status FROM processed_events WHERE event_id = $1";
 /// Transaction mode's claim: a new row, a pending one (released by an earlier failure), or one
 /// whose lease (a `lease`-mode worker's) has expired; never a live lease.

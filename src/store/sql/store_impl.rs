@@ -94,10 +94,17 @@ impl DatabaseStore for S {
     }
 
     async fn ping(&self) -> anyhow::Result<()> {
-        sqlx::query("SELECT 1")
-            .execute(&self.pool)
+        let mut tx = self
+            .begin_write()
             .await
-            .context("pinging the database")?;
+            .context("pinging the database: starting a write")?;
+        sqlx::query(D::WRITE_PROBE)
+            .execute(&mut *tx)
+            .await
+            .context("pinging the database: a write transaction")?;
+        tx.rollback()
+            .await
+            .context("pinging the database: rolling back")?;
         Ok(())
     }
 }
