@@ -94,7 +94,7 @@ impl AlertWindow {
         let Some(search) = JobSearch::of_filters(&filters) else {
             return Ok(none);
         };
-        let query = query::build(&self.searcher, &self.fields, &search)
+        let query = query::build(&self.searcher, &self.fields, &search, None)
             .with_context(|| format!("building alert {}'s query", alert.id))?;
         let (total, newest) = self
             .searcher

@@ -16,14 +16,16 @@
 pub mod alerts;
 mod driver;
 mod follow;
+mod page;
 mod query;
 mod schema;
+mod tables;
 
 pub use alerts::{AlertMatches, AlertWindow, match_alerts};
 pub use follow::{JobFeed, StoreFeed, catch_up, follow, rebuild};
 pub use schema::SCHEMA_VERSION;
 
-use crate::store::{JobRow, JobSearch, SEARCH_WINDOW};
+use crate::store::{JobRow, JobSearch};
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,8 +33,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tantivy::directory::{DirectoryLock, Lock, MmapDirectory, error::LockError};
-use tantivy::query::EnableScoring;
-use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
+use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy};
 use tokio::sync::{Notify, watch};
 
 /// The index's memory for documents not yet written out.
@@ -52,6 +53,8 @@ pub struct SearchIndex {
     reader: IndexReader,
     /// Each segment's block table, for the newest-first traversal.
     tables: driver::Tables,
+    /// The distinct locations of a searcher generation (`location=`).
+    locations: Mutex<Option<(u64, std::sync::Arc<Vec<String>>)>>,
     writer: Mutex<IndexWriter>,
     /// The last log `seq` whose changes searches see.
     applied: watch::Sender<i64>,
@@ -214,6 +217,7 @@ impl SearchIndex {
             fields,
             reader,
             tables: driver::Tables::new(driver::BLOCK),
+            locations: Mutex::new(None),
             writer: Mutex::new(writer),
             applied: watch::Sender::new(applied),
             nudge: Notify::new(),
@@ -337,120 +341,5 @@ impl SearchIndex {
             metrics::gauge!(crate::telemetry::SEARCH_INDEX_APPLIED_SEQ).set(seq as f64);
         }
         Ok(())
-    }
-
-    /// One page of `s`, with its matches counted by the count rule and the facets it asks for.
-    /// Blocking.
-    pub fn search(&self, s: &JobSearch) -> anyhow::Result<Found> {
-        let searcher = self.reader.searcher();
-        let query = query::build(&searcher, &self.fields, s)?;
-        let weight = query
-            .weight(EnableScoring::disabled_from_searcher(&searcher))
-            .context("preparing the search")?;
-        let tables = self
-            .tables
-            .of(&searcher)
-            .context("reading the index's block tables")?;
-        let size = usize::try_from(s.page.size).unwrap_or(0);
-        // How many results come before the page.
-        let (skip, before) = match s.after {
-            Some(a) => (0, a.position.max(0) as u64),
-            None => {
-                let offset = u64::try_from(s.page.offset()).unwrap_or(0);
-                (usize::try_from(offset).unwrap_or(usize::MAX), offset)
-            }
-        };
-        let limit = s.count_limit.unwrap_or(SEARCH_WINDOW as u64);
-        // `total` is never below the page's last position.
-        let cap = limit.max(before.saturating_add(size as u64));
-        let title_terms: Vec<tantivy::Term> = if s.by_relevance() {
-            s.terms
-                .iter()
-                .map(|t| tantivy::Term::from_field_text(self.fields.title, t))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let at = s.at.unwrap_or_else(chrono::Utc::now);
-        let plan = driver::Plan {
-            now: schema::micros(&at),
-            keep: skip.saturating_add(size),
-            title_terms: &title_terms,
-            facets: s.facets,
-            after: s.after.map(|a| (a.score, a.created_at, a.id.max(0) as u64)),
-            since: s.posted_within.map(|p| schema::micros(&p.since)),
-            count_limit: Some(cap),
-            estimate: self.estimate(&searcher, s)?,
-        };
-        let traversed =
-            driver::traverse(&searcher, &*weight, &tables, &plan).context("searching the index")?;
-        let mut rows = Vec::new();
-        let page: Vec<&query::Key> = traversed.best.iter().skip(skip).take(size).collect();
-        for key in &page {
-            let address = tantivy::DocAddress::new(key.segment, key.doc);
-            let doc: TantivyDocument = searcher.doc(address).context("reading a found job")?;
-            rows.push(self.fields.job(&doc)?);
-        }
-        let facets = if s.facets.any() {
-            Some(query::facet_counts(
-                s.facets,
-                &traversed.facets,
-                |address| {
-                    let doc: TantivyDocument =
-                        searcher.doc(address).context("reading a company's name")?;
-                    Ok(self.fields.job(&doc)?.company_name)
-                },
-            )?)
-        } else {
-            None
-        };
-        let (total, total_exact) = if traversed.exhausted {
-            (traversed.counted, true)
-        } else {
-            (cap, false)
-        };
-        let end = before.saturating_add(rows.len() as u64);
-        let next = match page.last() {
-            Some(last)
-                if rows.len() == size
-                    && end < SEARCH_WINDOW as u64
-                    && (!total_exact || total > end) =>
-            {
-                Some(crate::store::After {
-                    score: last.score,
-                    created_at: last.created_at,
-                    id: last.id as i64,
-                    position: end as i64,
-                })
-            }
-            _ => None,
-        };
-        let valid_until = (traversed.earliest_expiry != schema::NO_EXPIRY)
-            .then(|| chrono::DateTime::from_timestamp_micros(traversed.earliest_expiry))
-            .flatten();
-        Ok(Found {
-            rows,
-            total: total as i64,
-            total_exact,
-            next,
-            facets,
-            valid_until,
-        })
-    }
-
-    /// At most how many documents can match `s`, when that is cheap to know: the `ids=` it names,
-    /// or the document frequency of its rarest word.
-    fn estimate(&self, searcher: &tantivy::Searcher, s: &JobSearch) -> anyhow::Result<Option<u64>> {
-        if let Some(ids) = &s.ids {
-            return Ok(Some(ids.len() as u64));
-        }
-        let mut least: Option<u64> = None;
-        for t in &s.terms {
-            let n = searcher
-                .doc_freq(&tantivy::Term::from_field_text(self.fields.text, t))
-                .context("reading a word's frequency")?;
-            least = Some(least.map_or(n, |l| l.min(n)));
-        }
-        Ok(least)
     }
 }

@@ -12,8 +12,30 @@ use tantivy::query::{
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocAddress, DocId, Searcher, SegmentOrdinal, Term};
 
-/// The query of every filter of `s` but the order (all of them must hold).
-pub fn build(searcher: &Searcher, f: &Fields, s: &JobSearch) -> anyhow::Result<Box<dyn Query>> {
+/// Every distinct location of the searcher's documents, from each segment's term dictionary
+/// (one term per distinct location), sorted.
+pub fn distinct_locations(searcher: &Searcher, f: &Fields) -> anyhow::Result<Vec<String>> {
+    let mut found = BTreeSet::new();
+    for segment in searcher.segment_readers() {
+        let index = segment.inverted_index(f.location)?;
+        let mut terms = index.terms().stream()?;
+        while terms.advance() {
+            if let Ok(location) = std::str::from_utf8(terms.key()) {
+                found.insert(location.to_string());
+            }
+        }
+    }
+    Ok(found.into_iter().collect())
+}
+
+/// The query of every filter of `s` but the order (all of them must hold); `locations`: the
+/// searcher's distinct locations when known (else its term dictionaries are read).
+pub fn build(
+    searcher: &Searcher,
+    f: &Fields,
+    s: &JobSearch,
+    locations: Option<&[String]>,
+) -> anyhow::Result<Box<dyn Query>> {
     let mut must: Vec<Box<dyn Query>> = Vec::new();
     let term =
         |t: Term| -> Box<dyn Query> { Box::new(TermQuery::new(t, IndexRecordOption::Basic)) };
@@ -21,25 +43,21 @@ pub fn build(searcher: &Searcher, f: &Fields, s: &JobSearch) -> anyhow::Result<B
         must.push(term(Term::from_field_text(f.text, t)));
     }
     if let Some(needle) = &s.location {
-        // The locations that contain the substring, from each segment's term dictionary (one
-        // term per distinct location: a few thousand on a real board).
-        let mut found = BTreeSet::new();
-        for segment in searcher.segment_readers() {
-            let index = segment.inverted_index(f.location)?;
-            let mut terms = index.terms().stream()?;
-            while terms.advance() {
-                if let Ok(location) = std::str::from_utf8(terms.key())
-                    && location.contains(needle.as_str())
-                {
-                    found.insert(location.to_string());
-                }
+        // The distinct locations that contain the substring (a few thousand on a real board).
+        let scanned;
+        let all: &[String] = match locations {
+            Some(known) => known,
+            None => {
+                scanned = distinct_locations(searcher, f)?;
+                &scanned
             }
-        }
+        };
+        let found: Vec<&String> = all.iter().filter(|l| l.contains(needle.as_str())).collect();
         if found.is_empty() {
             return Ok(Box::new(EmptyQuery));
         }
         must.push(Box::new(TermSetQuery::new(
-            found.iter().map(|l| Term::from_field_text(f.location, l)),
+            found.into_iter().map(|l| Term::from_field_text(f.location, l)),
         )));
     }
     if let Some(remote) = s.remote {
