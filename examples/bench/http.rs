@@ -49,6 +49,7 @@ fn order() -> Vec<&'static str> {
         order.push(ids_row(kind));
         order.extend(MIXES.iter().flat_map(|m| [m.ids_row(kind), m.row(kind)]));
         order.push(facets_row(kind));
+        order.extend([cursor_ids_row(kind), cursor_row(kind)]);
     }
     order.extend([
         "job_detail",
@@ -106,6 +107,7 @@ impl Kind {
                 let mut rows = vec![a, b, mix_detail_row(self), ids_row(self), lag_row(self)];
                 rows.extend(MIXES.iter().flat_map(|m| [m.ids_row(self), m.row(self)]));
                 rows.push(facets_row(self));
+                rows.extend([cursor_ids_row(self), cursor_row(self)]);
                 rows
             }
         }
@@ -494,7 +496,10 @@ fn targets(section: &mut Section, measured: &[Measured], ceilings: Option<&Ceili
         let rows = MIXES
             .iter()
             .map(|m| (m.row(kind), m.ids_row(kind)))
-            .chain([(facets_row(kind), ids_name)]);
+            .chain([
+                (facets_row(kind), ids_name),
+                (cursor_row(kind), cursor_ids_row(kind)),
+            ]);
         for (name, ids_name) in rows {
             let ceiling = find(ids_name, 16);
             if let Some(m) = find(name, 16) {
@@ -1333,6 +1338,7 @@ impl<'a> Bench<'a> {
             && !self.opts.wants(detail)
             && !self.opts.wants(facets)
             && !self.opts.wants(ids)
+            && !self.opts.wants(cursor_row(kind))
         {
             return;
         }
@@ -1469,6 +1475,36 @@ impl<'a> Bench<'a> {
                     self.run_levels(&mut sc, section, out, &MIX_LEVELS).await;
                 }
                 Err(e) => common::record_failure(section, facets, &e),
+            }
+        }
+        let (cursor, cursor_ids) = (cursor_row(kind), cursor_ids_row(kind));
+        if self.opts.wants(cursor) || self.opts.wants(cursor_ids) {
+            match self.cursor_pages(&mixes).await {
+                Ok((paths, by_ids)) => {
+                    for (name, paths, repeats_ok, levels) in [
+                        (cursor_ids, by_ids, true, &[16][..]),
+                        (cursor, paths, false, &MIX_LEVELS[..]),
+                    ] {
+                        if !self.opts.wants(name) {
+                            continue;
+                        }
+                        match common::wrk_script(&dir, name, include_str!("wrk_search_mix.lua")) {
+                            Ok(s) => {
+                                let mut sc = MixScenario {
+                                    name,
+                                    script: s,
+                                    params: dir.join(format!("{name}.params.lua")),
+                                    paths,
+                                    base: 0,
+                                    repeats_ok,
+                                };
+                                self.run_levels(&mut sc, section, out, levels).await;
+                            }
+                            Err(e) => common::record_failure(section, name, &e),
+                        }
+                    }
+                }
+                Err(e) => common::record_failure(section, cursor, &e),
             }
         }
         self.mixes = mixes;
@@ -1715,6 +1751,83 @@ impl<'a> Bench<'a> {
             ),
         );
         Ok(all)
+    }
+
+    /// The pages 2 to [`CURSOR_PAGES`] of up to [`CURSOR_SEARCHES`] distinct searches of the
+    /// word mixes, each asked for by the `next` cursor of the page before (walked here once),
+    /// and the same pages by their ids. A job write afterwards moves the search cache on, so
+    /// that the walk leaves no cached page for the measured runs.
+    async fn cursor_pages(&self, mixes: &[(Mix, Vec<MixQuery>)]) -> Result<(Vec<String>, Vec<String>)> {
+        let client = common::http_client();
+        let mut bases = Vec::new();
+        let mut seen = HashSet::new();
+        for (mix, queries) in mixes {
+            if !matches!(mix, Mix::Common | Mix::Pair | Mix::Filter) {
+                continue;
+            }
+            for q in queries.iter().rev().skip(100) {
+                let base = q.path().replace(&format!("&page={}&", q.page), "&");
+                if seen.insert(base.clone()) {
+                    bases.push(base);
+                }
+                if bases.len() >= CURSOR_SEARCHES {
+                    break;
+                }
+            }
+        }
+        let (mut paths, mut by_ids) = (Vec::new(), Vec::new());
+        for base in &bases {
+            let mut page = api(client.get(format!("{}{base}&page=1", self.base)), 200).await?;
+            for _ in 2..=CURSOR_PAGES {
+                let Some(next) = page["next"].as_str().map(str::to_string) else {
+                    break;
+                };
+                let path = format!("{base}&after={next}");
+                page = api(client.get(format!("{}{path}", self.base)), 200).await?;
+                let ids: Vec<String> = page["items"]
+                    .as_array()
+                    .context("a search's items")?
+                    .iter()
+                    .filter_map(|j| j["id"].as_i64())
+                    .map(|id| id.to_string())
+                    .collect();
+                if ids.is_empty() {
+                    break;
+                }
+                by_ids.push(format!(
+                    "/api/jobs?ids={}&page_size={}",
+                    ids.join("%2C"),
+                    ids.len()
+                ));
+                paths.push(path);
+            }
+        }
+        ensure!(
+            paths.len() >= 200,
+            "only {} pages could be reached by cursor from {} searches",
+            paths.len(),
+            bases.len()
+        );
+        api(
+            client
+                .post(format!("{}/api/jobs", self.base))
+                .bearer_auth(&self.employer_token)
+                .json(&json!({"company_id": self.company_id, "title": "Cursor walk marker",
+                    "description": "Written after the cursors were walked.",
+                    "location": "Lisbon", "remote": false,
+                    "employment_type": "full_time"})),
+            201,
+        )
+        .await?;
+        common::progress(
+            SECTION,
+            format!(
+                "{} pages of {} searches to ask for by cursor",
+                paths.len(),
+                bases.len()
+            ),
+        );
+        Ok((paths, by_ids))
     }
 
     /// The uncached searches: word pairs (search_uncached) and broad words with a pay filter
@@ -3333,6 +3446,29 @@ fn facets_row(kind: Kind) -> &'static str {
         "mix_facets_pg"
     }
 }
+
+/// The row of pages 2–50 of the word mixes' searches asked for by cursor (`after=`), on this kind
+/// of run.
+fn cursor_row(kind: Kind) -> &'static str {
+    if kind == Kind::Sqlite {
+        "mix_cursor_sqlite"
+    } else {
+        "mix_cursor_pg"
+    }
+}
+
+/// The cursor row's pages asked for by their ids: its ceiling.
+fn cursor_ids_row(kind: Kind) -> &'static str {
+    if kind == Kind::Sqlite {
+        "mix_cursor_ids_sqlite"
+    } else {
+        "mix_cursor_ids_pg"
+    }
+}
+
+/// Distinct searches the cursor rows walk, and the last page they walk to.
+const CURSOR_SEARCHES: usize = 300;
+const CURSOR_PAGES: usize = 50;
 
 /// The row of the mixes' pages asked for by their job ids (`ids=`), on this kind of run: the
 /// ceiling a search is judged against (the same pages read and rendered, nothing to find).
