@@ -75,8 +75,13 @@ where
 
 /// Rebuilds the index from the tables: the newest log `seq` first, then every open job, so
 /// that following the log from that `seq` brings in whatever changed during the reading.
+/// Searches read the index's last commit until the rebuild commits. A rebuild that fails
+/// leaves the index marked for another; one that failed to write starts the next from a new,
+/// empty index (so a folder removed or damaged under the process is made again).
 pub async fn rebuild(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::Result<u64> {
     let started = Instant::now();
+    index.mark_stale();
+    blocking(index, |i| i.begin_rebuild()).await?;
     let from = feed.newest().await?;
     let mut after = 0;
     let mut first = true;
@@ -91,7 +96,7 @@ pub async fn rebuild(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::Re
     }
     let clear = first;
     blocking(index, move |i| i.apply(&[], &[], from, clear)).await?;
-    index.stale.store(false, Ordering::SeqCst);
+    index.end_rebuild();
     tracing::info!(documents, seq = from, elapsed = ?started.elapsed(), dir = %index.dir().display(),
         "search index rebuilt from the database");
     Ok(documents)
@@ -137,7 +142,7 @@ pub async fn catch_up(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::R
 /// reaches back to the index's last `seq`, or the index has applied changes the log does not
 /// have (the folder was kept while the database was replaced or restored from a backup).
 async fn needs_rebuild(index: &SearchIndex, feed: &dyn JobFeed) -> anyhow::Result<bool> {
-    if index.stale.load(Ordering::SeqCst) {
+    if index.is_stale() {
         return Ok(true);
     }
     let applied = index.applied();

@@ -26,11 +26,14 @@ use crate::store::{JobRow, JobSearch};
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
 use tantivy::directory::{DirectoryLock, Lock, MmapDirectory, error::LockError};
-use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
+use tantivy::schema::Schema;
+use tantivy::{
+    Directory, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, TantivyDocument,
+};
 use tokio::sync::{Notify, watch};
 
 /// The index's memory for documents not yet written out.
@@ -43,12 +46,101 @@ struct Payload {
     seq: i64,
 }
 
+/// Where the index's files live.
+enum Place {
+    /// `SEARCH_INDEX_DIR/index`. Started afresh by removing the folder and creating it again.
+    Folder(PathBuf),
+    /// A directory handed over by the caller ([`SearchIndex::open_with_directory`]). Started
+    /// afresh by writing a new, empty index over it.
+    Given(Box<dyn Directory>),
+}
+
+impl Place {
+    fn open(&self) -> tantivy::Result<Index> {
+        match self {
+            Place::Folder(path) => Index::open_in_dir(path),
+            Place::Given(directory) => Index::open(directory.box_clone()),
+        }
+    }
+
+    /// Whether an index was ever written here (its `meta.json` exists).
+    fn holds_an_index(&self) -> bool {
+        match self {
+            Place::Folder(path) => path.join("meta.json").exists(),
+            Place::Given(directory) => Index::exists(&**directory).unwrap_or(true),
+        }
+    }
+
+    /// A new, empty index here, in place of whatever was there.
+    fn create(&self, schema: Schema) -> anyhow::Result<Index> {
+        let index = match self {
+            Place::Folder(path) => {
+                match std::fs::remove_dir_all(path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(e).with_context(|| {
+                            format!("removing the old search index {}", path.display())
+                        });
+                    }
+                }
+                std::fs::create_dir_all(path)
+                    .with_context(|| format!("creating the search index {}", path.display()))?;
+                Index::create_in_dir(path, schema)
+                    .with_context(|| format!("creating the search index {}", path.display()))?
+            }
+            Place::Given(directory) => {
+                Index::create(directory.box_clone(), schema, IndexSettings::default())
+                    .context("creating the search index")?
+            }
+        };
+        register(&index);
+        Ok(index)
+    }
+}
+
+/// The index being written, the reader of its commits, and its writer.
+struct Writing {
+    index: Index,
+    reader: IndexReader,
+    /// None once a write failed: a new writer is opened for the next write.
+    writer: Option<IndexWriter>,
+}
+
+impl Writing {
+    fn new(index: Index) -> anyhow::Result<Writing> {
+        let reader = manual_reader(&index)?;
+        Ok(Writing {
+            index,
+            reader,
+            writer: None,
+        })
+    }
+
+    fn writer(&mut self) -> anyhow::Result<&mut IndexWriter> {
+        if self.writer.is_none() {
+            self.writer = Some(
+                self.index
+                    .writer_with_num_threads(1, WRITER_MEMORY)
+                    .context("opening the search index's writer")?,
+            );
+        }
+        self.writer
+            .as_mut()
+            .context("the search index's writer is missing")
+    }
+}
+
 /// This process's search index.
 pub struct SearchIndex {
     dir: PathBuf,
+    place: Place,
     fields: schema::Fields,
-    reader: IndexReader,
-    writer: Mutex<IndexWriter>,
+    /// Where the writes go.
+    writing: Mutex<Writing>,
+    /// What searches read: the reader of the last commit that succeeded (during a rebuild
+    /// into a new index, still the old index's).
+    searching: RwLock<IndexReader>,
     /// The last log `seq` whose changes searches see.
     applied: watch::Sender<i64>,
     /// Wakes the follower before its next tick.
@@ -57,7 +149,12 @@ pub struct SearchIndex {
     caught_up: AtomicBool,
     /// Set when the index must be rebuilt from the tables before following the log.
     stale: AtomicBool,
-    _lock: DirectoryLock,
+    /// Set while a rebuild runs.
+    rebuilding: AtomicBool,
+    /// Set when a rebuild failed to write: the next one starts from a new, empty index (the
+    /// folder may be gone or damaged).
+    afresh: AtomicBool,
+    _lock: Option<DirectoryLock>,
 }
 
 /// One page of a search, and what it counted.
@@ -126,6 +223,31 @@ fn payload(index: &Index) -> Option<Payload> {
     serde_json::from_str(metas.payload.as_deref()?).ok()
 }
 
+fn manual_reader(index: &Index) -> anyhow::Result<IndexReader> {
+    index
+        .reader_builder()
+        .reload_policy(ReloadPolicy::Manual)
+        .try_into()
+        .context("opening the search index's reader")
+}
+
+/// The index already in `place`: its `meta.json`, its schema and this version's commit
+/// payload. An error says why it cannot be used.
+fn open_existing(place: &Place, schema: &Schema) -> anyhow::Result<Index> {
+    let index = place.open().context("reading its meta.json")?;
+    anyhow::ensure!(index.schema() == *schema, "its schema is another version's");
+    let version = payload(&index)
+        .context("it has no commit of this jobboard")?
+        .schema;
+    anyhow::ensure!(
+        version == schema::SCHEMA_VERSION,
+        "its schema version is {version}, not {}",
+        schema::SCHEMA_VERSION
+    );
+    register(&index);
+    Ok(index)
+}
+
 impl SearchIndex {
     /// Opens (creating it if needed) the index in `dir`, holding the directory for this process.
     /// Refused when another process holds it. An index that cannot be used as it is (missing,
@@ -165,49 +287,61 @@ impl SearchIndex {
         };
         std::fs::write(dir.join("holder.pid"), std::process::id().to_string())
             .with_context(|| format!("SEARCH_INDEX_DIR: cannot write to {}", dir.display()))?;
+        SearchIndex::start(dir, Place::Folder(dir.join("index")), Some(lock)).with_context(|| {
+            format!(
+                "SEARCH_INDEX_DIR: cannot use the search index folder {}",
+                dir.display()
+            )
+        })
+    }
 
+    /// Opens (creating it if needed) an index kept in `directory`, which the caller owns (no
+    /// lock is taken); otherwise as [`SearchIndex::open`]. For tests that make its files fail.
+    pub fn open_with_directory(directory: Box<dyn Directory>) -> anyhow::Result<SearchIndex> {
+        SearchIndex::start(
+            Path::new("(a given directory)"),
+            Place::Given(directory),
+            None,
+        )
+    }
+
+    fn start(dir: &Path, place: Place, lock: Option<DirectoryLock>) -> anyhow::Result<SearchIndex> {
         let (schema, fields) = schema::schema();
-        let path = dir.join("index");
-        let existing = Index::open_in_dir(&path).ok().filter(|index| {
-            index.schema() == schema
-                && payload(index).is_some_and(|p| p.schema == schema::SCHEMA_VERSION)
-        });
-        let (index, stale) = match existing {
-            Some(index) => (index, false),
-            None => {
-                if path.exists() {
-                    tracing::warn!(dir = %path.display(),
-                        "the search index is missing, unreadable or of another version; rebuilding it from the database");
-                    std::fs::remove_dir_all(&path).with_context(|| {
-                        format!("removing the old search index {}", path.display())
-                    })?;
+        let (index, stale) = match open_existing(&place, &schema) {
+            Ok(index) => (index, false),
+            Err(e) => {
+                if place.holds_an_index() {
+                    tracing::warn!(dir = %dir.display(), error = format!("{e:#}"),
+                        "the search index is missing, unreadable or of another version; \
+                         rebuilding it from the database");
                 }
-                std::fs::create_dir_all(&path)
-                    .with_context(|| format!("creating the search index {}", path.display()))?;
-                let index = Index::create_in_dir(&path, schema)
-                    .with_context(|| format!("creating the search index {}", path.display()))?;
-                (index, true)
+                (place.create(schema)?, true)
             }
         };
-        register(&index);
-        let applied = payload(&index).map_or(0, |p| p.seq);
-        let writer = index
-            .writer_with_num_threads(1, WRITER_MEMORY)
-            .context("opening the search index's writer")?;
-        let reader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()
-            .context("opening the search index's reader")?;
+        let reader = manual_reader(&index)?;
+        let applied = if stale {
+            0
+        } else {
+            payload(&index).map_or(0, |p| p.seq)
+        };
+        let mut writing = Writing {
+            index,
+            reader: reader.clone(),
+            writer: None,
+        };
+        writing.writer()?;
         Ok(SearchIndex {
             dir: dir.to_path_buf(),
+            place,
             fields,
-            reader,
-            writer: Mutex::new(writer),
+            writing: Mutex::new(writing),
+            searching: RwLock::new(reader),
             applied: watch::Sender::new(applied),
             nudge: Notify::new(),
             caught_up: AtomicBool::new(false),
             stale: AtomicBool::new(stale),
+            rebuilding: AtomicBool::new(false),
+            afresh: AtomicBool::new(false),
             _lock: lock,
         })
     }
@@ -219,10 +353,7 @@ impl SearchIndex {
         let index = Index::open_in_dir(&path)
             .with_context(|| format!("no readable search index in {}", dir.display()))?;
         register(&index);
-        let reader: IndexReader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()?;
+        let reader = manual_reader(&index)?;
         let p = payload(&index);
         Ok(IndexStatus {
             documents: reader.searcher().num_docs(),
@@ -240,12 +371,19 @@ impl SearchIndex {
         *self.applied.borrow()
     }
 
-    /// How many open jobs the index holds.
-    pub fn documents(&self) -> u64 {
-        self.reader.searcher().num_docs()
+    fn searcher(&self) -> tantivy::Searcher {
+        self.searching
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .searcher()
     }
 
-    /// Whether the index has applied the log as it was at start (`/readyz`).
+    /// How many open jobs the index holds.
+    pub fn documents(&self) -> u64 {
+        self.searcher().num_docs()
+    }
+
+    /// Whether the index has applied the log as it was at start.
     pub fn is_caught_up(&self) -> bool {
         self.caught_up.load(Ordering::SeqCst)
     }
@@ -253,6 +391,11 @@ impl SearchIndex {
     /// Marks the index for a rebuild from the tables before it follows the log again.
     pub fn mark_stale(&self) {
         self.stale.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the index waits for a rebuild from the tables.
+    pub fn is_stale(&self) -> bool {
+        self.stale.load(Ordering::SeqCst)
     }
 
     /// Wakes the follower now.
@@ -274,13 +417,70 @@ impl SearchIndex {
         )
     }
 
-    /// Replaces the documents of `touched` jobs by those of `rows` that are open, and commits
-    /// with `seq` as the last change applied. Blocking (it writes files).
+    /// The start of a rebuild: after a rebuild that failed to write, a new, empty index in
+    /// place of the old one (whose last commit searches still read until the rebuild commits).
+    /// Blocking.
+    fn begin_rebuild(&self) -> anyhow::Result<()> {
+        self.rebuilding.store(true, Ordering::SeqCst);
+        if self.afresh.load(Ordering::SeqCst) {
+            let mut writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
+            // The old writer goes first: it holds the old index's writer lock.
+            writing.writer = None;
+            let (schema, _) = schema::schema();
+            *writing = Writing::new(self.place.create(schema)?)?;
+            tracing::info!(dir = %self.dir.display(), "the search index is started afresh");
+            self.afresh.store(false, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// The end of a rebuild that committed.
+    fn end_rebuild(&self) {
+        self.rebuilding.store(false, Ordering::SeqCst);
+        self.stale.store(false, Ordering::SeqCst);
+    }
+
+    /// Replaces the documents of `touched` jobs by those of `rows` that are open, and commits with `seq` as the last change applied (none when
+    /// `seq` is negative). Blocking (it writes files).
+    ///
+    /// After any error the writer is dropped with whatever it held (tantivy's writer may have
+    /// lost its indexing thread, and would then commit later changes without their
+    /// documents), and the index is marked for a rebuild from the tables: `applied` did not
+    /// move, so no change is skipped. A rebuild that fails to write starts the next one afresh.
     fn apply(&self, touched: &[i64], rows: &[JobRow], seq: i64, clear: bool) -> anyhow::Result<()> {
-        let mut writer = self
-            .writer
-            .lock()
-            .map_err(|_| anyhow::anyhow!("the search index's writer was poisoned by a panic"))?;
+        let mut writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
+        match self.write(&mut writing, touched, rows, seq, clear) {
+            Ok(()) => {
+                if seq >= 0 {
+                    *self
+                        .searching
+                        .write()
+                        .unwrap_or_else(PoisonError::into_inner) = writing.reader.clone();
+                    self.applied.send_replace(seq);
+                    metrics::gauge!(crate::telemetry::SEARCH_INDEX_APPLIED_SEQ).set(seq as f64);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                writing.writer = None;
+                self.mark_stale();
+                if self.rebuilding.load(Ordering::SeqCst) {
+                    self.afresh.store(true, Ordering::SeqCst);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn write(
+        &self,
+        writing: &mut Writing,
+        touched: &[i64],
+        rows: &[JobRow],
+        seq: i64,
+        clear: bool,
+    ) -> anyhow::Result<()> {
+        let writer = writing.writer()?;
         if clear {
             writer
                 .delete_all_documents()
@@ -306,18 +506,17 @@ impl SearchIndex {
                 seq,
             })?);
             commit.commit().context("committing the search index")?;
-            self.reader
+            writing
+                .reader
                 .reload()
                 .context("reloading the search index's reader")?;
-            self.applied.send_replace(seq);
-            metrics::gauge!(crate::telemetry::SEARCH_INDEX_APPLIED_SEQ).set(seq as f64);
         }
         Ok(())
     }
 
     /// One page of `s`, with every match counted and the facets it asks for. Blocking.
     pub fn search(&self, s: &JobSearch) -> anyhow::Result<Found> {
-        let searcher = self.reader.searcher();
+        let searcher = self.searcher();
         let query = query::build(&searcher, &self.fields, s)?;
         let offset = usize::try_from(s.page.offset()).unwrap_or(usize::MAX);
         let size = usize::try_from(s.page.size).unwrap_or(0);
