@@ -29,10 +29,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
+use tantivy::collector::Count;
 use tantivy::directory::{DirectoryLock, Lock, MmapDirectory, error::LockError};
+use tantivy::query::AllQuery;
 use tantivy::schema::Schema;
 use tantivy::{
-    Directory, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, TantivyDocument,
+    Directory, DocAddress, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy,
+    TantivyDocument,
 };
 use tokio::sync::{Notify, watch};
 
@@ -231,9 +234,11 @@ fn manual_reader(index: &Index) -> anyhow::Result<IndexReader> {
         .context("opening the search index's reader")
 }
 
-/// The index already in `place`: its `meta.json`, its schema and this version's commit
-/// payload. An error says why it cannot be used.
-fn open_existing(place: &Place, schema: &Schema) -> anyhow::Result<Index> {
+/// The index already in `place`, with a reader, once every part of it has been read: its
+/// `meta.json`, its schema and this version's commit payload, each segment's files (a
+/// document read from each segment's store, every posting list counted) and their checksums.
+/// An error says why it cannot be used.
+fn open_existing(place: &Place, schema: &Schema) -> anyhow::Result<(Index, IndexReader)> {
     let index = place.open().context("reading its meta.json")?;
     anyhow::ensure!(index.schema() == *schema, "its schema is another version's");
     let version = payload(&index)
@@ -245,13 +250,37 @@ fn open_existing(place: &Place, schema: &Schema) -> anyhow::Result<Index> {
         schema::SCHEMA_VERSION
     );
     register(&index);
-    Ok(index)
+    let reader = manual_reader(&index)?;
+    let searcher = reader.searcher();
+    for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+        if segment.max_doc() > 0 {
+            let ord = u32::try_from(ord).context("too many segments")?;
+            let _: TantivyDocument = searcher
+                .doc(DocAddress::new(ord, 0))
+                .context("reading a stored document")?;
+        }
+    }
+    searcher
+        .search(&AllQuery, &Count)
+        .context("reading every document")?;
+    let damaged = index
+        .validate_checksum()
+        .context("checking its files' checksums")?;
+    if !damaged.is_empty() {
+        let mut damaged: Vec<String> = damaged.iter().map(|p| p.display().to_string()).collect();
+        damaged.sort();
+        anyhow::bail!("damaged files: {}", damaged.join(", "));
+    }
+    Ok((index, reader))
 }
 
 impl SearchIndex {
     /// Opens (creating it if needed) the index in `dir`, holding the directory for this process.
-    /// Refused when another process holds it. An index that cannot be used as it is (missing,
-    /// unreadable, another schema) is started afresh and marked for a rebuild.
+    /// Refused when another process holds it, or when the folder cannot be created or written
+    /// (the error names it). An index that cannot be used as it is (missing, unreadable in any
+    /// part, another schema) is started afresh and marked for a rebuild: an unreadable one is
+    /// logged (WARN, with the reason) and its folder `dir/index` removed, not kept aside (a
+    /// copy would take the volume's room the rebuild needs).
     pub fn open(dir: &Path) -> anyhow::Result<SearchIndex> {
         std::fs::create_dir_all(dir).with_context(|| {
             format!(
@@ -307,18 +336,19 @@ impl SearchIndex {
 
     fn start(dir: &Path, place: Place, lock: Option<DirectoryLock>) -> anyhow::Result<SearchIndex> {
         let (schema, fields) = schema::schema();
-        let (index, stale) = match open_existing(&place, &schema) {
-            Ok(index) => (index, false),
+        let (index, reader, stale) = match open_existing(&place, &schema) {
+            Ok((index, reader)) => (index, reader, false),
             Err(e) => {
                 if place.holds_an_index() {
                     tracing::warn!(dir = %dir.display(), error = format!("{e:#}"),
-                        "the search index is missing, unreadable or of another version; \
+                        "the search index is unreadable or of another version; removing it and \
                          rebuilding it from the database");
                 }
-                (place.create(schema)?, true)
+                let index = place.create(schema)?;
+                let reader = manual_reader(&index)?;
+                (index, reader, true)
             }
         };
-        let reader = manual_reader(&index)?;
         let applied = if stale {
             0
         } else {
