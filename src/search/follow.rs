@@ -31,8 +31,8 @@ pub trait JobFeed: Send + Sync {
     async fn changes_after(&self, seq: i64, limit: i64) -> anyhow::Result<Vec<JobChange>>;
     /// The jobs with these ids that exist, any status.
     async fn jobs(&self, ids: &[i64]) -> anyhow::Result<Vec<JobRow>>;
-    /// Every job of a company, any status.
-    async fn company_jobs(&self, company_id: i64) -> anyhow::Result<Vec<JobRow>>;
+    /// The open jobs of a company.
+    async fn company_open_jobs(&self, company_id: i64) -> anyhow::Result<Vec<JobRow>>;
     /// Up to `limit` open jobs with an id above `after_id`, by id.
     async fn open_jobs_after(&self, after_id: i64, limit: i64) -> anyhow::Result<Vec<JobRow>>;
 }
@@ -54,8 +54,8 @@ impl<S: JobLogStore + ?Sized + 'static> JobFeed for StoreFeed<S> {
     async fn jobs(&self, ids: &[i64]) -> anyhow::Result<Vec<JobRow>> {
         Ok(self.0.jobs_by_ids(ids).await?)
     }
-    async fn company_jobs(&self, company_id: i64) -> anyhow::Result<Vec<JobRow>> {
-        Ok(self.0.company_jobs(company_id).await?)
+    async fn company_open_jobs(&self, company_id: i64) -> anyhow::Result<Vec<JobRow>> {
+        Ok(self.0.company_open_jobs(company_id).await?)
     }
     async fn open_jobs_after(&self, after_id: i64, limit: i64) -> anyhow::Result<Vec<JobRow>> {
         Ok(self.0.open_jobs_after(after_id, limit).await?)
@@ -92,10 +92,10 @@ pub async fn rebuild(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::Re
         after = last.id;
         documents += page.len() as u64;
         let clear = std::mem::take(&mut first);
-        blocking(index, move |i| i.apply(&[], &page, -1, clear)).await?;
+        blocking(index, move |i| i.apply(&[], &[], &page, -1, clear)).await?;
     }
     let clear = first;
-    blocking(index, move |i| i.apply(&[], &[], from, clear)).await?;
+    blocking(index, move |i| i.apply(&[], &[], &[], from, clear)).await?;
     index.end_rebuild();
     tracing::info!(documents, seq = from, elapsed = ?started.elapsed(), dir = %index.dir().display(),
         "search index rebuilt from the database");
@@ -103,7 +103,8 @@ pub async fn rebuild(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::Re
 }
 
 /// Applies the log after the index's last `seq` until none is left; returns the newest `seq`
-/// applied.
+/// applied. Fails, leaving the index marked for a rebuild, when the log was trimmed past the
+/// index's last `seq` while it read it (rows it had not read may be gone).
 pub async fn catch_up(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::Result<i64> {
     loop {
         let from = index.applied();
@@ -111,6 +112,18 @@ pub async fn catch_up(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::R
         let Some(last) = changes.last().map(|c| c.seq) else {
             return Ok(from);
         };
+        // The log is trimmed from its oldest row: if it still reaches back to the row after
+        // `from` now, it did when the batch was read.
+        if let Some(oldest) = feed.oldest().await?
+            && oldest > from + 1
+        {
+            index.mark_stale();
+            anyhow::bail!(
+                "the job-change log was trimmed past the search index's last change ({from}; \
+                 the oldest left is {oldest}) while it was read; the index is rebuilt from the \
+                 database"
+            );
+        }
         let started = Instant::now();
         let mut touched: BTreeSet<i64> = BTreeSet::new();
         let mut companies: BTreeSet<i64> = BTreeSet::new();
@@ -125,15 +138,20 @@ pub async fn catch_up(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::R
             .into_iter()
             .map(|r| (r.id, r))
             .collect();
-        for company in companies {
-            for row in feed.company_jobs(company).await? {
-                touched.insert(row.id);
+        // A company's change (a rename, a deletion) replaces each of its documents: every one
+        // is deleted by the company's term, and its open jobs are read and added again.
+        for company in &companies {
+            for row in feed.company_open_jobs(*company).await? {
                 rows.insert(row.id, row);
             }
         }
         let touched: Vec<i64> = touched.into_iter().collect();
+        let companies: Vec<i64> = companies.into_iter().collect();
         let rows: Vec<JobRow> = rows.into_values().collect();
-        blocking(index, move |i| i.apply(&touched, &rows, last, false)).await?;
+        blocking(index, move |i| {
+            i.apply(&touched, &companies, &rows, last, false)
+        })
+        .await?;
         metrics::histogram!(SEARCH_INDEX_APPLY_SECONDS).record(started.elapsed().as_secs_f64());
     }
 }

@@ -470,16 +470,24 @@ impl SearchIndex {
         self.stale.store(false, Ordering::SeqCst);
     }
 
-    /// Replaces the documents of `touched` jobs by those of `rows` that are open, and commits with `seq` as the last change applied (none when
+    /// Replaces the documents of `touched` jobs, and of every job of `companies`, by those of
+    /// `rows` that are open, and commits with `seq` as the last change applied (none when
     /// `seq` is negative). Blocking (it writes files).
     ///
     /// After any error the writer is dropped with whatever it held (tantivy's writer may have
     /// lost its indexing thread, and would then commit later changes without their
     /// documents), and the index is marked for a rebuild from the tables: `applied` did not
     /// move, so no change is skipped. A rebuild that fails to write starts the next one afresh.
-    fn apply(&self, touched: &[i64], rows: &[JobRow], seq: i64, clear: bool) -> anyhow::Result<()> {
+    fn apply(
+        &self,
+        touched: &[i64],
+        companies: &[i64],
+        rows: &[JobRow],
+        seq: i64,
+        clear: bool,
+    ) -> anyhow::Result<()> {
         let mut writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
-        match self.write(&mut writing, touched, rows, seq, clear) {
+        match self.write(&mut writing, touched, companies, rows, seq, clear) {
             Ok(()) => {
                 if seq >= 0 {
                     *self
@@ -506,6 +514,7 @@ impl SearchIndex {
         &self,
         writing: &mut Writing,
         touched: &[i64],
+        companies: &[i64],
         rows: &[JobRow],
         seq: i64,
         clear: bool,
@@ -518,6 +527,9 @@ impl SearchIndex {
         }
         for id in touched {
             writer.delete_term(self.fields.id_term(*id));
+        }
+        for company in companies {
+            writer.delete_term(self.fields.company_term(*company));
         }
         for row in rows
             .iter()

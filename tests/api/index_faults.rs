@@ -4,8 +4,8 @@
 
 use crate::each_store;
 use crate::helpers::*;
-use jobboard::search::{SearchIndex, StoreFeed};
-use jobboard::store::{JobSearch, Page};
+use jobboard::search::{JobFeed, SearchIndex, StoreFeed};
+use jobboard::store::{JobChange, JobRow, JobSearch, Page, Store};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
@@ -20,6 +20,8 @@ each_store!(
     a_failed_index_write_loses_no_job,
     a_failed_index_write_amid_a_batch_loses_no_job,
     a_rebuild_that_fails_half_way_is_done_again,
+    a_log_trimmed_while_the_index_catches_up_is_rebuilt_from,
+    a_company_change_reads_only_its_open_jobs,
 );
 
 /// A directory in memory whose next `failing` file creations fail (lock files aside), as with
@@ -273,4 +275,150 @@ async fn a_rebuild_that_fails_half_way_is_done_again(app: TestApp) {
     ids.push(job_id(&app, &e, c, "Fitter").await);
     let seq = newest_seq(&app).await;
     until_all_found(&f, &ids, seq, &ids, "a failed rebuild").await;
+}
+
+/// The app's log and jobs, with the log trimmed up to `trim_upto` just after the first batch
+/// of changes is read, as an API process's hourly trim may do while a far-behind index
+/// catches up.
+struct TrimmingFeed {
+    store: Arc<dyn Store>,
+    trim_upto: std::sync::Mutex<Option<i64>>,
+}
+
+#[async_trait::async_trait]
+impl JobFeed for TrimmingFeed {
+    async fn newest(&self) -> anyhow::Result<i64> {
+        StoreFeed(self.store.clone()).newest().await
+    }
+    async fn oldest(&self) -> anyhow::Result<Option<i64>> {
+        StoreFeed(self.store.clone()).oldest().await
+    }
+    async fn changes_after(&self, seq: i64, limit: i64) -> anyhow::Result<Vec<JobChange>> {
+        let changes = StoreFeed(self.store.clone())
+            .changes_after(seq, limit)
+            .await?;
+        let trim = self.trim_upto.lock().unwrap().take();
+        if let Some(upto) = trim {
+            self.store.delete_job_changes_upto(upto, 1_000_000).await?;
+        }
+        Ok(changes)
+    }
+    async fn jobs(&self, ids: &[i64]) -> anyhow::Result<Vec<JobRow>> {
+        StoreFeed(self.store.clone()).jobs(ids).await
+    }
+    async fn company_open_jobs(&self, company_id: i64) -> anyhow::Result<Vec<JobRow>> {
+        StoreFeed(self.store.clone())
+            .company_open_jobs(company_id)
+            .await
+    }
+    async fn open_jobs_after(&self, after_id: i64, limit: i64) -> anyhow::Result<Vec<JobRow>> {
+        StoreFeed(self.store.clone())
+            .open_jobs_after(after_id, limit)
+            .await
+    }
+}
+
+/// An index 1 000 changes behind, whose log is trimmed past the first batch it reads: the
+/// changes it had not read are not skipped; the index is rebuilt and finds every job.
+async fn a_log_trimmed_while_the_index_catches_up_is_rebuilt_from(app: TestApp) {
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    let first = job_id(&app, &e, c, "Welder").await;
+    let index =
+        Arc::new(SearchIndex::open_with_directory(Box::new(RamDirectory::create())).expect("open"));
+    let feed = StoreFeed(app.state.store.clone());
+    jobboard::search::rebuild(&index, &feed).await.unwrap();
+    jobboard::search::catch_up(&index, &feed).await.unwrap();
+    // A thousand changes of the first job (one batch), then two new jobs.
+    let series = match app.backend {
+        Backend::Sqlite => format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) \
+             INSERT INTO job_changes (job_id) SELECT {first} FROM n"
+        ),
+        Backend::Postgres => {
+            format!("INSERT INTO job_changes (job_id) SELECT {first} FROM generate_series(1, 1000)")
+        }
+    };
+    app.exec(&series).await;
+    let skipped = job_id(&app, &e, c, "Plumber").await;
+    let after = job_id(&app, &e, c, "Painter").await;
+    let trim_upto = newest_seq(&app).await - 1;
+    let trimming = TrimmingFeed {
+        store: app.state.store.clone(),
+        trim_upto: std::sync::Mutex::new(Some(trim_upto)),
+    };
+    let caught = jobboard::search::catch_up(&index, &trimming).await;
+    assert!(
+        caught.is_err(),
+        "the trim is noticed: applied {} of {}, {caught:?}",
+        index.applied(),
+        trim_upto + 1
+    );
+    let stop = CancellationToken::new();
+    tokio::spawn(jobboard::search::follow(
+        index.clone(),
+        Arc::new(StoreFeed(app.state.store.clone())),
+        stop.clone(),
+    ));
+    let f = Follower {
+        index,
+        directory: Faulty::default(),
+        stop,
+    };
+    let ids = [first, skipped, after];
+    until_all_found(&f, &ids, trim_upto + 1, &ids, "a trimmed log").await;
+}
+
+/// A company's change (a rename) re-reads only its open jobs; its closed jobs stay out of the
+/// index and its open ones carry the new name.
+async fn a_company_change_reads_only_its_open_jobs(app: TestApp) {
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    let open = job_id(&app, &e, c, "Welder").await;
+    let closed = job_id(&app, &e, c, "Painter").await;
+    app.patch(
+        &format!("/api/jobs/{closed}"),
+        Some(&e.token),
+        json!({"status": "closed"}),
+    )
+    .await
+    .expect(200);
+    let read: Vec<i64> = app
+        .state
+        .store
+        .company_open_jobs(c)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(read, vec![open], "only the open job is read");
+
+    let f = follower(&app).await;
+    app.patch(
+        &format!("/api/companies/{c}"),
+        Some(&e.token),
+        json!({"name": "Acme Welding"}),
+    )
+    .await
+    .expect(200);
+    let seq = newest_seq(&app).await;
+    let started = Instant::now();
+    while f.index.applied() < seq {
+        assert!(started.elapsed() < Duration::from_secs(10), "not applied");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let found = f
+        .index
+        .search(&JobSearch {
+            company_id: Some(c),
+            ..JobSearch::default()
+        })
+        .unwrap();
+    let names: Vec<(i64, String)> = found
+        .rows
+        .iter()
+        .map(|r| (r.id, r.company_name.clone()))
+        .collect();
+    assert_eq!(names, vec![(open, "Acme Welding".to_string())]);
 }
