@@ -19,6 +19,8 @@ const REBUILD_PAGE: i64 = 1000;
 /// index applies a change another process wrote, when no search asks for it sooner (a round
 /// that finds nothing new is a few indexed reads of the log).
 const TICK: Duration = Duration::from_millis(250);
+/// The longest wait between rounds while they fail.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// What the index needs from the database: the log and the jobs it names.
 #[async_trait]
@@ -179,8 +181,9 @@ async fn needs_rebuild(index: &SearchIndex, feed: &dyn JobFeed) -> anyhow::Resul
     })
 }
 
-/// One round: rebuild if needed, apply the log, report the lag.
-async fn round(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::Result<()> {
+/// One round: rebuild if needed, apply the log, report the lag; returns the newest `seq` in
+/// the log after applying it.
+async fn round(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::Result<i64> {
     if needs_rebuild(index, feed).await? {
         rebuild(index, feed).await?;
     }
@@ -188,19 +191,28 @@ async fn round(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::Result<(
     let newest = feed.newest().await?;
     metrics::gauge!(SEARCH_INDEX_LAG).set((newest - applied).max(0) as f64);
     metrics::gauge!(SEARCH_INDEX_APPLIED_SEQ).set(applied as f64);
-    Ok(())
+    Ok(newest)
+}
+
+/// The wait after the `failures`-th failed round in a row: [`TICK`] doubling to [`MAX_BACKOFF`].
+fn backoff(failures: u32) -> Duration {
+    TICK.saturating_mul(1 << failures.saturating_sub(1).min(8))
+        .min(MAX_BACKOFF)
 }
 
 /// Follows the log into the index until `stop`: a round at start (the index is caught up, for
-/// `/readyz`, once it has applied what the log held then), then one per nudge or [`TICK`].
+/// `/readyz`, once it has applied what the log held then), then one per nudge or [`TICK`];
+/// after a failed round, the next comes after a backoff ([`TICK`] doubling to
+/// [`MAX_BACKOFF`]), nudged or not. Each round's outcome is recorded for `/readyz`.
 pub async fn follow(index: Arc<SearchIndex>, feed: Arc<dyn JobFeed>, stop: CancellationToken) {
-    let mut failing = false;
+    let mut failures: u32 = 0;
     loop {
         match round(&index, &*feed).await {
-            Ok(()) => {
-                if failing {
+            Ok(newest) => {
+                index.record_round(false, Some(newest));
+                if failures > 0 {
                     tracing::info!("the search index follows the job-change log again");
-                    failing = false;
+                    failures = 0;
                 }
                 if !index.caught_up.swap(true, Ordering::SeqCst) {
                     tracing::info!(
@@ -212,27 +224,42 @@ pub async fn follow(index: Arc<SearchIndex>, feed: Arc<dyn JobFeed>, stop: Cance
             }
             Err(e) => {
                 // The lag still grows while the index cannot follow: the alert reads it.
-                match feed.newest().await {
-                    Ok(newest) => metrics::gauge!(SEARCH_INDEX_LAG)
-                        .set((newest - index.applied()).max(0) as f64),
-                    Err(e) => tracing::debug!(
-                        error = format!("{e:#}"),
-                        "reading the newest job change failed"
-                    ),
-                }
-                if !failing {
+                let newest = match feed.newest().await {
+                    Ok(newest) => {
+                        metrics::gauge!(SEARCH_INDEX_LAG)
+                            .set((newest - index.applied()).max(0) as f64);
+                        Some(newest)
+                    }
+                    Err(e) => {
+                        tracing::debug!(
+                            error = format!("{e:#}"),
+                            "reading the newest job change failed"
+                        );
+                        None
+                    }
+                };
+                index.record_round(true, newest);
+                if failures == 0 {
                     tracing::error!(
                         error = format!("{e:#}"),
-                        "applying the job-change log to the search index failed; retrying every second"
+                        "applying the job-change log to the search index failed; retrying after \
+                         250 ms, doubling to every 5 s while it fails"
                     );
                 }
-                failing = true;
+                failures = failures.saturating_add(1);
             }
         }
-        tokio::select! {
-            _ = index.nudge.notified() => {}
-            _ = tokio::time::sleep(TICK) => {}
-            _ = stop.cancelled() => return,
+        if failures > 0 {
+            tokio::select! {
+                _ = tokio::time::sleep(backoff(failures)) => {}
+                _ = stop.cancelled() => return,
+            }
+        } else {
+            tokio::select! {
+                _ = index.nudge.notified() => {}
+                _ = tokio::time::sleep(TICK) => {}
+                _ = stop.cancelled() => return,
+            }
         }
     }
 }

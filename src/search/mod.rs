@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tantivy::collector::Count;
 use tantivy::directory::{DirectoryLock, Lock, MmapDirectory, error::LockError};
 use tantivy::query::AllQuery;
@@ -48,6 +48,9 @@ struct Payload {
     schema: u32,
     seq: i64,
 }
+
+/// A job change that has waited unapplied this long makes `/readyz` 503 (CONTRACT.md §4 Index).
+pub const UNAPPLIED_LIMIT: Duration = Duration::from_secs(10);
 
 /// Where the index's files live.
 enum Place {
@@ -134,6 +137,15 @@ impl Writing {
     }
 }
 
+/// What the follower last saw, for `/readyz`.
+#[derive(Default)]
+struct Following {
+    /// The last round failed.
+    failed: bool,
+    /// The newest log `seq` seen unapplied, and when it was first seen so.
+    waiting: Option<(i64, Instant)>,
+}
+
 /// This process's search index.
 pub struct SearchIndex {
     dir: PathBuf,
@@ -157,6 +169,7 @@ pub struct SearchIndex {
     /// Set when a rebuild failed to write: the next one starts from a new, empty index (the
     /// folder may be gone or damaged).
     afresh: AtomicBool,
+    following: Mutex<Following>,
     _lock: Option<DirectoryLock>,
 }
 
@@ -372,6 +385,7 @@ impl SearchIndex {
             stale: AtomicBool::new(stale),
             rebuilding: AtomicBool::new(false),
             afresh: AtomicBool::new(false),
+            following: Mutex::new(Following::default()),
             _lock: lock,
         })
     }
@@ -416,6 +430,46 @@ impl SearchIndex {
     /// Whether the index has applied the log as it was at start.
     pub fn is_caught_up(&self) -> bool {
         self.caught_up.load(Ordering::SeqCst)
+    }
+
+    /// `/readyz`'s `checks.search`: `ok`, or why not: `catching_up` (it has not applied the
+    /// log as it was at start), `failing` (the follower's last round failed) or `behind` (the
+    /// newest change it saw has waited unapplied for more than [`UNAPPLIED_LIMIT`]).
+    pub fn readiness(&self) -> &'static str {
+        if !self.is_caught_up() {
+            return "catching_up";
+        }
+        let following = self
+            .following
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if following.failed {
+            return "failing";
+        }
+        match following.waiting {
+            Some((seq, since)) if seq > self.applied() && since.elapsed() > UNAPPLIED_LIMIT => {
+                "behind"
+            }
+            _ => "ok",
+        }
+    }
+
+    /// Records the follower's round: whether it failed, and the newest `seq` in the log then.
+    fn record_round(&self, failed: bool, newest: Option<i64>) {
+        let mut following = self
+            .following
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        following.failed = failed;
+        let applied = self.applied();
+        if let Some(newest) = newest {
+            following.waiting = match following.waiting {
+                // The change first seen waiting still waits: its clock runs on.
+                Some((seq, since)) if seq > applied => Some((seq, since)),
+                _ if newest > applied => Some((newest, Instant::now())),
+                _ => None,
+            };
+        }
     }
 
     /// Marks the index for a rebuild from the tables before it follows the log again.

@@ -17,6 +17,8 @@ each_store!(
     an_index_with_a_truncated_segment_file_is_rebuilt,
     an_index_with_a_garbage_meta_json_is_rebuilt,
     an_index_folder_that_cannot_be_made_is_named,
+    readiness_fails_while_the_index_cannot_be_written_and_recovers,
+    an_index_folder_removed_under_the_process_is_made_again,
 );
 
 async fn facets_count_every_match_not_the_page(app: TestApp) {
@@ -476,4 +478,98 @@ async fn an_index_folder_that_cannot_be_made_is_named(app: TestApp) {
         line.contains("SEARCH_INDEX_DIR") && line.contains(&dir),
         "{line}"
     );
+}
+
+/// Polls `/readyz` (at most `within`) until `ok` says its answer is the one awaited; returns it.
+async fn until_readyz(
+    app: &TestApp,
+    within: std::time::Duration,
+    ok: impl Fn(&Resp) -> bool,
+) -> Resp {
+    let started = std::time::Instant::now();
+    loop {
+        let r = app.get("/readyz", None).await;
+        if ok(&r) {
+            return r;
+        }
+        assert!(
+            started.elapsed() < within,
+            "/readyz still {} {} after {within:?}",
+            r.status,
+            r.text
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// The index folder replaced by a file under the running API: the next write cannot be
+/// applied, `/readyz` turns 503 with `checks.search` (well within the contract's 10 s), and
+/// turns 200 again once the folder can be made, with the write searchable.
+async fn readiness_fails_while_the_index_cannot_be_written_and_recovers(app: TestApp) {
+    until_search_ready(&app).await;
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    app.job(&e, c, json!({"title": "Welder"})).await;
+    app.get("/api/jobs?q=welder", None).await.expect(200);
+
+    let folder = std::path::Path::new(&app.vars["SEARCH_INDEX_DIR"]).join("index");
+    std::fs::remove_dir_all(&folder).unwrap();
+    std::fs::write(&folder, b"in the way").unwrap();
+    app.job(&e, c, json!({"title": "Plumber"})).await;
+    let started = std::time::Instant::now();
+    let r = until_readyz(&app, std::time::Duration::from_secs(10), |r| {
+        r.status == 503
+    })
+    .await;
+    assert_ne!(r.body["checks"]["search"], "ok", "{}", r.text);
+    assert_eq!(r.body["checks"]["database"], "ok", "{}", r.text);
+    eprintln!("/readyz 503 after {:?}", started.elapsed());
+    // It stays 503 while the folder cannot be made.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let r = app.get("/readyz", None).await;
+    assert_eq!(r.status, 503, "{}", r.text);
+
+    std::fs::remove_file(&folder).unwrap();
+    until_readyz(&app, std::time::Duration::from_secs(20), |r| {
+        r.status == 200
+    })
+    .await;
+    for q in ["welder", "plumber"] {
+        let r = app.get(&format!("/api/jobs?q={q}"), None).await;
+        assert_eq!(r.expect(200)["total"], 1, "{q}: {}", r.text);
+    }
+    assert!(folder.join("meta.json").exists(), "the index is made again");
+}
+
+/// `SEARCH_INDEX_DIR` removed under the running API: the next write is applied to an index
+/// made again from the database, and every open job is searchable.
+async fn an_index_folder_removed_under_the_process_is_made_again(app: TestApp) {
+    until_search_ready(&app).await;
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    app.job(&e, c, json!({"title": "Welder"})).await;
+    app.get("/api/jobs?q=welder", None).await.expect(200);
+
+    std::fs::remove_dir_all(&app.vars["SEARCH_INDEX_DIR"]).unwrap();
+    app.job(&e, c, json!({"title": "Plumber"})).await;
+    let started = std::time::Instant::now();
+    loop {
+        let r = app.get("/api/jobs?q=plumber", None).await;
+        if r.status == 200 && r.body["total"] == 1 {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the write is not searchable 20 s after the folder was removed: {} {}",
+            r.status,
+            r.text
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let r = app.get("/api/jobs?q=welder", None).await;
+    assert_eq!(r.expect(200)["total"], 1, "{}", r.text);
+    until_readyz(&app, std::time::Duration::from_secs(10), |r| {
+        r.status == 200
+    })
+    .await;
 }
