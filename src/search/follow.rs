@@ -7,6 +7,7 @@ use crate::telemetry::{SEARCH_INDEX_APPLIED_SEQ, SEARCH_INDEX_APPLY_SECONDS, SEA
 use async_trait::async_trait;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -21,6 +22,60 @@ const REBUILD_PAGE: i64 = 1000;
 const TICK: Duration = Duration::from_millis(250);
 /// The longest wait between rounds while they fail.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// A job change that has waited unapplied this long makes `/readyz` 503 (CONTRACT.md §4 Index).
+const UNAPPLIED_LIMIT: Duration = Duration::from_secs(10);
+
+/// What the follower last saw, for `/readyz`.
+#[derive(Default)]
+pub(super) struct Following {
+    /// The last round failed.
+    failed: bool,
+    /// The newest log `seq` seen unapplied, and when it was first seen so.
+    waiting: Option<(i64, Instant)>,
+}
+
+impl SearchIndex {
+    /// `/readyz`'s `checks.search`: `ok`, or why not: `catching_up` (it has not applied the
+    /// log as it was at start), `failing` (the follower's last round failed) or `behind` (the
+    /// newest change it saw has waited unapplied for more than [`UNAPPLIED_LIMIT`]).
+    pub fn readiness(&self) -> &'static str {
+        if !self.is_caught_up() {
+            return "catching_up";
+        }
+        let following = self
+            .following
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if following.failed {
+            return "failing";
+        }
+        match following.waiting {
+            Some((seq, since)) if seq > self.applied() && since.elapsed() > UNAPPLIED_LIMIT => {
+                "behind"
+            }
+            _ => "ok",
+        }
+    }
+
+    /// Records the follower's round: whether it failed, and the newest `seq` in the log then.
+    pub(super) fn record_round(&self, failed: bool, newest: Option<i64>) {
+        let mut following = self
+            .following
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        following.failed = failed;
+        let applied = self.applied();
+        if let Some(newest) = newest {
+            following.waiting = match following.waiting {
+                // The change first seen waiting still waits: its clock runs on.
+                Some((seq, since)) if seq > applied => Some((seq, since)),
+                _ if newest > applied => Some((newest, Instant::now())),
+                _ => None,
+            };
+        }
+    }
+}
 
 /// What the index needs from the database: the log and the jobs it names.
 #[async_trait]
