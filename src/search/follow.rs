@@ -60,20 +60,30 @@ impl SearchIndex {
 
     /// Records the follower's round: whether it failed, and the newest `seq` in the log then.
     pub(super) fn record_round(&self, failed: bool, newest: Option<i64>) {
+        self.following
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .failed = failed;
+        if let Some(newest) = newest {
+            self.saw_newest(newest);
+        }
+    }
+
+    /// Records the newest `seq` in the log, seen at the start or the end of a round: a change
+    /// seen unapplied starts its clock, so a round that hangs (a stuck read, a slow rebuild)
+    /// turns `/readyz` 503 once it has waited [`UNAPPLIED_LIMIT`].
+    fn saw_newest(&self, newest: i64) {
         let mut following = self
             .following
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        following.failed = failed;
         let applied = self.applied();
-        if let Some(newest) = newest {
-            following.waiting = match following.waiting {
-                // The change first seen waiting still waits: its clock runs on.
-                Some((seq, since)) if seq > applied => Some((seq, since)),
-                _ if newest > applied => Some((newest, Instant::now())),
-                _ => None,
-            };
-        }
+        following.waiting = match following.waiting {
+            // The change first seen waiting still waits: its clock runs on.
+            Some((seq, since)) if seq > applied => Some((seq, since)),
+            _ if newest > applied => Some((newest, Instant::now())),
+            _ => None,
+        };
     }
 }
 
@@ -216,12 +226,15 @@ pub async fn catch_up(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::R
 /// Whether the index must be rebuilt before it follows the log: marked so, the log no longer
 /// reaches back to the index's last `seq`, or the index has applied changes the log does not
 /// have (the folder was kept while the database was replaced or restored from a backup).
-async fn needs_rebuild(index: &SearchIndex, feed: &dyn JobFeed) -> anyhow::Result<bool> {
+async fn needs_rebuild(
+    index: &SearchIndex,
+    feed: &dyn JobFeed,
+    newest: i64,
+) -> anyhow::Result<bool> {
     if index.is_stale() {
         return Ok(true);
     }
     let applied = index.applied();
-    let newest = feed.newest().await?;
     if applied > newest {
         tracing::warn!(
             applied,
@@ -239,7 +252,9 @@ async fn needs_rebuild(index: &SearchIndex, feed: &dyn JobFeed) -> anyhow::Resul
 /// One round: rebuild if needed, apply the log, report the lag; returns the newest `seq` in
 /// the log after applying it.
 async fn round(index: &Arc<SearchIndex>, feed: &dyn JobFeed) -> anyhow::Result<i64> {
-    if needs_rebuild(index, feed).await? {
+    let newest = feed.newest().await?;
+    index.saw_newest(newest);
+    if needs_rebuild(index, feed, newest).await? {
         rebuild(index, feed).await?;
     }
     let applied = catch_up(index, feed).await?;

@@ -22,6 +22,7 @@ each_store!(
     a_rebuild_that_fails_half_way_is_done_again,
     a_log_trimmed_while_the_index_catches_up_is_rebuilt_from,
     a_company_change_reads_only_its_open_jobs,
+    a_change_unapplied_for_10_s_makes_the_index_not_ready,
 );
 
 /// A directory in memory whose next `failing` file creations fail (lock files aside), as with
@@ -421,4 +422,100 @@ async fn a_company_change_reads_only_its_open_jobs(app: TestApp) {
         .map(|r| (r.id, r.company_name.clone()))
         .collect();
     assert_eq!(names, vec![(open, "Acme Welding".to_string())]);
+}
+
+/// The app's log and jobs, with the job reads held back while `held` is set (a read stuck on
+/// a lock, a slow database).
+struct HeldFeed {
+    store: Arc<dyn Store>,
+    held: tokio::sync::watch::Receiver<bool>,
+}
+
+#[async_trait::async_trait]
+impl JobFeed for HeldFeed {
+    async fn newest(&self) -> anyhow::Result<i64> {
+        StoreFeed(self.store.clone()).newest().await
+    }
+    async fn oldest(&self) -> anyhow::Result<Option<i64>> {
+        StoreFeed(self.store.clone()).oldest().await
+    }
+    async fn changes_after(&self, seq: i64, limit: i64) -> anyhow::Result<Vec<JobChange>> {
+        StoreFeed(self.store.clone())
+            .changes_after(seq, limit)
+            .await
+    }
+    async fn jobs(&self, ids: &[i64]) -> anyhow::Result<Vec<JobRow>> {
+        let mut held = self.held.clone();
+        let _ = held.wait_for(|held| !*held).await;
+        StoreFeed(self.store.clone()).jobs(ids).await
+    }
+    async fn company_open_jobs(&self, company_id: i64) -> anyhow::Result<Vec<JobRow>> {
+        StoreFeed(self.store.clone())
+            .company_open_jobs(company_id)
+            .await
+    }
+    async fn open_jobs_after(&self, after_id: i64, limit: i64) -> anyhow::Result<Vec<JobRow>> {
+        StoreFeed(self.store.clone())
+            .open_jobs_after(after_id, limit)
+            .await
+    }
+}
+
+/// A round that hangs reading the jobs a change names: the index is ready until the change
+/// has waited 10 s unapplied (CONTRACT §4), then not (`behind`), and ready again once the
+/// change is applied.
+async fn a_change_unapplied_for_10_s_makes_the_index_not_ready(app: TestApp) {
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    job_id(&app, &e, c, "Welder").await;
+    let (hold, held) = tokio::sync::watch::channel(false);
+    let index =
+        Arc::new(SearchIndex::open_with_directory(Box::new(RamDirectory::create())).expect("open"));
+    let stop = CancellationToken::new();
+    let _stop = stop.clone().drop_guard();
+    tokio::spawn(jobboard::search::follow(
+        index.clone(),
+        Arc::new(HeldFeed {
+            store: app.state.store.clone(),
+            held,
+        }),
+        stop,
+    ));
+    let started = Instant::now();
+    while index.readiness() != "ok" {
+        assert!(started.elapsed() < Duration::from_secs(30), "never ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    hold.send_replace(true);
+    let held_job = job_id(&app, &e, c, "Plumber").await;
+    let written = Instant::now();
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    assert_eq!(index.readiness(), "ok", "8 s is within the 10 s allowed");
+    loop {
+        let readiness = index.readiness();
+        if readiness == "behind" {
+            break;
+        }
+        assert!(
+            written.elapsed() < Duration::from_secs(12),
+            "still {readiness} {:?} after the write",
+            written.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(written.elapsed() > Duration::from_secs(10));
+
+    hold.send_replace(false);
+    let seq = newest_seq(&app).await;
+    let started = Instant::now();
+    while index.readiness() != "ok" {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "not ready again"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(index.applied() >= seq);
+    assert_eq!(found(&index, &[held_job]), vec![held_job]);
 }
