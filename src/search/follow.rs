@@ -333,3 +333,15 @@ pub async fn follow(index: Arc<SearchIndex>, feed: Arc<dyn JobFeed>, stop: Cance
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_follower_waits_250_ms_doubling_to_5_s() {
+        let waits: Vec<u128> = (1..=8).map(|n| backoff(n).as_millis()).collect();
+        assert_eq!(waits, [250, 500, 1000, 2000, 4000, 5000, 5000, 5000]);
+        assert_eq!(backoff(u32::MAX), MAX_BACKOFF);
+    }
+}
