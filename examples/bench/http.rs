@@ -493,13 +493,10 @@ fn targets(section: &mut Section, measured: &[Measured], ceilings: Option<&Ceili
         }
         // Each mix against its own pages by ids; the facets row, which takes every mix's
         // searches, against all of them.
-        let rows = MIXES
-            .iter()
-            .map(|m| (m.row(kind), m.ids_row(kind)))
-            .chain([
-                (facets_row(kind), ids_name),
-                (cursor_row(kind), cursor_ids_row(kind)),
-            ]);
+        let rows = MIXES.iter().map(|m| (m.row(kind), m.ids_row(kind))).chain([
+            (facets_row(kind), ids_name),
+            (cursor_row(kind), cursor_ids_row(kind)),
+        ]);
         for (name, ids_name) in rows {
             let ceiling = find(ids_name, 16);
             if let Some(m) = find(name, 16) {
@@ -1757,7 +1754,10 @@ impl<'a> Bench<'a> {
     /// word mixes, each asked for by the `next` cursor of the page before (walked here once),
     /// and the same pages by their ids. A job write afterwards moves the search cache on, so
     /// that the walk leaves no cached page for the measured runs.
-    async fn cursor_pages(&self, mixes: &[(Mix, Vec<MixQuery>)]) -> Result<(Vec<String>, Vec<String>)> {
+    async fn cursor_pages(
+        &self,
+        mixes: &[(Mix, Vec<MixQuery>)],
+    ) -> Result<(Vec<String>, Vec<String>)> {
         let client = common::http_client();
         let mut bases = Vec::new();
         let mut seen = HashSet::new();
@@ -1812,10 +1812,12 @@ impl<'a> Bench<'a> {
             client
                 .post(format!("{}/api/jobs", self.base))
                 .bearer_auth(&self.employer_token)
-                .json(&json!({"company_id": self.company_id, "title": "Cursor walk marker",
+                .json(
+                    &json!({"company_id": self.company_id, "title": "Cursor walk marker",
                     "description": "Written after the cursors were walked.",
                     "location": "Lisbon", "remote": false,
-                    "employment_type": "full_time"})),
+                    "employment_type": "full_time"}),
+                ),
             201,
         )
         .await?;

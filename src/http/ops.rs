@@ -66,11 +66,12 @@ where
     }
 }
 
-/// Readiness: 503 when the database fails, the search index has not caught up with the
-/// job-change log since start, or shutdown has begun; the cache is reported only.
+/// Readiness: 503 when the database fails, the search index does not follow the job-change
+/// log (it has not caught up since start, its follower's last round failed, or the newest change
+/// has waited unapplied for more than 10 s), or shutdown has begun; the cache is reported only.
 #[utoipa::path(get, operation_id = "readyz", path = "/readyz", tag = "operations",
     responses((status = 200, description = "ready, with each check", body = Object),
-              (status = 503, description = "not ready: the database fails, the search index has not caught up since start, or shutdown has begun", body = Object)))]
+              (status = 503, description = "not ready: the database fails, the search index does not follow the job-change log (not caught up since start, its last attempt failed, or a change has waited unapplied for more than 10 s), or shutdown has begun", body = Object)))]
 pub(super) async fn readyz(State(st): State<AppState>) -> Response {
     let queue_check = async {
         match &st.relay {
@@ -81,11 +82,7 @@ pub(super) async fn readyz(State(st): State<AppState>) -> Response {
     };
     let (database, cache, queue) =
         tokio::join!(check(st.store.ping()), check(st.cache.ping()), queue_check);
-    let search = if st.search.is_caught_up() {
-        "ok"
-    } else {
-        "catching_up"
-    };
+    let search = st.search.readiness();
     let checks = json!({"database": database, "cache": cache, "cache_backend": st.cache.kind(),
         "queue": queue, "queue_backend": if st.relay.is_some() { "sqs" } else { "db" },
         "search": search});

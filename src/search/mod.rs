@@ -15,6 +15,7 @@
 
 pub mod alerts;
 mod driver;
+mod files;
 mod follow;
 mod page;
 mod query;
@@ -22,18 +23,20 @@ mod schema;
 mod tables;
 
 pub use alerts::{AlertMatches, AlertWindow, match_alerts};
+use follow::Following;
 pub use follow::{JobFeed, StoreFeed, catch_up, follow, rebuild};
 pub use schema::SCHEMA_VERSION;
 
-use crate::store::{JobRow, JobSearch};
+use crate::store::JobRow;
 use anyhow::Context;
+use files::{Place, Writing, manual_reader, open_existing};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
 use tantivy::directory::{DirectoryLock, Lock, MmapDirectory, error::LockError};
-use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy};
+use tantivy::{Directory, Index, IndexReader};
 use tokio::sync::{Notify, watch};
 
 /// The index's memory for documents not yet written out.
@@ -49,13 +52,17 @@ struct Payload {
 /// This process's search index.
 pub struct SearchIndex {
     dir: PathBuf,
+    place: Place,
     fields: schema::Fields,
-    reader: IndexReader,
+    /// Where the writes go.
+    writing: Mutex<Writing>,
+    /// What searches read: the reader of the last commit that succeeded (during a rebuild
+    /// into a new index, still the old index's).
+    searching: RwLock<IndexReader>,
     /// Each segment's block table, for the newest-first traversal.
     tables: driver::Tables,
     /// The distinct locations of a searcher generation (`location=`).
     locations: Mutex<Option<(u64, std::sync::Arc<Vec<String>>)>>,
-    writer: Mutex<IndexWriter>,
     /// The last log `seq` whose changes searches see.
     applied: watch::Sender<i64>,
     /// Wakes the follower before its next tick.
@@ -64,7 +71,13 @@ pub struct SearchIndex {
     caught_up: AtomicBool,
     /// Set when the index must be rebuilt from the tables before following the log.
     stale: AtomicBool,
-    _lock: DirectoryLock,
+    /// Set while a rebuild runs.
+    rebuilding: AtomicBool,
+    /// Set when a rebuild failed to write: the next one starts from a new, empty index (the
+    /// folder may be gone or damaged).
+    afresh: AtomicBool,
+    following: Mutex<Following>,
+    _lock: Option<DirectoryLock>,
 }
 
 /// One page of a search, and what it counted.
@@ -141,8 +154,11 @@ fn payload(index: &Index) -> Option<Payload> {
 
 impl SearchIndex {
     /// Opens (creating it if needed) the index in `dir`, holding the directory for this process.
-    /// Refused when another process holds it. An index that cannot be used as it is (missing,
-    /// unreadable, another schema) is started afresh and marked for a rebuild.
+    /// Refused when another process holds it, or when the folder cannot be created or written
+    /// (the error names it). An index that cannot be used as it is (missing, unreadable in any
+    /// part, another schema) is started afresh and marked for a rebuild: an unreadable one is
+    /// logged (WARN, with the reason) and its folder `dir/index` removed, not kept aside (a
+    /// copy would take the volume's room the rebuild needs).
     pub fn open(dir: &Path) -> anyhow::Result<SearchIndex> {
         std::fs::create_dir_all(dir).with_context(|| {
             format!(
@@ -178,51 +194,65 @@ impl SearchIndex {
         };
         std::fs::write(dir.join("holder.pid"), std::process::id().to_string())
             .with_context(|| format!("SEARCH_INDEX_DIR: cannot write to {}", dir.display()))?;
+        SearchIndex::start(dir, Place::Folder(dir.join("index")), Some(lock)).with_context(|| {
+            format!(
+                "SEARCH_INDEX_DIR: cannot use the search index folder {}",
+                dir.display()
+            )
+        })
+    }
 
+    /// Opens (creating it if needed) an index kept in `directory`, which the caller owns (no
+    /// lock is taken); otherwise as [`SearchIndex::open`]. For tests that make its files fail.
+    pub fn open_with_directory(directory: Box<dyn Directory>) -> anyhow::Result<SearchIndex> {
+        SearchIndex::start(
+            Path::new("(a given directory)"),
+            Place::Given(directory),
+            None,
+        )
+    }
+
+    fn start(dir: &Path, place: Place, lock: Option<DirectoryLock>) -> anyhow::Result<SearchIndex> {
         let (schema, fields) = schema::schema();
-        let path = dir.join("index");
-        let existing = Index::open_in_dir(&path).ok().filter(|index| {
-            index.schema() == schema
-                && payload(index).is_some_and(|p| p.schema == schema::SCHEMA_VERSION)
-        });
-        let (index, stale) = match existing {
-            Some(index) => (index, false),
-            None => {
-                if path.exists() {
-                    tracing::warn!(dir = %path.display(),
-                        "the search index is missing, unreadable or of another version; rebuilding it from the database");
-                    std::fs::remove_dir_all(&path).with_context(|| {
-                        format!("removing the old search index {}", path.display())
-                    })?;
+        let (index, reader, stale) = match open_existing(&place, &schema) {
+            Ok((index, reader)) => (index, reader, false),
+            Err(e) => {
+                if place.holds_an_index() {
+                    tracing::warn!(dir = %dir.display(), error = format!("{e:#}"),
+                        "the search index is unreadable or of another version; removing it and \
+                         rebuilding it from the database");
                 }
-                std::fs::create_dir_all(&path)
-                    .with_context(|| format!("creating the search index {}", path.display()))?;
-                let index = Index::create_in_dir(&path, schema)
-                    .with_context(|| format!("creating the search index {}", path.display()))?;
-                (index, true)
+                let index = place.create(schema)?;
+                let reader = manual_reader(&index)?;
+                (index, reader, true)
             }
         };
-        register(&index);
-        let applied = payload(&index).map_or(0, |p| p.seq);
-        let writer = index
-            .writer_with_num_threads(1, WRITER_MEMORY)
-            .context("opening the search index's writer")?;
-        let reader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()
-            .context("opening the search index's reader")?;
+        let applied = if stale {
+            0
+        } else {
+            payload(&index).map_or(0, |p| p.seq)
+        };
+        let mut writing = Writing {
+            index,
+            reader: reader.clone(),
+            writer: None,
+        };
+        writing.writer()?;
         Ok(SearchIndex {
             dir: dir.to_path_buf(),
+            place,
             fields,
-            reader,
+            writing: Mutex::new(writing),
+            searching: RwLock::new(reader),
             tables: driver::Tables::new(driver::BLOCK),
             locations: Mutex::new(None),
-            writer: Mutex::new(writer),
             applied: watch::Sender::new(applied),
             nudge: Notify::new(),
             caught_up: AtomicBool::new(false),
             stale: AtomicBool::new(stale),
+            rebuilding: AtomicBool::new(false),
+            afresh: AtomicBool::new(false),
+            following: Mutex::new(Following::default()),
             _lock: lock,
         })
     }
@@ -243,10 +273,7 @@ impl SearchIndex {
         let index = Index::open_in_dir(&path)
             .with_context(|| format!("no readable search index in {}", dir.display()))?;
         register(&index);
-        let reader: IndexReader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()?;
+        let reader = manual_reader(&index)?;
         let p = payload(&index);
         Ok(IndexStatus {
             documents: reader.searcher().num_docs(),
@@ -264,12 +291,19 @@ impl SearchIndex {
         *self.applied.borrow()
     }
 
-    /// How many open jobs the index holds.
-    pub fn documents(&self) -> u64 {
-        self.reader.searcher().num_docs()
+    fn searcher(&self) -> tantivy::Searcher {
+        self.searching
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .searcher()
     }
 
-    /// Whether the index has applied the log as it was at start (`/readyz`).
+    /// How many open jobs the index holds.
+    pub fn documents(&self) -> u64 {
+        self.searcher().num_docs()
+    }
+
+    /// Whether the index has applied the log as it was at start.
     pub fn is_caught_up(&self) -> bool {
         self.caught_up.load(Ordering::SeqCst)
     }
@@ -277,6 +311,11 @@ impl SearchIndex {
     /// Marks the index for a rebuild from the tables before it follows the log again.
     pub fn mark_stale(&self) {
         self.stale.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the index waits for a rebuild from the tables.
+    pub fn is_stale(&self) -> bool {
+        self.stale.load(Ordering::SeqCst)
     }
 
     /// Wakes the follower now.
@@ -296,50 +335,5 @@ impl SearchIndex {
             tokio::time::timeout(timeout, rx.wait_for(|applied| *applied >= seq)).await,
             Ok(Ok(_))
         )
-    }
-
-    /// Replaces the documents of `touched` jobs by those of `rows` that are open, and commits
-    /// with `seq` as the last change applied. Blocking (it writes files).
-    fn apply(&self, touched: &[i64], rows: &[JobRow], seq: i64, clear: bool) -> anyhow::Result<()> {
-        let mut writer = self
-            .writer
-            .lock()
-            .map_err(|_| anyhow::anyhow!("the search index's writer was poisoned by a panic"))?;
-        if clear {
-            writer
-                .delete_all_documents()
-                .context("clearing the search index")?;
-        }
-        for id in touched {
-            writer.delete_term(self.fields.id_term(*id));
-        }
-        for row in rows
-            .iter()
-            .filter(|r| r.status == crate::domain::JobStatus::Open)
-        {
-            writer
-                .add_document(self.fields.document(row)?)
-                .with_context(|| format!("indexing job {}", row.id))?;
-        }
-        if seq >= 0 {
-            let mut commit = writer
-                .prepare_commit()
-                .context("preparing the search index's commit")?;
-            commit.set_payload(&serde_json::to_string(&Payload {
-                schema: schema::SCHEMA_VERSION,
-                seq,
-            })?);
-            commit.commit().context("committing the search index")?;
-            self.reader
-                .reload()
-                .context("reloading the search index's reader")?;
-            // The new segments' tables are built here rather than by the next search.
-            self.tables
-                .of(&self.reader.searcher())
-                .context("building the search index's block tables")?;
-            self.applied.send_replace(seq);
-            metrics::gauge!(crate::telemetry::SEARCH_INDEX_APPLIED_SEQ).set(seq as f64);
-        }
-        Ok(())
     }
 }

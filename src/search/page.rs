@@ -12,12 +12,17 @@ impl SearchIndex {
     /// One page of `s`, with its matches counted by the count rule and the facets it asks for.
     /// Blocking.
     pub fn search(&self, s: &JobSearch) -> anyhow::Result<Found> {
-        let searcher = self.reader.searcher();
+        let searcher = self.searcher();
         let locations = match &s.location {
             Some(_) => Some(self.locations(&searcher)?),
             None => None,
         };
-        let query = query::build(&searcher, &self.fields, s, locations.as_deref().map(|l| &l[..]))?;
+        let query = query::build(
+            &searcher,
+            &self.fields,
+            s,
+            locations.as_deref().map(|l| &l[..]),
+        )?;
         let weight = query
             .weight(EnableScoring::disabled_from_searcher(&searcher))
             .context("preparing the search")?;

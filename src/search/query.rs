@@ -57,7 +57,9 @@ pub fn build(
             return Ok(Box::new(EmptyQuery));
         }
         must.push(Box::new(TermSetQuery::new(
-            found.into_iter().map(|l| Term::from_field_text(f.location, l)),
+            found
+                .into_iter()
+                .map(|l| Term::from_field_text(f.location, l)),
         )));
     }
     if let Some(remote) = s.remote {

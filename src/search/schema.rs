@@ -157,6 +157,11 @@ impl Fields {
         Term::from_field_u64(self.id, id as u64)
     }
 
+    /// The term of every job of a company.
+    pub fn company_term(&self, company_id: i64) -> Term {
+        Term::from_field_u64(self.company_id, company_id as u64)
+    }
+
     /// The document of an open job.
     pub fn document(&self, job: &JobRow) -> anyhow::Result<TantivyDocument> {
         let mut doc = TantivyDocument::default();

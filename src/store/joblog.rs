@@ -25,8 +25,8 @@ pub trait JobLogStore: Send + Sync {
     async fn job_changes_after(&self, seq: i64, limit: i64) -> StoreResult<Vec<JobChange>>;
     /// The jobs with these ids that exist, whatever their status.
     async fn jobs_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<JobRow>>;
-    /// Every job of the company, whatever its status.
-    async fn company_jobs(&self, company_id: i64) -> StoreResult<Vec<JobRow>>;
+    /// The open jobs of the company (a changed company's documents are replaced by these).
+    async fn company_open_jobs(&self, company_id: i64) -> StoreResult<Vec<JobRow>>;
     /// Up to `limit` open jobs with an id above `after_id`, by id: a rebuild's pages.
     async fn open_jobs_after(&self, after_id: i64, limit: i64) -> StoreResult<Vec<JobRow>>;
     /// Deletes up to `limit` of the oldest rows with a `seq` at most `upto`.

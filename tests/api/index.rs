@@ -13,6 +13,12 @@ each_store!(
     readiness_and_metrics_report_the_index,
     search_commands_read_and_rebuild_the_index,
     a_search_waits_for_the_index_then_answers_503,
+    an_index_missing_a_segment_file_is_rebuilt,
+    an_index_with_a_truncated_segment_file_is_rebuilt,
+    an_index_with_a_garbage_meta_json_is_rebuilt,
+    an_index_folder_that_cannot_be_made_is_named,
+    readiness_fails_while_the_index_cannot_be_written_and_recovers,
+    an_index_folder_removed_under_the_process_is_made_again,
 );
 
 async fn facets_count_every_match_not_the_page(app: TestApp) {
@@ -317,4 +323,253 @@ async fn a_search_waits_for_the_index_then_answers_503(app: TestApp) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(answered, Some(json!(1)), "the index follows the log again");
+}
+
+/// An index built by `jobboard search rebuild` in a folder of its own, from three open jobs
+/// and a closed one; returns the folder and the open jobs' ids.
+async fn built_index(app: &TestApp) -> (String, Vec<i64>) {
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    let mut open = Vec::new();
+    for title in ["Welder", "Painter", "Fitter"] {
+        open.push(
+            app.job(&e, c, json!({"title": title})).await["id"]
+                .as_i64()
+                .unwrap(),
+        );
+    }
+    let closed = app.job(&e, c, json!({"title": "Closed"})).await;
+    app.patch(
+        &format!("/api/jobs/{}", closed["id"]),
+        Some(&e.token),
+        json!({"status": "closed"}),
+    )
+    .await
+    .expect(200);
+    let dir = app.search_dir("damaged");
+    let (code, out, err) = search_cli(app, "rebuild", &dir).await;
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("3 documents"), "{out}");
+    (dir, open)
+}
+
+/// `jobboard search <command>` on the index in `dir`.
+async fn search_cli(app: &TestApp, command: &str, dir: &str) -> (Option<i32>, String, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_jobboard"))
+        .args(["search", command])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(&app.vars)
+        .env("SEARCH_INDEX_DIR", dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("run jobboard");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The segment files of the index in `dir` with this extension.
+fn segment_files(dir: &str, extension: &str) -> Vec<std::path::PathBuf> {
+    let files: Vec<_> = std::fs::read_dir(std::path::Path::new(dir).join("index"))
+        .expect("the index folder")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
+        .collect();
+    assert!(!files.is_empty(), "no .{extension} file in {dir}");
+    files
+}
+
+/// `jobboard search rebuild` repairs the damaged index in `dir` (saying why it could not be
+/// read), and the index it leaves finds every open job.
+async fn assert_repaired(app: &TestApp, dir: &str, open: &[i64]) {
+    let (code, out, err) = search_cli(app, "rebuild", dir).await;
+    assert_eq!(code, Some(0), "the rebuild repairs it: {out}{err}");
+    assert!(out.contains("3 documents"), "{out}");
+    assert!(
+        err.contains("unreadable") && err.contains("rebuilding it from the database"),
+        "the WARN says why: {err}"
+    );
+    let (code, out, err) = search_cli(app, "status", dir).await;
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("3 documents") && out.contains("lag 0"),
+        "{out}"
+    );
+    // Opened as the API opens it at start: every open job is found.
+    let index = jobboard::search::SearchIndex::open(std::path::Path::new(dir)).expect("open");
+    let found = index
+        .search(&jobboard::store::JobSearch {
+            ids: Some(open.to_vec()),
+            ..Default::default()
+        })
+        .expect("search");
+    let ids: Vec<i64> = found.rows.iter().map(|r| r.id).collect::<Vec<_>>();
+    let mut ids = ids;
+    ids.sort_unstable();
+    assert_eq!(ids, open, "every open job is found");
+}
+
+async fn an_index_missing_a_segment_file_is_rebuilt(app: TestApp) {
+    let (dir, open) = built_index(&app).await;
+    for file in segment_files(&dir, "store") {
+        std::fs::remove_file(file).unwrap();
+    }
+    assert_repaired(&app, &dir, &open).await;
+}
+
+async fn an_index_with_a_truncated_segment_file_is_rebuilt(app: TestApp) {
+    let (dir, open) = built_index(&app).await;
+    for file in segment_files(&dir, "idx") {
+        let len = std::fs::metadata(&file).unwrap().len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_len(len / 2)
+            .unwrap();
+    }
+    assert_repaired(&app, &dir, &open).await;
+}
+
+async fn an_index_with_a_garbage_meta_json_is_rebuilt(app: TestApp) {
+    let (dir, open) = built_index(&app).await;
+    let meta = std::path::Path::new(&dir).join("index").join("meta.json");
+    std::fs::write(&meta, b"{\"segments\": [garbage").unwrap();
+    assert_repaired(&app, &dir, &open).await;
+}
+
+/// `SEARCH_INDEX_DIR` under a regular file cannot be made (not even by root): the rebuild and
+/// the API's start exit 1 with a message naming the folder.
+async fn an_index_folder_that_cannot_be_made_is_named(app: TestApp) {
+    let file = app.search_dir("a-file");
+    std::fs::write(&file, b"not a folder").unwrap();
+    let dir = format!("{file}/search");
+    let (code, out, err) = search_cli(&app, "rebuild", &dir).await;
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.contains("SEARCH_INDEX_DIR") && err.contains(&dir),
+        "names the folder: {err}"
+    );
+    let mut serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_jobboard"));
+    let out = serve
+        .args(["serve", "--no-migrate"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(&app.vars)
+        .env("SEARCH_INDEX_DIR", &dir)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), out)
+        .await
+        .expect("serve exits")
+        .expect("run jobboard");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("jobboard:"))
+        .unwrap_or_else(|| panic!("an error line: {err}"));
+    assert!(
+        line.contains("SEARCH_INDEX_DIR") && line.contains(&dir),
+        "{line}"
+    );
+}
+
+/// Polls `/readyz` (at most `within`) until `ok` says its answer is the one awaited; returns it.
+async fn until_readyz(
+    app: &TestApp,
+    within: std::time::Duration,
+    ok: impl Fn(&Resp) -> bool,
+) -> Resp {
+    let started = std::time::Instant::now();
+    loop {
+        let r = app.get("/readyz", None).await;
+        if ok(&r) {
+            return r;
+        }
+        assert!(
+            started.elapsed() < within,
+            "/readyz still {} {} after {within:?}",
+            r.status,
+            r.text
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// The index folder replaced by a file under the running API: the next write cannot be
+/// applied, `/readyz` turns 503 with `checks.search` (well within the contract's 10 s), and
+/// turns 200 again once the folder can be made, with the write searchable.
+async fn readiness_fails_while_the_index_cannot_be_written_and_recovers(app: TestApp) {
+    until_search_ready(&app).await;
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    app.job(&e, c, json!({"title": "Welder"})).await;
+    app.get("/api/jobs?q=welder", None).await.expect(200);
+
+    let folder = std::path::Path::new(&app.vars["SEARCH_INDEX_DIR"]).join("index");
+    std::fs::remove_dir_all(&folder).unwrap();
+    std::fs::write(&folder, b"in the way").unwrap();
+    app.job(&e, c, json!({"title": "Plumber"})).await;
+    let started = std::time::Instant::now();
+    let r = until_readyz(&app, std::time::Duration::from_secs(10), |r| {
+        r.status == 503
+    })
+    .await;
+    assert_ne!(r.body["checks"]["search"], "ok", "{}", r.text);
+    assert_eq!(r.body["checks"]["database"], "ok", "{}", r.text);
+    eprintln!("/readyz 503 after {:?}", started.elapsed());
+    // It stays 503 while the folder cannot be made.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let r = app.get("/readyz", None).await;
+    assert_eq!(r.status, 503, "{}", r.text);
+
+    std::fs::remove_file(&folder).unwrap();
+    until_readyz(&app, std::time::Duration::from_secs(20), |r| {
+        r.status == 200
+    })
+    .await;
+    for q in ["welder", "plumber"] {
+        let r = app.get(&format!("/api/jobs?q={q}"), None).await;
+        assert_eq!(r.expect(200)["total"], 1, "{q}: {}", r.text);
+    }
+    assert!(folder.join("meta.json").exists(), "the index is made again");
+}
+
+/// `SEARCH_INDEX_DIR` removed under the running API: the next write is applied to an index
+/// made again from the database, and every open job is searchable.
+async fn an_index_folder_removed_under_the_process_is_made_again(app: TestApp) {
+    until_search_ready(&app).await;
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    app.job(&e, c, json!({"title": "Welder"})).await;
+    app.get("/api/jobs?q=welder", None).await.expect(200);
+
+    std::fs::remove_dir_all(&app.vars["SEARCH_INDEX_DIR"]).unwrap();
+    app.job(&e, c, json!({"title": "Plumber"})).await;
+    let started = std::time::Instant::now();
+    loop {
+        let r = app.get("/api/jobs?q=plumber", None).await;
+        if r.status == 200 && r.body["total"] == 1 {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the write is not searchable 20 s after the folder was removed: {} {}",
+            r.status,
+            r.text
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let r = app.get("/api/jobs?q=welder", None).await;
+    assert_eq!(r.expect(200)["total"], 1, "{}", r.text);
+    until_readyz(&app, std::time::Duration::from_secs(10), |r| {
+        r.status == 200
+    })
+    .await;
 }

@@ -23,6 +23,7 @@ mod events;
 mod headers;
 mod idempotency;
 mod index;
+mod index_faults;
 mod index_proof;
 mod jobs;
 mod lifecycle;

@@ -34,7 +34,7 @@ fn job(id: i64, t: i64, title: &str) -> JobRow {
 fn index(jobs: &[JobRow]) -> (tempfile::TempDir, SearchIndex) {
     let dir = tempfile::tempdir().expect("temp dir");
     let index = SearchIndex::open_with_block_size(dir.path(), 1).expect("open");
-    index.apply(&[], jobs, 1, false).expect("apply");
+    index.apply(&[], &[], jobs, 1, false).expect("apply");
     (dir, index)
 }
 

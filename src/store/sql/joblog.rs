@@ -14,7 +14,10 @@ const AFTER: &str =
     "SELECT seq, job_id, company_id FROM job_changes WHERE seq > $1 ORDER BY seq LIMIT $2";
 const TRIM: &str = "DELETE FROM job_changes WHERE seq IN (SELECT seq FROM job_changes \
      WHERE seq <= $1 ORDER BY seq LIMIT $2)";
-const COMPANY_JOBS: &str = const_format::concatcp!(sql::JOB_SELECT, " WHERE j.company_id = $1");
+const COMPANY_OPEN_JOBS: &str = const_format::concatcp!(
+    sql::JOB_SELECT,
+    " WHERE j.company_id = $1 AND j.status = 'open'"
+);
 const OPEN_AFTER: &str = const_format::concatcp!(
     sql::JOB_SELECT,
     " WHERE j.status = 'open' AND j.id > $1 ORDER BY j.id LIMIT $2"
@@ -118,12 +121,12 @@ impl JobLogStore for S {
         Ok(rows)
     }
 
-    async fn company_jobs(&self, company_id: i64) -> StoreResult<Vec<JobRow>> {
-        Ok(sqlx::query_as::<_, JobRow>(COMPANY_JOBS)
+    async fn company_open_jobs(&self, company_id: i64) -> StoreResult<Vec<JobRow>> {
+        Ok(sqlx::query_as::<_, JobRow>(COMPANY_OPEN_JOBS)
             .bind(company_id)
             .fetch_all(&self.pool)
             .await
-            .context("reading a changed company's jobs")?)
+            .context("reading a changed company's open jobs")?)
     }
 
     async fn open_jobs_after(&self, after_id: i64, limit: i64) -> StoreResult<Vec<JobRow>> {
