@@ -8,6 +8,7 @@ pub mod alerts;
 pub mod applications;
 pub mod companies;
 pub mod console;
+mod cursor;
 pub mod error;
 pub mod extract;
 pub(crate) mod filters;
