@@ -62,13 +62,14 @@ fn event_kind() -> impl Strategy<Value = EventKind> {
                 decision,
             }
         }),
-        (id.clone(), time(), ids.clone()).prop_map(|(user_id, hour, applications)| {
-            EventKind::ApplicationsDigest {
+        (id.clone(), time(), ids.clone(), any::<u64>()).prop_map(
+            |(user_id, hour, applications, further)| EventKind::ApplicationsDigest {
                 user_id,
                 hour,
                 applications,
-            }
-        }),
+                further,
+            },
+        ),
         (id, period, ids, any::<u64>()).prop_map(|(alert_id, period, jobs, more)| {
             EventKind::AlertDigest {
                 alert_id,

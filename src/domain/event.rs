@@ -12,6 +12,9 @@ pub const JOB_REVIEWED: &str = "job.reviewed";
 pub const APPLICATIONS_DIGEST: &str = "applications.digest";
 pub const ALERT_DIGEST: &str = "alert.digest";
 
+/// The most applications an `applications.digest` lists; it counts the rest (`further`).
+pub const DIGEST_APPLICATIONS: usize = 20;
+
 /// Every type of §5, in the contract's order.
 pub const TYPES: [&str; 7] = [
     STATUS_CHANGED,
@@ -68,14 +71,17 @@ pub enum EventKind {
         user_id: i64,
         decision: Decision,
     },
-    /// To one member: the applications their companies' jobs received in one hour (the list
-    /// is fixed when the event is written).
+    /// To one member: the applications their companies' jobs received in one hour (fixed when
+    /// the event is written): the first up to [`DIGEST_APPLICATIONS`], ascending, and how many
+    /// more there were (0 when absent), so that the event always fits one queue message.
     #[serde(rename = "applications.digest")]
     ApplicationsDigest {
         user_id: i64,
         #[serde(with = "crate::timefmt")]
         hour: DateTime<Utc>,
         applications: Vec<i64>,
+        #[serde(default)]
+        further: u64,
     },
     /// To an alert's owner: the alert's new matches of one period (fixed when written): the
     /// newest up to `DIGEST_JOBS`, newest first, and how many more matched (0 when absent).
@@ -456,6 +462,7 @@ mod tests {
                 user_id: 6,
                 hour: t("2026-12-04T10:00:00Z"),
                 applications: vec![7, 8],
+                further: 4,
             },
             EventKind::AlertDigest {
                 alert_id: 9,

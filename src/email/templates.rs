@@ -103,9 +103,10 @@ pub fn render(
             *decision,
             rejection_reason.as_deref(),
         ),
-        (EventKind::ApplicationsDigest { hour, .. }, About::ApplicationsDigest { jobs }) => {
-            applications_digest(name, hour, jobs, list_unsubscribe)
-        }
+        (
+            EventKind::ApplicationsDigest { hour, further, .. },
+            About::ApplicationsDigest { jobs },
+        ) => applications_digest(name, hour, jobs, *further, list_unsubscribe),
         (
             EventKind::AlertDigest { period, more, .. },
             About::AlertDigest {
@@ -248,14 +249,21 @@ fn job_reviewed(
     }
 }
 
-/// Job titles and counts, by company; never a candidate's name or address.
+/// Job titles and counts of the listed applications, by company, and how many more the hour
+/// had; never a candidate's name or address.
 fn applications_digest(
     name: &str,
     hour: &DateTime<Utc>,
     jobs: &[DigestJob],
+    further: u64,
     list_unsubscribe: Option<&str>,
 ) -> Rendered {
-    let n: i64 = jobs.iter().map(|j| j.applications).sum();
+    let further = i64::try_from(further).unwrap_or(i64::MAX);
+    let n: i64 = jobs
+        .iter()
+        .map(|j| j.applications)
+        .sum::<i64>()
+        .saturating_add(further);
     let mut lines = String::new();
     let mut company: Option<&str> = None;
     for job in jobs {
@@ -264,6 +272,11 @@ fn applications_digest(
             company = Some(&job.company);
         }
         lines.push_str(&format!("  {}: {}\n", job.job_title, job.applications));
+    }
+    match further {
+        0 => {}
+        1 => lines.push_str("\nand 1 more application.\n"),
+        m => lines.push_str(&format!("\nand {m} more applications.\n")),
     }
     let end = *hour + chrono::Duration::hours(1);
     let stop = match list_unsubscribe {
@@ -377,9 +390,12 @@ pub fn about(kind: &EventKind) -> String {
             }
         ),
         EventKind::ApplicationsDigest {
-            hour, applications, ..
+            hour,
+            applications,
+            further,
+            ..
         } => format!(
-            "the applications of the hour from {} ({} listed)",
+            "the applications of the hour from {} ({} listed, {further} more)",
             stamp(hour),
             applications.len()
         ),
@@ -711,6 +727,7 @@ mod tests {
             user_id: 7,
             hour: t("2026-12-04T10:00:00Z"),
             applications: vec![1, 2],
+            further: 0,
         };
         no_forged_line(&rendered(kind, &digest));
         let alert = EmailData {
@@ -757,6 +774,7 @@ mod tests {
             user_id: 7,
             hour: t("2026-12-04T10:00:00Z"),
             applications: vec![11, 12, 13, 14, 15, 16],
+            further: 0,
         });
         let r = render(
             &e,
@@ -781,6 +799,45 @@ mod tests {
         );
         let without = render(&e, &data, BASE, None).unwrap();
         assert!(!without.body.contains("To stop"), "{}", without.body);
+    }
+
+    #[test]
+    fn a_digest_counts_the_applications_it_does_not_list() {
+        let data = EmailData {
+            to: to(),
+            about: About::ApplicationsDigest {
+                jobs: vec![DigestJob {
+                    job_id: 1,
+                    job_title: "Backend Engineer".into(),
+                    company: "Acme".into(),
+                    applications: 20,
+                }],
+            },
+        };
+        for (further, total, line) in [
+            (0, 20, None),
+            (1, 21, Some("\nand 1 more application.\n")),
+            (9_980, 10_000, Some("\nand 9980 more applications.\n")),
+        ] {
+            let e = event(EventKind::ApplicationsDigest {
+                user_id: 7,
+                hour: t("2026-12-04T10:00:00Z"),
+                applications: (1..=20).collect(),
+                further,
+            });
+            let r = render(&e, &data, BASE, None).unwrap();
+            assert_eq!(r.subject, format!("{total} new applications"));
+            assert!(
+                r.body
+                    .contains(&format!("received {total} new applications:")),
+                "{}",
+                r.body
+            );
+            match line {
+                Some(line) => assert!(r.body.contains(line), "{}", r.body),
+                None => assert!(!r.body.contains(" more application"), "{}", r.body),
+            }
+        }
     }
 
     fn alert_data(frequency: Frequency, jobs: &[(i64, &str)]) -> EmailData {
@@ -894,6 +951,7 @@ mod tests {
                 user_id: 7,
                 hour: t("2026-12-04T10:00:00Z"),
                 applications: vec![1],
+                further: 0,
             }),
             Some(Target::Digest { user_id: 7 })
         );

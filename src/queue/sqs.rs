@@ -6,10 +6,13 @@
 //! move a message before `MAX_ATTEMPTS`.
 
 use super::{DeadLetter, DeadLetterReason, Message, Queue, Redriven, Selection};
-use crate::store::{SqsDeadLetterRow, SqsQueueStore};
+use crate::store::{Published, SqsDeadLetterRow, SqsQueueStore};
 use anyhow::Context;
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
+use aws_sdk_sqs::config::http::HttpResponse;
+use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_sqs::operation::send_message::SendMessageError;
 use aws_sdk_sqs::types::{
     DeleteMessageBatchRequestEntry, MessageAttributeValue, MessageSystemAttributeName,
     QueueAttributeName, SendMessageBatchRequestEntry,
@@ -44,6 +47,16 @@ fn attr(value: impl Into<String>) -> anyhow::Result<MessageAttributeValue> {
         .data_type("String")
         .string_value(value)
         .build()?)
+}
+
+/// Whether SQS refused a request for its size: a batch over the limit (`BatchRequestTooLong`),
+/// or a body too long for the queue (`InvalidParameterValue`, "Message must be shorter than…").
+fn size_refusal(code: Option<&str>, message: Option<&str>) -> bool {
+    match code {
+        Some(code) if code.ends_with("TooLong") => true,
+        Some("InvalidParameterValue") => message.is_some_and(|m| m.contains("shorter than")),
+        _ => false,
+    }
 }
 
 /// Whole seconds for SQS, rounded up so that a delay never ends early (and never rounds to 0).
@@ -118,9 +131,12 @@ impl SqsQueue {
         aws_sdk_sqs::config::Builder::new().timeout_config(timeouts(self.timeout, wait))
     }
 
-    /// Publishes bodies (the outbox relay); returns the indexes SQS accepted.
-    pub async fn publish(&self, bodies: &[String]) -> anyhow::Result<Vec<usize>> {
-        let mut accepted = Vec::new();
+    /// Publishes bodies (the outbox relay), in batches. A batch SQS refuses for its size (the
+    /// sum of its bodies over the limit, or one body too long) is published one message at a
+    /// time, so that one large event never holds up the others; a body SQS refuses alone as too
+    /// long is reported as such, to be dead-lettered.
+    pub async fn publish(&self, bodies: &[String]) -> anyhow::Result<Published> {
+        let mut done = Published::default();
         for (chunk_no, chunk) in bodies.chunks(BATCH).enumerate() {
             let entries = chunk
                 .iter()
@@ -132,16 +148,45 @@ impl SqsQueue {
                         .build()
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            let out = self
+            let out = match self
                 .client
                 .send_message_batch()
                 .queue_url(&self.url)
                 .set_entries(Some(entries))
                 .send()
-                .await?;
+                .await
+            {
+                Ok(out) => out,
+                Err(e) if size_refusal(e.code(), e.message()) => {
+                    tracing::warn!(
+                        code = e.code(),
+                        "SQS refused a batch for its size; publishing its events one by one"
+                    );
+                    for (i, body) in chunk.iter().enumerate() {
+                        let at = chunk_no * BATCH + i;
+                        match self.send_to(&self.url, body, HashMap::new()).await {
+                            Ok(_) => done.accepted.push(at),
+                            Err(e) if size_refusal(e.code(), e.message()) => done.too_long.push((
+                                at,
+                                format!(
+                                    "SQS refused the event as too long ({} bytes): {}",
+                                    body.len(),
+                                    e.message().unwrap_or("no message")
+                                ),
+                            )),
+                            Err(e) => tracing::warn!(
+                                error = format!("{e:#}"),
+                                "SQS refused to publish one event; it stays in the outbox"
+                            ),
+                        }
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             for ok in out.successful() {
                 if let Ok(i) = ok.id().parse::<usize>() {
-                    accepted.push(chunk_no * BATCH + i);
+                    done.accepted.push(chunk_no * BATCH + i);
                 }
             }
             for failed in out.failed() {
@@ -151,7 +196,7 @@ impl SqsQueue {
                 );
             }
         }
-        Ok(accepted)
+        Ok(done)
     }
 
     async fn send_to(
@@ -159,7 +204,7 @@ impl SqsQueue {
         url: &str,
         body: &str,
         attributes: HashMap<String, MessageAttributeValue>,
-    ) -> anyhow::Result<Option<String>> {
+    ) -> Result<Option<String>, SdkError<SendMessageError, HttpResponse>> {
         let sent = self
             .client
             .send_message()

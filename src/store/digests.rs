@@ -11,8 +11,10 @@ use chrono::{DateTime, Utc};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DigestMember {
     pub user_id: i64,
-    /// Ascending.
+    /// The first [`DIGEST_APPLICATIONS`](crate::domain::event::DIGEST_APPLICATIONS), ascending.
     pub applications: Vec<i64>,
+    /// How many more there are.
+    pub further: u64,
 }
 
 #[async_trait]

@@ -107,9 +107,34 @@ pub struct TxClaim {
 pub type SendFn<'a> =
     Box<dyn FnOnce(EmailData, TxClaim) -> BoxFuture<'a, Result<(), SendError>> + Send + 'a>;
 
-/// Publishes outbox bodies; returns the indexes the queue accepted.
+/// What a publish of outbox bodies did: the indexes the queue accepted, and those it refused
+/// because the body alone is too long for it, with the queue's words (never accepted on a
+/// retry, so dead-lettered rather than left in the outbox).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Published {
+    pub accepted: Vec<usize>,
+    pub too_long: Vec<(usize, String)>,
+}
+
+impl From<Vec<usize>> for Published {
+    /// All of these accepted, nothing refused.
+    fn from(accepted: Vec<usize>) -> Self {
+        Published {
+            accepted,
+            too_long: Vec::new(),
+        }
+    }
+}
+
+impl FromIterator<usize> for Published {
+    fn from_iter<I: IntoIterator<Item = usize>>(accepted: I) -> Self {
+        Vec::from_iter(accepted).into()
+    }
+}
+
+/// Publishes outbox bodies.
 pub type PublishFn<'a> =
-    Box<dyn FnOnce(Vec<String>) -> BoxFuture<'a, anyhow::Result<Vec<usize>>> + Send + 'a>;
+    Box<dyn FnOnce(Vec<String>) -> BoxFuture<'a, anyhow::Result<Published>> + Send + 'a>;
 
 /// How a transaction-mode attempt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -281,7 +306,9 @@ pub trait EventStore: Send + Sync {
         at_ms: Option<i64>,
     ) -> StoreResult<()>;
     /// Publishes up to `limit` outbox rows with `publish`, which returns the indexes the queue
-    /// accepted; those rows are deleted and the rest made visible again. The rows are taken for
+    /// accepted; those rows are deleted and the rest made visible again, except a row whose
+    /// body the queue refused as too long: it leaves the outbox as a recorded SQS dead letter
+    /// (its message id `outbox-{event_id}`, with the queue's reason), in the same transaction. The rows are taken for
     /// `lease_ms` by a statement that commits before `publish` runs, so no transaction waits on
     /// the queue and concurrent relays skip each other's rows (a relay that dies mid-publish
     /// leaves its rows to the next after the lease). Returns how many were published.

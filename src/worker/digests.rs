@@ -85,6 +85,7 @@ impl Worker {
                             user_id: m.user_id,
                             hour,
                             applications: m.applications,
+                            further: m.further,
                         },
                         now,
                     )

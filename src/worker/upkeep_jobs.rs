@@ -45,9 +45,15 @@ impl Worker {
     pub async fn upkeep_jobs(&self) -> Option<JobUpkeepReport> {
         use std::sync::atomic::Ordering;
         let jobs = &self.jobs;
-        // To the microsecond, as both databases keep times.
-        let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 6);
-        match run_job_upkeep(&*self.store, &jobs.settings, now).await {
+        // Judged on the database's clock, as the digests are: a worker whose clock runs fast
+        // must not expire a job (and send `job.expired`) early.
+        let run = async {
+            let ms = self.store.now_ms().await?;
+            let now = chrono::DateTime::from_timestamp_millis(ms)
+                .ok_or_else(|| anyhow::anyhow!("the database's clock reads {ms} ms"))?;
+            anyhow::Ok(run_job_upkeep(&*self.store, &jobs.settings, now).await?)
+        };
+        match run.await {
             Ok(report) => {
                 if jobs.failing.swap(false, Ordering::SeqCst) {
                     tracing::info!("the upkeep's job steps run again");

@@ -11,7 +11,7 @@ use crate::smtp::Mail;
 use crate::worker::Harness;
 use chrono::{DateTime, TimeDelta, Utc};
 use jobboard::domain::Role;
-use jobboard::domain::event::{Decision, Event, EventKind};
+use jobboard::domain::event::{DIGEST_APPLICATIONS, Decision, Event, EventKind};
 use jobboard::domain::values::Email;
 use jobboard::store::NewUser;
 use jobboard::worker::Outcome;
@@ -377,12 +377,23 @@ async fn the_digest_of_an_hour_goes_to_each_member_with_their_companies_counts(h
             );
             let text = mail.text().replace("\r\n", "\n");
             assert!(text.contains(&format!("\n{}\n", c.name)), "{text}");
+            // The first DIGEST_APPLICATIONS applications are listed (by job), the rest counted.
+            let mut left = DIGEST_APPLICATIONS;
             for (title, n) in &c.jobs {
-                assert!(
-                    text.contains(&format!("  {title}: {n}\n")),
-                    "{title}: {n} in {text}"
+                let listed = (*n).min(left);
+                left -= listed;
+                assert_eq!(
+                    text.contains(&format!("  {title}: {listed}\n")),
+                    listed > 0,
+                    "{title}: {listed} in {text}"
                 );
             }
+            let further = total.saturating_sub(DIGEST_APPLICATIONS);
+            assert_eq!(
+                text.contains(&format!("\nand {further} more applications.\n")),
+                further > 1,
+                "{text}"
+            );
             assert!(
                 text.contains("Between 10:00 and 11:00 UTC on 2020-01-06"),
                 "{text}"
@@ -473,6 +484,7 @@ async fn the_upkeep_writes_each_digest_once(h: Harness) {
             user_id: s.employer.id,
             hour: t(HOUR),
             applications: all_applications(&h).await,
+            further: 0,
         },
         t(AFTER_HOUR),
     );
@@ -605,6 +617,7 @@ async fn what_an_event_reports_gone_ends_missing(h: Harness) {
             user_id: leaving.id,
             hour: t(HOUR),
             applications: vec![other.application_id],
+            further: 0,
         },
         // A job deleted before its notice is sent.
         EventKind::JobReviewed {

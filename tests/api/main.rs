@@ -17,6 +17,7 @@ mod cli;
 mod companies;
 mod console;
 mod crash;
+mod digest_bounds;
 mod docs;
 mod errors;
 mod events;

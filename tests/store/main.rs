@@ -25,6 +25,7 @@ mod applications;
 mod companies;
 mod events;
 mod idempotency;
+mod joblog_order;
 mod jobs;
 mod lifecycle;
 mod ops;

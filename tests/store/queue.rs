@@ -240,7 +240,7 @@ async fn relay_deletes_only_what_was_accepted(store: Arc<dyn Store>) {
             LEASE_MS,
             Box::new(move |_| {
                 *flag.lock().unwrap() = true;
-                async { Ok(vec![]) }.boxed()
+                async { Ok(vec![].into()) }.boxed()
             }),
         )
         .await
@@ -258,7 +258,7 @@ async fn relay_deletes_only_what_was_accepted(store: Arc<dyn Store>) {
             Box::new(move |bodies| {
                 *published.lock().unwrap() = bodies;
                 // The queue took the first and the last.
-                async { Ok(vec![0, 2]) }.boxed()
+                async { Ok(vec![0, 2].into()) }.boxed()
             }),
         )
         .await
@@ -308,7 +308,11 @@ async fn relay_deletes_only_what_was_accepted(store: Arc<dyn Store>) {
             Box::new(move |bodies| {
                 async move {
                     let inner = other
-                        .relay_outbox(10, LEASE_MS, Box::new(|_| async { Ok(vec![]) }.boxed()))
+                        .relay_outbox(
+                            10,
+                            LEASE_MS,
+                            Box::new(|_| async { Ok(vec![].into()) }.boxed()),
+                        )
                         .await
                         .expect("a second relay meanwhile");
                     assert_eq!(inner, 0, "the second relay took the first's rows");
@@ -328,7 +332,7 @@ async fn relay_deletes_only_what_was_accepted(store: Arc<dyn Store>) {
         .relay_outbox(
             10,
             LEASE_MS,
-            Box::new(|_| async { Ok(vec![0, 5, 9]) }.boxed()),
+            Box::new(|_| async { Ok(vec![0, 5, 9].into()) }.boxed()),
         )
         .await
         .unwrap();

@@ -205,6 +205,7 @@ async fn a_digest_counts_what_is_left_and_reads_its_preference(db: &TestDb) {
             user_id: s.employer.id,
             hour: t("2026-12-04T10:00:00Z"),
             applications: applications.clone(),
+            further: 0,
         },
         Utc::now(),
     );
@@ -267,6 +268,7 @@ async fn a_digest_counts_what_is_left_and_reads_its_preference(db: &TestDb) {
             user_id: elsewhere.employer.id,
             hour: t("2026-12-04T10:00:00Z"),
             applications: vec![elsewhere.application.id],
+            further: 0,
         },
         Utc::now(),
     );
@@ -334,14 +336,17 @@ async fn the_members_of_an_hour_are_paged_by_id(db: &TestDb) {
         DigestMember {
             user_id: a.employer.id,
             applications: a_and_b,
+            further: 0,
         },
         DigestMember {
             user_id: a2.id,
             applications: a_apps.to_vec(),
+            further: 0,
         },
         DigestMember {
             user_id: b.employer.id,
             applications: b_apps.to_vec(),
+            further: 0,
         },
     ];
     want.sort_by_key(|m| m.user_id);
@@ -387,6 +392,7 @@ async fn the_upkeep_writes_each_event_once(db: &TestDb) {
                 user_id: s.employer.id,
                 hour,
                 applications: vec![s.application.id],
+                further: 0,
             },
             Utc::now(),
         )
@@ -446,6 +452,7 @@ async fn event_records_stay_while_a_message_needs_them(db: &TestDb) {
                 user_id: s.employer.id,
                 hour: t("2026-12-04T00:00:00Z") + TimeDelta::hours(i),
                 applications: vec![s.application.id],
+                further: 0,
             },
             at,
         )

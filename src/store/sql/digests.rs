@@ -2,7 +2,7 @@
 //! writing of the upkeep's events.
 
 use super::{S, sql};
-use crate::domain::event::Event;
+use crate::domain::event::{DIGEST_APPLICATIONS, Event};
 use crate::store::{DigestMember, DigestStore, Step, StoreError, StoreResult};
 use anyhow::Context;
 use chrono::{DateTime, Utc};
@@ -54,10 +54,17 @@ impl DigestStore for S {
         let mut members: Vec<DigestMember> = Vec::new();
         for (user_id, application) in rows {
             match members.last_mut() {
-                Some(m) if m.user_id == user_id => m.applications.push(application),
+                Some(m) if m.user_id == user_id => {
+                    if m.applications.len() < DIGEST_APPLICATIONS {
+                        m.applications.push(application)
+                    } else {
+                        m.further += 1
+                    }
+                }
                 _ => members.push(DigestMember {
                     user_id,
                     applications: vec![application],
+                    further: 0,
                 }),
             }
         }

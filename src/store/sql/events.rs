@@ -509,7 +509,7 @@ impl EventStore for S {
         lease_ms: i64,
         publish: PublishFn<'_>,
     ) -> StoreResult<usize> {
-        let mut rows: Vec<(i64, String)> = sqlx::query_as(sql::OUTBOX_TAKE)
+        let mut rows: Vec<(i64, String, String)> = sqlx::query_as(sql::OUTBOX_TAKE)
             .bind(limit)
             .bind(lease_ms)
             .fetch_all(&self.pool)
@@ -518,28 +518,53 @@ impl EventStore for S {
         if rows.is_empty() {
             return Ok(0);
         }
-        rows.sort_by_key(|(id, _)| *id);
-        let published = publish(rows.iter().map(|(_, b)| b.clone()).collect()).await;
-        let accepted: Vec<usize> = match &published {
-            Ok(accepted) => accepted.clone(),
-            Err(_) => Vec::new(),
+        rows.sort_by_key(|(id, _, _)| *id);
+        let published = publish(rows.iter().map(|(_, _, b)| b.clone()).collect()).await;
+        let done = match &published {
+            Ok(done) => done.clone(),
+            Err(_) => Published::default(),
         };
-        // Only what the queue accepted leaves the outbox; the rest is the next sweep's.
+        // Only what the queue accepted leaves the outbox, and what it can never accept as a dead
+        // letter; the rest is the next sweep's.
         let mut tx = self.begin_write().await?;
         let mut deleted = 0;
-        for (i, (id, _)) in rows.iter().enumerate() {
-            let statement = if accepted.contains(&i) {
+        for (i, (id, event_id, body)) in rows.iter().enumerate() {
+            let refused = done.too_long.iter().find(|(j, _)| *j == i);
+            if let Some((_, reason)) = refused {
+                let now: i64 = sqlx::query_scalar(sql::NOW_MS)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .step("reading the database clock")?;
+                let reason = stored_text(reason);
+                sqlx::query(super::sqs_dead_letters::INSERT)
+                    .bind(format!("outbox-{event_id}"))
+                    .bind(event_id)
+                    .bind(reason.as_ref())
+                    .bind(0_i64)
+                    .bind(body)
+                    .bind(now)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await
+                    .with_step(|| format!("dead-lettering outbox row {id}, too long to publish"))?;
+                tracing::error!(
+                    event_id = event_id.as_str(),
+                    reason = reason.as_ref(),
+                    "the queue refused an event as too long; dead-lettered"
+                );
+            }
+            let statement = if done.accepted.contains(&i) || refused.is_some() {
                 sql::OUTBOX_DELETE
             } else {
                 sql::OUTBOX_RETURN
             };
-            let done = sqlx::query(statement)
+            let settled = sqlx::query(statement)
                 .bind(id)
                 .execute(&mut *tx)
                 .await
                 .with_step(|| format!("settling outbox row {id} after its publish"))?;
-            if statement == sql::OUTBOX_DELETE {
-                deleted += done.rows_affected() as usize;
+            if statement == sql::OUTBOX_DELETE && refused.is_none() {
+                deleted += settled.rows_affected() as usize;
             }
         }
         tx.commit()

@@ -7,7 +7,7 @@ use sqlx::{FromRow, Row};
 
 const COLUMNS: &str =
     "message_id, event_id, reason, attempts, body, first_failed_at, last_failed_at";
-const INSERT: &str = concatcp!(
+pub(super) const INSERT: &str = concatcp!(
     "INSERT INTO sqs_dead_letters (",
     COLUMNS,
     ") VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (message_id) DO NOTHING"

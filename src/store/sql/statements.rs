@@ -218,7 +218,7 @@ pub const OUTBOX_TAKE: &str = concatcp!(
     NOW,
     " ORDER BY id LIMIT $1",
     <D as Dialect>::SKIP_LOCKED,
-    ") RETURNING id, body"
+    ") RETURNING id, event_id, body"
 );
 /// Rows taken but not published are the next sweep's at once.
 pub const OUTBOX_RETURN: &str = concatcp!("UPDATE outbox SET visible_at = ", NOW, " WHERE id = $1");
