@@ -18,6 +18,9 @@ pub const LOCATION_MAX: usize = 200;
 pub const DESCRIPTION_MAX: usize = 20_000;
 pub const COVER_LETTER_MAX: usize = 10_000;
 pub const SALARY_MAX: i64 = 1_000_000_000;
+/// The largest resource id a client may send: 2^53 − 1, the largest integer a JSON client
+/// reading numbers as doubles holds exactly.
+pub const ID_MAX: i64 = (1 << 53) - 1;
 
 /// Trims `value` and checks its length in code points.
 pub fn text(value: &str, min: usize, max: usize) -> Result<String, FieldError> {

@@ -32,6 +32,7 @@ mod openapi;
 mod ops;
 mod panics;
 mod proxy;
+mod query_rules;
 mod readme;
 mod reliability;
 mod rollout;
