@@ -42,6 +42,21 @@ pub fn text(value: &str, min: usize, max: usize) -> Result<String, FieldError> {
     Ok(trimmed.to_string())
 }
 
+/// Whether `value` holds a character that shows: not whitespace, not a control, and not one
+/// of the format characters that draw nothing (zero-width space and joiners, word joiner,
+/// invisible operators, byte-order mark, soft hyphen, fillers, bidi controls).
+pub fn has_visible(value: &str) -> bool {
+    value.chars().any(|c| {
+        !(c.is_whitespace()
+            || c.is_control()
+            || is_bidi_control(c)
+            || matches!(c,
+                '\u{00AD}' | '\u{034F}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+                | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{206F}'
+                | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}'))
+    })
+}
+
 /// A bidirectional formatting control: an embedding, override or isolate (U+202A–U+202E,
 /// U+2066–U+2069) or a mark (U+200E, U+200F, U+061C). Each can make text read in another order
 /// than it is written.

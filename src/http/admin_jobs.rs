@@ -173,6 +173,13 @@ async fn reject(
     let job = st.store.job(ids.one()).await?;
     let input: RejectIn = idem.body.json(false)?;
     let reason = validate::text(&input.reason, 1, REJECTION_REASON_MAX)
+        .and_then(|r| {
+            if validate::has_visible(&r) {
+                Ok(r)
+            } else {
+                Err("must hold a visible character".to_string())
+            }
+        })
         .map_err(|m| ApiError::field("reason", m))?;
     let done = idem.completion(StatusCode::OK, &json_of::<JobRow, JobOut>)?;
     let row = review(&st, &op, job.id, Review::Reject { reason }, done.as_ref()).await?;

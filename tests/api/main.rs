@@ -24,6 +24,7 @@ mod headers;
 mod idempotency;
 mod index;
 mod index_proof;
+mod input_edges;
 mod jobs;
 mod lifecycle;
 mod moderation;
