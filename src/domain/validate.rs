@@ -18,9 +18,6 @@ pub const LOCATION_MAX: usize = 200;
 pub const DESCRIPTION_MAX: usize = 20_000;
 pub const COVER_LETTER_MAX: usize = 10_000;
 pub const SALARY_MAX: i64 = 1_000_000_000;
-/// The largest resource id a client may send: 2^53 − 1, the largest integer a JSON client
-/// reading numbers as doubles holds exactly.
-pub const ID_MAX: i64 = (1 << 53) - 1;
 
 /// Trims `value` and checks its length in code points.
 pub fn text(value: &str, min: usize, max: usize) -> Result<String, FieldError> {
@@ -40,21 +37,6 @@ pub fn text(value: &str, min: usize, max: usize) -> Result<String, FieldError> {
         return Err(format!("must be at most {max} characters"));
     }
     Ok(trimmed.to_string())
-}
-
-/// Whether `value` holds a character that shows: not whitespace, not a control, and not one
-/// of the format characters that draw nothing (zero-width space and joiners, word joiner,
-/// invisible operators, byte-order mark, soft hyphen, fillers, bidi controls).
-pub fn has_visible(value: &str) -> bool {
-    value.chars().any(|c| {
-        !(c.is_whitespace()
-            || c.is_control()
-            || is_bidi_control(c)
-            || matches!(c,
-                '\u{00AD}' | '\u{034F}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
-                | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{206F}'
-                | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}'))
-    })
 }
 
 /// A bidirectional formatting control: an embedding, override or isolate (U+202A–U+202E,

@@ -291,6 +291,9 @@ impl QueryParams {
     }
 }
 
+/// The largest id a client may send: 2^53 − 1, the last integer a JSON double holds exactly.
+pub const ID_MAX: i64 = (1 << 53) - 1;
+
 /// The highest page number accepted (keeps offsets far from overflow).
 pub const MAX_PAGE: i64 = 1_000_000;
 

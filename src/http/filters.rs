@@ -50,7 +50,7 @@ pub(crate) fn search_filters(src: &impl FilterSource, errors: &mut FieldErrors) 
     }
     let location = src.text("location", errors).and_then(trimmed);
     let remote = src.bool("remote", errors);
-    let company_id = src.int("company_id", 1, validate::ID_MAX, errors);
+    let company_id = src.int("company_id", 1, super::extract::ID_MAX, errors);
     let salary_min = src.int("salary_min", 0, validate::SALARY_MAX, errors);
     let employment_type = src.text("employment_type", errors).and_then(|t| {
         let parsed = EmploymentType::parse(&t);

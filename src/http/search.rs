@@ -397,7 +397,7 @@ fn parse_ids(value: &str) -> Result<Vec<i64>, String> {
     let mut ids = Vec::new();
     for part in value.split(',') {
         match part.trim().parse::<i64>() {
-            Ok(id) if (1..=crate::domain::validate::ID_MAX).contains(&id) => ids.push(id),
+            Ok(id) if (1..=super::extract::ID_MAX).contains(&id) => ids.push(id),
             _ => return Err("must be job ids (positive integers) separated by commas".into()),
         }
     }

@@ -31,6 +31,7 @@ mod moderation;
 mod notifications;
 mod openapi;
 mod ops;
+mod overload;
 mod panics;
 mod proxy;
 mod query_rules;
