@@ -13,6 +13,7 @@ async fn main() -> ExitCode {
         }
     };
     telemetry::init_logging(config.log_format);
+    raise_open_file_limit();
     match jobboard::run::run(cli.command, config).await {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
@@ -20,6 +21,31 @@ async fn main() -> ExitCode {
             eprintln!("jobboard: {e:#}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Raises the soft limit on open files to the hard one, and logs both: every connection, pooled
+/// database connection and search-index segment is a descriptor, and a common soft default of
+/// 1 024 is reached by a burst of clients long before `MAX_CONCURRENT_REQUESTS` refuses any.
+fn raise_open_file_limit() {
+    use rlimit::Resource;
+    let Ok((soft, hard)) = Resource::NOFILE.get() else {
+        tracing::warn!("the open-file limit could not be read; left as it is");
+        return;
+    };
+    match rlimit::increase_nofile_limit(hard) {
+        Ok(now) => tracing::info!(
+            soft_before = soft,
+            soft = now,
+            hard,
+            "open-file limit: soft raised to the hard limit"
+        ),
+        Err(e) => tracing::warn!(
+            soft,
+            hard,
+            error = %e,
+            "open-file limit: the soft limit could not be raised"
+        ),
     }
 }
 

@@ -11,6 +11,8 @@ use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitEx
 
 pub const HTTP_REQUESTS_TOTAL: &str = "http_requests_total";
 pub const HTTP_REQUEST_DURATION_SECONDS: &str = "http_request_duration_seconds";
+/// Requests answered 503 because `MAX_CONCURRENT_REQUESTS` were being served.
+pub const HTTP_REQUESTS_SHED_TOTAL: &str = "http_requests_shed_total";
 pub const SEARCH_CACHE_REQUESTS_TOTAL: &str = "search_cache_requests_total";
 pub const EVENTS_PUBLISHED_TOTAL: &str = "events_published_total";
 pub const OUTBOX_PENDING: &str = "outbox_pending";
@@ -299,6 +301,10 @@ fn describe() {
     metrics::describe_counter!(
         HTTP_REQUESTS_TOTAL,
         "HTTP requests by method, route template and status"
+    );
+    metrics::describe_counter!(
+        HTTP_REQUESTS_SHED_TOTAL,
+        "HTTP requests answered 503 because MAX_CONCURRENT_REQUESTS were being served"
     );
     metrics::describe_histogram!(
         HTTP_REQUEST_DURATION_SECONDS,

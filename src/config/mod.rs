@@ -206,6 +206,11 @@ pub struct Config {
     #[arg(long, env = "REQUEST_TIMEOUT_SECS", default_value = "30",
           value_parser = parse::ranged(1, 3_600))]
     pub request_timeout_secs: u64,
+    /// 1-65536: requests the API serves at once; past it a request is answered 503 with
+    /// Retry-After at once (/healthz, /readyz and /metrics are not counted)
+    #[arg(long, env = "MAX_CONCURRENT_REQUESTS", default_value = "1024",
+          value_parser = parse::ranged(1, 65_536))]
+    pub max_concurrent_requests: u64,
     /// 1-3600: PostgreSQL's statement_timeout on every connection of the API and the worker;
     /// migrations run without it and set their own (SQLite: ignored)
     #[arg(long, env = "DATABASE_STATEMENT_TIMEOUT_SECS", default_value = "30",

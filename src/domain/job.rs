@@ -171,11 +171,18 @@ pub fn check_expires_at(t: DateTime<Utc>, now: DateTime<Utc>) -> Result<DateTime
 
 /// Parses an RFC 3339 time (any offset) as UTC, truncated to the microsecond both databases
 /// store.
+///
+/// A leap second (`…:60`) is refused: chrono would keep it as a time the databases store
+/// differently (SQLite as `:60`, PostgreSQL as the next day) and clients could not read back.
 pub fn parse_time(raw: &str) -> Result<DateTime<Utc>, String> {
-    use chrono::SubsecRound;
-    DateTime::parse_from_rfc3339(raw.trim())
+    use chrono::{SubsecRound, Timelike};
+    let t = DateTime::parse_from_rfc3339(raw.trim())
         .map(|t| t.with_timezone(&Utc).trunc_subsecs(6))
-        .map_err(|_| "must be an RFC 3339 time such as 2026-12-31T23:59:59Z".to_string())
+        .map_err(|_| "must be an RFC 3339 time such as 2026-12-31T23:59:59Z".to_string())?;
+    if t.nanosecond() >= 1_000_000_000 {
+        return Err("must not be a leap second (seconds 60): use :59".to_string());
+    }
+    Ok(t)
 }
 
 /// The status a job reads as at `now`: an open job whose `expires_at` has passed is expired,
@@ -236,6 +243,13 @@ mod tests {
         assert_eq!(status_at(Open, None, now), Open);
         assert_eq!(status_at(Closed, past, now), Closed);
         assert_eq!(status_at(PendingReview, past, now), PendingReview);
+    }
+
+    #[test]
+    fn a_leap_second_is_refused() {
+        assert!(parse_time("2026-12-31T23:59:60Z").is_err());
+        assert!(parse_time("2026-06-30T23:59:60.5+00:00").is_err());
+        assert!(parse_time("2026-12-31T23:59:59.999999Z").is_ok());
     }
 
     #[test]

@@ -173,8 +173,30 @@ async fn reject(
     let job = st.store.job(ids.one()).await?;
     let input: RejectIn = idem.body.json(false)?;
     let reason = validate::text(&input.reason, 1, REJECTION_REASON_MAX)
+        .and_then(|r| {
+            if has_visible(&r) {
+                Ok(r)
+            } else {
+                Err("must hold a visible character".to_string())
+            }
+        })
         .map_err(|m| ApiError::field("reason", m))?;
     let done = idem.completion(StatusCode::OK, &json_of::<JobRow, JobOut>)?;
     let row = review(&st, &op, job.id, Review::Reject { reason }, done.as_ref()).await?;
     Ok(Json(JobOut::from(row)))
+}
+
+/// Whether `value` holds a character that shows: not whitespace, not a control, and not one
+/// of the format characters that draw nothing (zero-width space and joiners, word joiner,
+/// invisible operators, byte-order mark, soft hyphen, fillers, bidi controls).
+fn has_visible(value: &str) -> bool {
+    value.chars().any(|c| {
+        !(c.is_whitespace()
+            || c.is_control()
+            || validate::is_bidi_control(c)
+            || matches!(c,
+                '\u{00AD}' | '\u{034F}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+                | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{206F}'
+                | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}'))
+    })
 }

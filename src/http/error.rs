@@ -155,6 +155,18 @@ impl ApiError {
         e
     }
 
+    /// 503: the API is serving `MAX_CONCURRENT_REQUESTS` requests already; this one did nothing.
+    pub fn overloaded() -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            "Service Unavailable",
+            "the server is serving as many requests as it takes at once; nothing was done, retry later",
+        );
+        e.retry_after = Some(1);
+        e
+    }
+
     pub fn too_many_requests(retry_after: u64) -> Self {
         let mut e = Self::new(
             StatusCode::TOO_MANY_REQUESTS,

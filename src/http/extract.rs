@@ -236,6 +236,27 @@ impl QueryParams {
             .filter(|v| !v.is_empty())
     }
 
+    /// Whether `name` is given with an empty value (`name=` or a bare `name`), which
+    /// [`get`](Self::get) reads as absent.
+    pub fn given_empty(&self, name: &str) -> bool {
+        self.0.iter().any(|(k, v)| k == name && v.is_empty())
+    }
+
+    /// An error for each name given more than once: which of the values was meant is not ours
+    /// to guess.
+    pub fn refuse_repeated(&self, errors: &mut FieldErrors) {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut repeated = std::collections::BTreeSet::new();
+        for (k, _) in &self.0 {
+            if !seen.insert(k.as_str()) {
+                repeated.insert(k.as_str());
+            }
+        }
+        for name in repeated {
+            errors.add(name, "is given more than once; give it once");
+        }
+    }
+
     /// An integer in `min..=max`, or a field error.
     pub fn int(&self, name: &str, min: i64, max: i64, errors: &mut FieldErrors) -> Option<i64> {
         let raw = self.get(name)?;
@@ -248,10 +269,11 @@ impl QueryParams {
         }
     }
 
+    /// Exactly `true` or `false`.
     pub fn bool(&self, name: &str, errors: &mut FieldErrors) -> Option<bool> {
         match self.get(name)? {
-            "true" | "1" => Some(true),
-            "false" | "0" => Some(false),
+            "true" => Some(true),
+            "false" => Some(false),
             _ => {
                 errors.add(name, "must be true or false");
                 None
@@ -268,6 +290,9 @@ impl QueryParams {
         }
     }
 }
+
+/// The largest id a client may send: 2^53 − 1, the last integer a JSON double holds exactly.
+pub const ID_MAX: i64 = (1 << 53) - 1;
 
 /// The highest page number accepted (keeps offsets far from overflow).
 pub const MAX_PAGE: i64 = 1_000_000;

@@ -37,6 +37,9 @@ pub(crate) fn search_filters(src: &impl FilterSource, errors: &mut FieldErrors) 
     use super::search::MAX_QUERY_WORDS;
     let trimmed = |v: String| Some(v.trim().to_string()).filter(|v| !v.is_empty());
     let q = src.text("q", errors).and_then(trimmed);
+    if q.as_deref().is_some_and(|q| q.contains('\0')) {
+        errors.add(src.field("q"), "must not hold a NUL character");
+    }
     if let Some(Some(words)) = q.as_deref().map(query_terms)
         && words.len() > MAX_QUERY_WORDS
     {
@@ -47,7 +50,7 @@ pub(crate) fn search_filters(src: &impl FilterSource, errors: &mut FieldErrors) 
     }
     let location = src.text("location", errors).and_then(trimmed);
     let remote = src.bool("remote", errors);
-    let company_id = src.int("company_id", 1, i64::MAX, errors);
+    let company_id = src.int("company_id", 1, super::extract::ID_MAX, errors);
     let salary_min = src.int("salary_min", 0, validate::SALARY_MAX, errors);
     let employment_type = src.text("employment_type", errors).and_then(|t| {
         let parsed = EmploymentType::parse(&t);

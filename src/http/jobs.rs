@@ -346,18 +346,36 @@ async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Renewal's body: no field (send nothing, or `{}`).
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenewIn {}
+
+impl JsonBody for RenewIn {
+    const FIELDS: &'static [&'static str] = &[];
+}
+
 /// Renew a job (members of its company): an open or expired job is open until
 /// `JOB_POSTING_DAYS` from now.
-#[utoipa::path(post, operation_id = "renew_job", path = "/api/jobs/{id}/renew", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)),
+#[utoipa::path(post, operation_id = "renew_job", path = "/api/jobs/{id}/renew", tag = "jobs", security(("bearer" = [])), params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path)), request_body(content = Option<RenewIn>, description = "nothing, or {}"),
     responses((status = 200, body = JobOut), (status = 403, description = "the caller is a candidate: only employers can", body = Problem), (status = 404, body = Problem),
-              (status = 409, description = "not-renewable: the job is neither open nor expired", body = Problem)))]
+              (status = 409, description = "not-renewable: the job is neither open nor expired", body = Problem),
+              (status = 422, description = "a body with a field: renewal takes none (send nothing, or {})", body = Problem)))]
 async fn renew(
     State(st): State<AppState>,
     user: AuthUser,
     ids: Ids,
-    idem: Idempotent,
+    idem: Idempotent<Body>,
 ) -> ApiResult<Json<JobOut>> {
     let job = member_job(&st, &user, ids.one()).await?;
+    // Renewal takes no field: a body that asks for something (an `expires_at`) is refused
+    // rather than ignored.
+    // An empty body is nothing only when it names no type (a text/plain one is 415).
+    let bare = !idem
+        .body
+        .headers
+        .contains_key(axum::http::header::CONTENT_TYPE);
+    let RenewIn {} = idem.body.json(bare)?;
     let done = idem.completion(StatusCode::OK, &json_of::<JobRow, JobOut>)?;
     let expires_at = crate::timefmt::now() + posting(&st);
     let renewed = st

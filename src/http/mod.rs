@@ -26,14 +26,18 @@ pub mod unsubscribe;
 pub use serve::{bind, serve};
 pub use state::AppState;
 
-use crate::telemetry::{HTTP_REQUEST_DURATION_SECONDS, HTTP_REQUESTS_TOTAL};
+use crate::telemetry::{
+    HTTP_REQUEST_DURATION_SECONDS, HTTP_REQUESTS_SHED_TOTAL, HTTP_REQUESTS_TOTAL,
+};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use error::{ApiError, PROBLEM_JSON};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -160,6 +164,9 @@ pub fn router(state: AppState) -> Router {
         app = app.merge(ops::metrics_router());
     }
     let deadline = Duration::from_secs(state.config.request_timeout_secs);
+    let slots = Arc::new(Semaphore::new(
+        usize::try_from(state.config.max_concurrent_requests).unwrap_or(usize::MAX),
+    ));
     let app = app
         .fallback(|| async { ApiError::not_found() })
         .method_not_allowed_fallback(|| async {
@@ -179,6 +186,9 @@ pub fn router(state: AppState) -> Router {
     };
     app.layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
         ApiError::internal(anyhow::anyhow!("a request handler panicked")).into_response()
+    }))
+    .layer(middleware::from_fn(move |req: Request, next: Next| {
+        concurrency_limit(slots.clone(), req, next)
     }))
     .layer(
         TraceLayer::new_for_http().make_span_with(|req: &Request| {
@@ -234,6 +244,23 @@ async fn request_deadline(deadline: Duration, req: Request, next: Next) -> Respo
     match tokio::time::timeout(deadline, next.run(req)).await {
         Ok(res) => res,
         Err(_) => ApiError::request_timeout(deadline.as_secs()).into_response(),
+    }
+}
+
+/// Serves a request only while fewer than `MAX_CONCURRENT_REQUESTS` are being served; past it
+/// the request is answered 503 with `Retry-After` at once, before any handler ran (tower's
+/// `ConcurrencyLimit` would queue it instead, holding its connection). The operations
+/// endpoints are not counted, so an overloaded process still answers its probes.
+async fn concurrency_limit(slots: Arc<Semaphore>, req: Request, next: Next) -> Response {
+    if matches!(req.uri().path(), "/healthz" | "/readyz" | "/metrics") {
+        return next.run(req).await;
+    }
+    match slots.try_acquire_owned() {
+        Ok(_slot) => next.run(req).await,
+        Err(_) => {
+            metrics::counter!(HTTP_REQUESTS_SHED_TOTAL).increment(1);
+            ApiError::overloaded().into_response()
+        }
     }
 }
 

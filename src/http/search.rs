@@ -143,6 +143,7 @@ pub(super) async fn search_jobs(
     q: QueryParams,
 ) -> ApiResult<Response> {
     let mut errors = FieldErrors::default();
+    q.refuse_repeated(&mut errors);
     // The filters an alert saves too, validated by the same function.
     let filters = super::filters::search_filters(&q, &mut errors);
     let facets = match q.get("facets") {
@@ -155,6 +156,13 @@ pub(super) async fn search_jobs(
             Facets::default()
         }),
     };
+    // An empty `ids=` asks for no job, not for every job.
+    if q.given_empty("ids") {
+        errors.add(
+            "ids",
+            "must be job ids (positive integers) separated by commas",
+        );
+    }
     let ids = q
         .get("ids")
         .and_then(|v| parse_ids(v).map_err(|why| errors.add("ids", why)).ok());
@@ -323,7 +331,7 @@ fn parse_ids(value: &str) -> Result<Vec<i64>, String> {
     let mut ids = Vec::new();
     for part in value.split(',') {
         match part.trim().parse::<i64>() {
-            Ok(id) if id >= 1 => ids.push(id),
+            Ok(id) if (1..=super::extract::ID_MAX).contains(&id) => ids.push(id),
             _ => return Err("must be job ids (positive integers) separated by commas".into()),
         }
     }

@@ -212,7 +212,7 @@ fn table() -> Vec<Row> {
             case(Candidate, "/api/jobs/{j}/renew", None, 403),
             case(OtherMember, "/api/jobs/{j}/renew", None, 404),
             case(Member, "/api/jobs/{jc}/renew", None, 409),
-            base(Member, "/api/jobs/{j}/renew", None, 200),
+            base(Member, "/api/jobs/{j}/renew", Some(json!({})), 200),
         ]),
         (M::DELETE, "/api/jobs/{id}", vec![
             case(Candidate, "/api/jobs/{j}", None, 403),
