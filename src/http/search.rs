@@ -34,6 +34,7 @@ pub struct JobList {
     pub total_exact: bool,
     /// The cursor of the next page (`after=`), or null on the last page and on the page that
     /// reaches the result window.
+    #[schema(required = true)]
     pub next: Option<String>,
     /// With `facets=`: the matches per value, over every match of the search.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -444,6 +444,8 @@ const FREE_TEXT_QUERY: &[(&str, &str, &str)] = &[
     ("get", "/api/jobs", "location"),
     ("get", "/api/jobs", "facets"),
     ("get", "/api/jobs", "ids"),
+    // An opaque cursor, the `next` of the page before.
+    ("get", "/api/jobs", "after"),
 ];
 
 /// Fields sent only when the request asks for them (`schema`, `field`).
