@@ -308,9 +308,16 @@ pub fn traverse(
         u64::MAX
     } else {
         let block = tables.first().map_or(BLOCK, |t| t.block);
+        // The documents in which the rarest word's frequency expects the page's end, and a
+        // quarter more: a deep page of a word is then mostly one round, not several.
+        let max_doc: u64 = parts.iter().map(|p| u64::from(p.reader.max_doc())).sum();
+        let expected = plan.estimate.filter(|e| *e > 0).map_or(0, |e| {
+            (plan.keep as u64).saturating_mul(max_doc) / e * 5 / 4
+        });
         (plan.keep as u64)
             .saturating_mul(4)
             .max(4 * u64::from(block))
+            .max(expected)
     };
     let mut i = 0;
     while i < order.len() && plan.keep > 0 {
