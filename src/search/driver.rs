@@ -23,11 +23,10 @@
 
 pub use super::tables::{BLOCK, Block, SegmentTable, Tables};
 
+use super::best::Best;
 use super::query::{FacetCounts, Key};
 use super::schema::NO_EXPIRY;
 use crate::store::Facets;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::Arc;
 use tantivy::columnar::Column;
 use tantivy::postings::SegmentPostings;
@@ -83,7 +82,7 @@ struct Part<'a> {
 
 struct State<'p> {
     plan: &'p Plan<'p>,
-    heap: BinaryHeap<Reverse<Key>>,
+    best: Best,
     counted: u64,
     earliest_expiry: i64,
     employment: [u64; 4],
@@ -209,23 +208,13 @@ fn offer(part: &Part<'_>, titles: &mut [SegmentPostings], doc: DocId, st: &mut S
     {
         return;
     }
-    if st.heap.len() < keep {
-        st.heap.push(Reverse(key));
-    } else if let Some(Reverse(worst)) = st.heap.peek()
-        && key > *worst
-    {
-        st.heap.pop();
-        st.heap.push(Reverse(key));
-    }
+    st.best.offer(key);
 }
 
 /// Whether no block whose newest document is `max_created` (or any older) can enter the page.
-fn page_known(st: &State<'_>, max_created: i64, max_score: u32) -> bool {
-    if st.heap.len() < st.plan.keep {
+fn page_known(st: &mut State<'_>, max_created: i64, max_score: u32) -> bool {
+    let Some(worst) = st.best.worst() else {
         return false;
-    }
-    let Some(Reverse(worst)) = st.heap.peek() else {
-        return true;
     };
     // Strict: a block whose newest document was created at the same instant as the page's last
     // may hold a higher id, which comes first.
@@ -276,7 +265,7 @@ pub fn traverse(
     }
     let mut st = State {
         plan,
-        heap: BinaryHeap::with_capacity(plan.keep.min(10_000) + 1),
+        best: Best::new(plan.keep),
         counted: 0,
         earliest_expiry: NO_EXPIRY,
         employment: [0; 4],
@@ -321,7 +310,7 @@ pub fn traverse(
     };
     let mut i = 0;
     while i < order.len() && plan.keep > 0 {
-        if page_known(&st, order[i].0, max_score) {
+        if page_known(&mut st, order[i].0, max_score) {
             break;
         }
         let mut round: Vec<(u32, u32)> = Vec::new();
@@ -378,9 +367,7 @@ pub fn traverse(
             }
         }
     }
-    let mut best: Vec<Key> = st.heap.into_iter().map(|Reverse(k)| k).collect();
-    best.sort_unstable_by(|a, b| b.cmp(a));
-    out.best = best;
+    out.best = st.best.into_sorted();
     Ok(out)
 }
 

@@ -14,6 +14,7 @@
 //! holder's pid in `holder.pid`) refuses a second one.
 
 pub mod alerts;
+mod best;
 mod driver;
 mod files;
 mod follow;
