@@ -487,7 +487,8 @@ async fn only_open_jobs_are_listed(app: TestApp) {
 // ------------------------------------------------------------------------------------------
 // order and pages
 
-async fn newest_first_and_pagination(app: TestApp) {
+/// Jobs "Job 01" to "Job 25", created in that order, described "odd" or "even".
+async fn twenty_five_jobs(app: &TestApp) {
     let e = app.user("employer").await;
     let c = app.company(&e, "Acme").await;
     for i in 1..=25 {
@@ -499,6 +500,10 @@ async fn newest_first_and_pagination(app: TestApp) {
         )
         .await;
     }
+}
+
+async fn newest_first_and_pagination(app: TestApp) {
+    twenty_five_jobs(&app).await;
     let names = |range: std::ops::RangeInclusive<i32>| -> Vec<String> {
         range.rev().map(|i| format!("Job {i:02}")).collect()
     };
@@ -578,17 +583,7 @@ async fn newest_first_and_pagination(app: TestApp) {
 }
 
 async fn a_cursor_serves_the_next_page_of_its_own_search_only(app: TestApp) {
-    let e = app.user("employer").await;
-    let c = app.company(&e, "Acme").await;
-    for i in 1..=25 {
-        let parity = if i % 2 == 0 { "even" } else { "odd" };
-        app.job(
-            &e,
-            c,
-            json!({"title": format!("Job {i:02}"), "description": parity}),
-        )
-        .await;
-    }
+    twenty_five_jobs(&app).await;
     // Pages of 7 by cursor are the pages of 7 by number, and the last page has no cursor.
     let mut by_cursor = Vec::new();
     let mut after: Option<String> = None;
