@@ -773,15 +773,13 @@ async fn bidi_controls_are_shown_and_cannot_reorder_the_page() {
     let h = Harness::new(Backend::Sqlite, "lease").await;
     let app = &h.app;
     let (s, event_id, worker) = h.dead_lettered_change().await;
-    // The title through the API, which takes it (it is no control character of Unicode's Cc).
+    // A title stored before the API refused bidi controls in one-line fields.
     let title = "Payroll \u{202E}fdp.exe";
-    app.patch(
-        &format!("/api/jobs/{}", s.job_id),
-        Some(&s.employer.token),
-        json!({ "title": title }),
-    )
-    .await
-    .expect(200);
+    app.exec(&format!(
+        "UPDATE jobs SET title = '{title}' WHERE id = {}",
+        s.job_id
+    ))
+    .await;
     let reason = format!("refused \u{202E}olleh{BIDI_CONTROLS} by policy");
     app.exec(&format!(
         "UPDATE dead_letters SET reason = '{reason}'; UPDATE processed_events SET last_error = '{reason}'"
@@ -1166,7 +1164,7 @@ async fn hostile_job_text_waiting_for_review_shows_as_text() {
     let app = TestApp::spawn_with(Backend::Sqlite, CacheKind::Memory, MODERATED).await;
     let employer = app.user("employer").await;
     let company_name = "<b>Acme</b> \u{202E}gnitsoh";
-    let company = app.company(&employer, company_name).await;
+    let company = app.company(&employer, "Acme").await;
     let title = "<script>window.__pwned=3</script> Payroll \u{202E}fdp.exe";
     let location = r#"<img src=x onerror="window.__pwned=4"> Berlin"#;
     let end = " END-OF-DESCRIPTION";
@@ -1183,12 +1181,22 @@ async fn hostile_job_text_waiting_for_review_shows_as_text() {
         .job(
             &employer,
             company,
-            json!({"title": title, "location": location, "description": description}),
+            json!({"title": "Payroll", "location": location, "description": "Paid weekly"}),
         )
         .await;
     assert_eq!(job["status"], "pending_review");
-    assert_eq!(job["description"], json!(description), "stored whole");
     let id = job_id(&job);
+    // The bidi controls as rows stored before the API refused them: the console shows such
+    // rows as text too.
+    let quoted = |t: &str| t.replace('\'', "''");
+    app.exec(&format!(
+        "UPDATE companies SET name = '{}' WHERE id = {company}; \
+         UPDATE jobs SET title = '{}', description = '{}' WHERE id = {id}",
+        quoted(company_name),
+        quoted(title),
+        quoted(&description)
+    ))
+    .await;
     let op = app.operator().await;
 
     let b = Browser::start("review-hostile").await;
