@@ -132,8 +132,9 @@ proptest! {
 
     /// A valid event of any type with one field removed or replaced by another JSON type is
     /// refused, never read with a default, and the reason names the field; a usable event id is
-    /// kept for the dead letter. The one optional field, an alert digest's `more` (an addition to
-    /// §5's table), reads as 0 when absent.
+    /// kept for the dead letter. The optional fields, an alert digest's `more` and an applications
+    /// digest's `further` (additions to §5's table; a digest written before `further` has none),
+    /// read as 0 when absent.
     #[test]
     fn a_damaged_event_is_refused(kind in event_kind(), field in any::<prop::sample::Index>(), replace in prop_oneof![
         Just(None), Just(Some(serde_json::json!(null))), Just(Some(serde_json::json!(true))),
@@ -153,6 +154,15 @@ proptest! {
                     panic!("only an alert digest has more");
                 };
                 prop_assert_eq!(more, 0);
+                return Ok(());
+            }
+            None if key == "further" => {
+                obj.remove(&key);
+                let read = parse_event(&value.to_string()).expect("further is optional");
+                let jobboard::domain::event::EventKind::ApplicationsDigest { further, .. } = read.kind else {
+                    panic!("only an applications digest has further");
+                };
+                prop_assert_eq!(further, 0);
                 return Ok(());
             }
             None => { obj.remove(&key); }

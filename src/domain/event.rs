@@ -272,6 +272,7 @@ fn bad_field(value: &serde_json::Value) -> Option<(&'static str, String)> {
     // Fields that may be absent, checked only when present.
     let optional: &[(&'static str, Check)] = match value.get("type")?.as_str()? {
         ALERT_DIGEST => &[("more", reads::<u64>)],
+        APPLICATIONS_DIGEST => &[("further", reads::<u64>)],
         _ => &[],
     };
     [("occurred_at", time as Check)]
