@@ -687,3 +687,19 @@ pub async fn announced_port(
         _ => panic!("no port after {marker:?} in:\n{}", seen.join("\n")),
     }
 }
+
+/// A 422 validation problem whose errors name `field` and nothing else.
+#[track_caller]
+pub fn names_only(r: &Resp, url: &str, field: &str) {
+    let p = r.expect_problem(422, "validation");
+    let errors = p["errors"].as_object().cloned().unwrap_or_default();
+    assert!(
+        errors
+            .get(field)
+            .and_then(Value::as_array)
+            .is_some_and(|m| !m.is_empty()),
+        "{url}: errors must name {field}: {}",
+        r.text
+    );
+    assert_eq!(errors.len(), 1, "{url}: only {field} is wrong: {}", r.text);
+}

@@ -4,7 +4,7 @@
 
 use crate::each_store;
 use crate::helpers::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 each_store!(
     an_empty_ids_is_422_not_the_unfiltered_search,
@@ -13,22 +13,6 @@ each_store!(
     a_nul_in_q_is_422,
     ids_past_2_pow_53_are_422,
 );
-
-/// Asserts `url` is 422 naming `field` alone.
-#[track_caller]
-fn names_only(r: &Resp, url: &str, field: &str) {
-    let p = r.expect_problem(422, "validation");
-    let errors = p["errors"].as_object().cloned().unwrap_or_default();
-    assert!(
-        errors
-            .get(field)
-            .and_then(Value::as_array)
-            .is_some_and(|m| !m.is_empty()),
-        "{url}: errors must name {field}: {}",
-        r.text
-    );
-    assert_eq!(errors.len(), 1, "{url}: only {field} is wrong: {}", r.text);
-}
 
 async fn an_empty_ids_is_422_not_the_unfiltered_search(app: TestApp) {
     let e = app.user("employer").await;

@@ -823,19 +823,7 @@ async fn bad_parameters_are_422_never_clamped(app: TestApp) {
     ] {
         let url = jobs_url(&[(field, value)]);
         let r = app.get(&url, None).await;
-        let p = r.expect_problem(422, "validation");
-        let errors = p["errors"]
-            .as_object()
-            .unwrap_or_else(|| panic!("{url}: {}", r.text));
-        assert!(
-            errors
-                .get(field)
-                .and_then(Value::as_array)
-                .is_some_and(|m| !m.is_empty()),
-            "{url}: errors must name {field}: {}",
-            r.text
-        );
-        assert_eq!(errors.len(), 1, "{url}: only {field} is wrong: {}", r.text);
+        names_only(&r, &url, field);
     }
     let r = app
         .get(
