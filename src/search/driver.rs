@@ -15,7 +15,9 @@
 //! frequency, or its `ids=`) is visited in one round: it must all be counted anyway.
 //!
 //! The count goes on over the blocks not visited until it passes the limit (`total` is then the
-//! limit, not exact); a search that asks for facets counts every match. A block whose earliest
+//! limit, not exact); a search that asks for facets counts every match, but its page is found
+//! in rounds all the same, and the blocks left are then counted and tallied without reading a
+//! column. A block whose earliest
 //! `expires_at` is after the search's instant holds no expired job, so its matches are counted
 //! without reading their dates; the cached answer's bound is the earliest date of the blocks in
 //! which a counted match was found (never later than the earliest date of a job the page or the
@@ -288,10 +290,12 @@ pub fn traverse(
         }
     }
     order.sort_unstable_by(|a, b| b.cmp(a));
-    // Every match is counted anyway (facets), or cannot outnumber the limit: one round.
+    // Every match is counted anyway, or cannot outnumber the limit: one round. A search with
+    // facets counts every match too, but goes in rounds all the same: once the page is known,
+    // the blocks left are counted without reading a column (the count below).
     let small = match plan.count_limit {
         None => true,
-        Some(limit) => plan.facets.any() || plan.estimate.is_some_and(|e| e <= limit),
+        Some(limit) => plan.estimate.is_some_and(|e| e <= limit),
     };
     let mut round_docs: u64 = if small || plan.keep == 0 {
         u64::MAX
