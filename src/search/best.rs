@@ -48,6 +48,11 @@ impl Best {
         }
     }
 
+    /// The worst key kept as of the last selection, if `keep` were: a key below it cannot enter.
+    pub(super) fn floor(&self) -> Option<Key> {
+        self.floor
+    }
+
     /// The worst of the best `keep`, once `keep` have been offered.
     pub(super) fn worst(&mut self) -> Option<Key> {
         self.compact();

@@ -196,9 +196,18 @@ fn offer(part: &Part<'_>, titles: &mut [SegmentPostings], doc: DocId, st: &mut S
             score += 1;
         }
     }
+    let created_at = part.created.first(doc).unwrap_or(i64::MIN);
+    // Older than the worst kept (or fewer title words): no id can lift it in, so it is not read.
+    if st
+        .best
+        .floor()
+        .is_some_and(|f| (score, created_at) < (f.score, f.created_at))
+    {
+        return;
+    }
     let key = Key {
         score,
-        created_at: part.created.first(doc).unwrap_or(i64::MIN),
+        created_at,
         id: part.ids.first(doc).unwrap_or(0),
         segment: part.ordinal,
         doc,
