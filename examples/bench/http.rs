@@ -323,9 +323,11 @@ fn notes(opts: &Opts, words: &[String]) -> Vec<String> {
          after the load), posted over a year with more of them recently (the last day ~5 %, 7 \
          days ~14 %, 30 days ~29 %, 90 days 50 %); titles from level, technology and role \
          lists; descriptions name three of 20 000 tail words (specific tools and skills) drawn \
-         Zipf-like, so a word of rank r is in ~0.29/r of the jobs (rank 3 000: 0.01 %); 5 % of \
-         the jobs are in one of 400 small towns; search_terms and title_terms from \
-         jobboard::domain::search::document_terms, as the store writes them."
+         Zipf-like, so a word of rank r is in ~0.29/r of the jobs (rank 3 000: 0.01 %), and \
+         run to 2 000-5 000 bytes (uniform), the rest paragraphs of generic prose in words no \
+         search asks for; 5 % of the jobs are in one of 400 small towns; search_terms (of the \
+         title, the first paragraph and the company) and title_terms from \
+         jobboard::domain::search::document_terms."
             .into(),
         format!(
             "mix_*_pg (PostgreSQL, {} jobs) and mix_*_sqlite (SQLite, {} jobs): each mix a \
@@ -2568,7 +2570,7 @@ impl BroadQuery {
 fn broad_queries(jobs: &[SeedJob], df: &HashMap<String, usize>, n: usize) -> Vec<BroadQuery> {
     let mut occurrences: BTreeMap<String, u64> = BTreeMap::new();
     for job in jobs {
-        for text in [&job.title, &job.description] {
+        for text in [&job.title, &job.description[..job.core_len]] {
             for w in jobboard::domain::search::words(text) {
                 *occurrences.entry(w).or_default() += 1;
             }
@@ -2936,9 +2938,77 @@ struct SeedJob {
     employment_type: &'static str,
     /// Index into the seeded companies (0 is the one made through the API).
     company: usize,
+    /// The terms of the title, the description's first paragraph (its length `core_len`) and
+    /// the company: what the searches are drawn from and the database's terms columns hold
+    /// (only a release before the index reads them). The rest of the description is the body
+    /// of [`add_body`], written in words no search of the mixes asks for.
     search_terms: String,
+    core_len: usize,
     title_terms: String,
     created_at: DateTime<Utc>,
+}
+
+/// Each description's length in bytes, drawn uniformly: postings on job boards run to a few
+/// thousand characters (a first paragraph, responsibilities, requirements, what is offered,
+/// how to apply).
+const DESCRIPTION_BYTES: std::ops::Range<usize> = 2_000..5_001;
+
+/// The body's sentences: the generic prose of a posting, in words outside every list the
+/// searches are drawn from (so that the mixes find what they found with short descriptions),
+/// with one slot each for a word of [`BODY_WORDS`].
+const BODY_SENTENCES: &[&str] = &[
+    "You will own {} from the first sketch to the day it reaches our customers.",
+    "Every week you will review {} with colleagues and agree what to improve next.",
+    "We value clear writing, honest estimates and {} over heroics.",
+    "Most days start with a short meeting about {} and end with a written summary.",
+    "You will mentor newer colleagues and help them grow through {}.",
+    "The people we serve rely on {} every day, so steadiness matters more than novelty.",
+    "We measure our work by outcomes, not hours, and {} is part of that.",
+    "You will join an onboarding programme covering {} during your first month.",
+    "Decisions are written down, discussed openly and revisited when {} changes.",
+    "We expect curiosity, care for quality and a willingness to learn {}.",
+    "The hiring process has three conversations and a practical exercise about {}.",
+    "Part of the role is improving documentation, tooling and {} for everyone.",
+    "You will split your time between planned projects and {} as needs arise.",
+    "Our premises are open for those who want them, and {} is supported throughout.",
+    "Feedback flows both ways, and {} is reviewed twice a year.",
+    "We publish our salary bands internally, and progression depends on {}.",
+    "Occasional journeys to meet colleagues are expected, usually for {}.",
+    "Please include a short note on why {} interests you when you apply.",
+];
+
+/// The words of the body's slots.
+const BODY_WORDS: &[&str] = &[
+    "quarterly planning",
+    "incident reviews",
+    "user interviews",
+    "onboarding",
+    "yearly forecasts",
+    "roadmaps",
+    "handover notes",
+    "weekly demos",
+    "process changes",
+    "supplier contracts",
+    "internal training",
+    "usability sessions",
+    "policy reviews",
+    "release notes",
+    "capacity planning",
+    "workplace arrangements",
+];
+
+/// Appends paragraphs of [`BODY_SENTENCES`] to `description` until it holds at least `target`
+/// bytes (the last sentence may pass it by one sentence's length).
+fn add_body(rng: &mut StdRng, description: &mut String, target: usize) {
+    while description.len() < target {
+        description.push_str("\n\n");
+        for _ in 0..rng.gen_range(3..7) {
+            let sentence = pick(rng, BODY_SENTENCES);
+            description.push_str(&sentence.replacen("{}", pick(rng, BODY_WORDS), 1));
+            description.push(' ');
+        }
+        description.pop();
+    }
 }
 
 fn pick<'a>(rng: &mut StdRng, list: &[&'a str]) -> &'a str {
@@ -3121,6 +3191,9 @@ fn generate_jobs(n: usize, companies: &[String]) -> Result<Vec<SeedJob>> {
                 pick(&mut rng, BENEFITS),
                 pick(&mut rng, WORK_MODES),
             ));
+            let core_len = description.len();
+            let target = rng.gen_range(DESCRIPTION_BYTES);
+            add_body(&mut rng, &mut description, target);
             let (salary_min, salary_max) = if rng.gen_bool(0.15) {
                 (None, None)
             } else {
@@ -3138,9 +3211,10 @@ fn generate_jobs(n: usize, companies: &[String]) -> Result<Vec<SeedJob>> {
             SeedJob {
                 search_terms: jobboard::domain::search::document_terms(&[
                     &title,
-                    &description,
+                    &description[..core_len],
                     company_name,
                 ]),
+                core_len,
                 title_terms: jobboard::domain::search::document_terms(&[&title]),
                 remote: location == "Remote" || rng.gen_bool(0.25),
                 title,
