@@ -14,7 +14,7 @@ use super::openapi::Problem;
 use crate::domain::alert::{Frequency, describe};
 use crate::http::AppState;
 use crate::store::{AlertRow, Notifications, StoreError};
-use crate::unsubscribe::{self, Target};
+use crate::unsubscribe::Target;
 use axum::extract::{FromRequestParts, RawPathParams, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header, request::Parts};
 use axum::response::{IntoResponse, Response};
@@ -121,8 +121,8 @@ fn alert_gone(parts: &Parts) -> Response {
     })
 }
 
-/// The link's token, verified against `JWT_SECRET` and `JWT_SECRET_PREVIOUS`, and what it
-/// stops; 404 for a token that does not verify or names what no longer exists.
+/// The link's token, verified against the unsubscribe keys (`AppState::unsubscribe`), and what
+/// it stops; 404 for a token that does not verify or names what no longer exists.
 struct Link(Stops);
 
 impl FromRequestParts<AppState> for Link {
@@ -139,8 +139,8 @@ impl FromRequestParts<AppState> for Link {
             .find(|(name, _)| *name == "token")
             .map(|(_, value)| value)
             .ok_or_else(not_found)?;
-        let target =
-            unsubscribe::verify(&st.tokens.verifying_secrets(), token).ok_or_else(not_found)?;
+        // The path was percent-decoded: `%41…` is the token `A…`, the same token.
+        let target = st.unsubscribe.verify(token).ok_or_else(not_found)?;
         let stops = match target {
             Target::Digest { user_id } => match st.store.notifications(user_id).await {
                 Ok(_) => Stops::Digest { user_id },

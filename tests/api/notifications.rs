@@ -421,6 +421,8 @@ async fn links_signed_with_the_previous_secret_still_work(app: TestApp) {
     )
     .await;
     assert_eq!(rotated.state.tokens.signing_secret(), new.as_bytes());
+    // Without a key of its own, the links are signed with the JWT secret's, as before.
+    assert_eq!(rotated.state.unsubscribe.signing(), new.as_bytes());
     let page = TestApp::read(
         app.client
             .get(format!("{}{mailed}", rotated.base))
@@ -475,6 +477,7 @@ async fn links_signed_with_their_own_key_outlive_jwt_rotations(app: TestApp) {
         .expect_problem(404, "not-found");
 
     let with_key = Restarted::start(&app, "key-a", &[("UNSUBSCRIBE_SECRET", key_a)]).await;
+    assert_eq!(with_key.state.unsubscribe.signing(), key_a.as_bytes());
     with_key.page(client, &signed_a).await.expect(200);
     with_key.page(client, &before).await.expect(200);
     with_key
