@@ -51,8 +51,8 @@ pub struct Tokens {
     decoding: Vec<DecodingKey>,
     validation: Validation,
     pub ttl_secs: u64,
-    /// The signing secret, then `JWT_SECRET_PREVIOUS`: unsubscribe links are signed and
-    /// checked with the same ones.
+    /// The signing secret, then `JWT_SECRET_PREVIOUS`: the default keys of unsubscribe links
+    /// (`UNSUBSCRIBE_SECRET` aside; see `unsubscribe::Keys`).
     secrets: Vec<SecretSlice<u8>>,
 }
 
@@ -102,6 +102,11 @@ impl Tokens {
     /// Every secret that verifies, the signing one first, then `JWT_SECRET_PREVIOUS`.
     pub fn verifying_secrets(&self) -> Vec<&[u8]> {
         self.secrets.iter().map(|s| s.expose_secret()).collect()
+    }
+
+    /// `JWT_SECRET_PREVIOUS`, if set.
+    pub fn previous_secret(&self) -> Option<&[u8]> {
+        self.secrets.get(1).map(|s| s.expose_secret())
     }
 
     pub fn issue(&self, user_id: i64, generation: i64) -> anyhow::Result<String> {

@@ -1,6 +1,7 @@
 //! Unsubscribe tokens (CONTRACT.md §4, "Job alerts and email preferences"): a token names one
-//! alert or one user's application digest, is signed with `JWT_SECRET` (HMAC-SHA256), is checked
-//! against `JWT_SECRET_PREVIOUS` too, and never expires. The digest emails carry it in their
+//! alert or one user's application digest, is signed (HMAC-SHA256) with `UNSUBSCRIBE_SECRET`,
+//! or, when that is unset, with `JWT_SECRET` under the purpose string below, and never expires.
+//! [`Keys`] says which secret signs and which verify. The digest emails carry the token in their
 //! `List-Unsubscribe` link (§5, RFC 8058).
 //!
 //! A token is `base64url(kind ‖ id ‖ tag)`, without padding: `kind` one byte (1 the digest,
@@ -9,10 +10,13 @@
 //! `kind ‖ id`. A digest token for user 42 is 24 characters. The purpose string separates these
 //! tags from anything else signed with the same secret: a JWT's HMAC input starts with its
 //! base64url header (`eyJ…`), never with `PURPOSE`, so no tag of one is ever a tag of the other.
+//! That is what makes `JWT_SECRET` usable as the default key: the key derived from it is the
+//! secret under this purpose.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
+use secrecy::{ExposeSecret, SecretSlice};
 use sha2::Sha256;
 
 /// What every tag signs before the payload; a new format gets a new purpose.
@@ -74,7 +78,59 @@ fn mac(secret: &[u8], payload: &[u8]) -> Hmac<Sha256> {
     mac
 }
 
-/// The token that names `target`, signed with `secret` (`JWT_SECRET`).
+/// The secrets of unsubscribe links: the one that signs, and every one that verifies.
+pub struct Keys {
+    /// `UNSUBSCRIBE_SECRET`, or else `JWT_SECRET` (the process's random one when unset).
+    signing: SecretSlice<u8>,
+    /// The signing one first, then `UNSUBSCRIBE_SECRET_PREVIOUS`, then `JWT_SECRET` and
+    /// `JWT_SECRET_PREVIOUS` (each once).
+    verifying: Vec<SecretSlice<u8>>,
+}
+
+impl Keys {
+    /// `own` (`UNSUBSCRIBE_SECRET`) signs when given, else `jwt` (`JWT_SECRET`). Tokens verify
+    /// under `own`, `previous` (`UNSUBSCRIBE_SECRET_PREVIOUS`), `jwt` and `jwt_previous`
+    /// (`JWT_SECRET_PREVIOUS`): a link signed before `own` was set keeps working as long as the
+    /// JWT secret that signed it verifies, and one signed with `own` does not depend on the JWT
+    /// secrets at all, however often they rotate.
+    pub fn new(
+        own: Option<&[u8]>,
+        previous: Option<&[u8]>,
+        jwt: &[u8],
+        jwt_previous: Option<&[u8]>,
+    ) -> Keys {
+        let signing = own.unwrap_or(jwt);
+        let mut verifying: Vec<&[u8]> = Vec::with_capacity(4);
+        for secret in [Some(signing), previous, Some(jwt), jwt_previous]
+            .into_iter()
+            .flatten()
+        {
+            if !verifying.contains(&secret) {
+                verifying.push(secret);
+            }
+        }
+        Keys {
+            signing: SecretSlice::from(signing.to_vec()),
+            verifying: verifying
+                .into_iter()
+                .map(|s| SecretSlice::from(s.to_vec()))
+                .collect(),
+        }
+    }
+
+    /// The secret that signs new links.
+    pub fn signing(&self) -> &[u8] {
+        self.signing.expose_secret()
+    }
+
+    /// What `token` names, if one of the verifying secrets signed it (see [`verify`]).
+    pub fn verify(&self, token: &str) -> Option<Target> {
+        let secrets: Vec<&[u8]> = self.verifying.iter().map(|s| s.expose_secret()).collect();
+        verify(&secrets, token)
+    }
+}
+
+/// The token that names `target`, signed with `secret`.
 pub fn token(secret: &[u8], target: Target) -> String {
     let mut bytes = target.payload();
     let tag = mac(secret, &bytes).finalize().into_bytes();
@@ -82,8 +138,9 @@ pub fn token(secret: &[u8], target: Target) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// What `token` names, if one of `secrets` (`JWT_SECRET`, then `JWT_SECRET_PREVIOUS`) signed it
-/// and it is exactly as [`token`] wrote it; `None` for anything else.
+/// What `token` names, if one of `secrets` signed it and it is exactly as [`token`] wrote it;
+/// `None` for anything else. (The HTTP layer percent-decodes the path first, so a
+/// percent-encoded spelling of a token arrives here as the token itself.)
 pub fn verify(secrets: &[&[u8]], token: &str) -> Option<Target> {
     if token.len() > MAX_TOKEN_LEN {
         return None;
@@ -167,6 +224,33 @@ mod tests {
             Some(Target::Digest { user_id: 3 })
         );
         assert_eq!(verify(&[], &t), None);
+    }
+
+    #[test]
+    fn the_own_key_signs_and_every_key_verifies() {
+        let (own, previous, jwt, jwt_previous): (&[u8], &[u8], &[u8], &[u8]) =
+            (b"own-key", b"previous-key", SECRET, OTHER);
+        let target = Target::Alert { alert_id: 12 };
+        let keys = Keys::new(Some(own), Some(previous), jwt, Some(jwt_previous));
+        assert_eq!(keys.signing(), own);
+        for secret in [own, previous, jwt, jwt_previous] {
+            assert_eq!(keys.verify(&token(secret, target)), Some(target));
+        }
+        assert_eq!(keys.verify(&token(b"another-key", target)), None);
+        // Without a key of its own, the JWT secret signs, as it always did.
+        let keys = Keys::new(None, None, jwt, None);
+        assert_eq!(keys.signing(), jwt);
+        assert_eq!(keys.verify(&token(jwt, target)), Some(target));
+        assert_eq!(keys.verify(&token(own, target)), None);
+        // The JWT secrets rotated twice: a link of the own key still verifies.
+        let keys = Keys::new(Some(own), None, b"third-jwt-secret", Some(b"second"));
+        assert_eq!(keys.verify(&token(own, target)), Some(target));
+        assert_eq!(keys.verify(&token(jwt, target)), None);
+        // The same secret given twice is checked once.
+        assert_eq!(
+            Keys::new(Some(jwt), Some(jwt), jwt, None).verifying.len(),
+            1
+        );
     }
 
     #[test]

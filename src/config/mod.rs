@@ -95,7 +95,8 @@ impl fmt::Debug for DatabaseUrl {
 /// start of the help text; a test checks them against the parsers.
 #[derive(Debug, Clone, Args)]
 pub struct Config {
-    /// production enforces the rules for JWT_SECRET, EMAIL_BACKEND, SMTP_URL and PUBLIC_BASE_URL
+    /// production enforces the rules for JWT_SECRET, UNSUBSCRIBE_SECRET, EMAIL_BACKEND, SMTP_URL
+    /// and PUBLIC_BASE_URL
     #[arg(
         long,
         env = "APP_ENV",
@@ -270,6 +271,13 @@ pub struct Config {
     /// verifies only, for rotation; >= 32 bytes in production
     #[arg(long, env = "JWT_SECRET_PREVIOUS", value_parser = parse::secret)]
     pub jwt_secret_previous: Option<SecretString>,
+    /// signs unsubscribe links, rotated apart from JWT_SECRET (links signed with JWT_SECRET's key
+    /// still verify); >= 32 bytes, required in production [unset: JWT_SECRET's key]
+    #[arg(long, env = "UNSUBSCRIBE_SECRET", value_parser = parse::secret)]
+    pub unsubscribe_secret: Option<SecretString>,
+    /// verifies unsubscribe links only, for rotation; >= 32 bytes in production
+    #[arg(long, env = "UNSUBSCRIBE_SECRET_PREVIOUS", value_parser = parse::secret)]
+    pub unsubscribe_secret_previous: Option<SecretString>,
     /// 60-2592000: token lifetime in seconds
     #[arg(long, env = "JWT_TTL_SECS", default_value = "3600",
           value_parser = parse::ranged(60, 30 * 86_400))]
@@ -434,6 +442,11 @@ impl Config {
         for (var, s) in [
             ("JWT_SECRET", &self.jwt_secret),
             ("JWT_SECRET_PREVIOUS", &self.jwt_secret_previous),
+            ("UNSUBSCRIBE_SECRET", &self.unsubscribe_secret),
+            (
+                "UNSUBSCRIBE_SECRET_PREVIOUS",
+                &self.unsubscribe_secret_previous,
+            ),
         ] {
             if prod && s.as_ref().is_some_and(|s| s.expose_secret().len() < 32) {
                 return Err(err(var, "must be at least 32 bytes in production"));
@@ -459,6 +472,14 @@ impl Config {
                 ));
             }
             None => self.public_base_url = format!("http://{}", self.bind_addr),
+        }
+        // Unsubscribe links never expire: in production they get a key of their own, so that
+        // rotating the sign-in secret twice does not break the links already mailed.
+        if prod && self.unsubscribe_secret.is_none() {
+            return Err(err(
+                "UNSUBSCRIBE_SECRET",
+                "is required in production (at least 32 bytes)",
+            ));
         }
         Ok(self)
     }

@@ -2,6 +2,8 @@
 
 use super::*;
 
+mod unsubscribe;
+
 fn parse(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
     let map = pairs
         .iter()
@@ -46,6 +48,7 @@ fn public_base_url_is_required_and_https_in_production() {
         let mut pairs = vec![
             ("APP_ENV", "production"),
             ("JWT_SECRET", secret.as_str()),
+            ("UNSUBSCRIBE_SECRET", secret.as_str()),
             ("EMAIL_BACKEND", "file"),
         ];
         pairs.extend(url.map(|u| ("PUBLIC_BASE_URL", u)));
@@ -161,6 +164,7 @@ fn production_rules() {
         parse(&[
             ("APP_ENV", "production"),
             ("JWT_SECRET", &secret),
+            ("UNSUBSCRIBE_SECRET", &secret),
             ("EMAIL_BACKEND", "smtp"),
             ("SMTP_URL", "smtp://u:p@mail:587?tls=required"),
             ("PUBLIC_BASE_URL", "https://jobs.example.com"),
@@ -354,6 +358,7 @@ fn smtp_credentials_need_tls_in_production_by_the_first_tls_parameter() {
         parse(&[
             ("APP_ENV", "production"),
             ("JWT_SECRET", &secret),
+            ("UNSUBSCRIBE_SECRET", &secret),
             ("EMAIL_BACKEND", "smtp"),
             ("SMTP_URL", url),
             ("PUBLIC_BASE_URL", "https://jobs.example.com"),

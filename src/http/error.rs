@@ -219,6 +219,14 @@ impl ApiError {
                 "send the body as application/json",
             ),
             StatusCode::REQUEST_TIMEOUT => ("timeout", "the request took too long"),
+            StatusCode::URI_TOO_LONG => (
+                "uri-too-long",
+                "the request's URI is longer than the server reads (64 KiB)",
+            ),
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => (
+                "request-header-fields-too-large",
+                "the request's header fields are larger than the server reads",
+            ),
             s if s.is_server_error() => ("internal", "the server failed to handle this request"),
             _ => ("bad-request", "the request could not be handled"),
         };

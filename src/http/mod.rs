@@ -18,11 +18,13 @@ pub mod jobs;
 pub mod notifications;
 pub mod openapi;
 pub mod ops;
+mod refusals;
 pub mod search;
 mod serve;
 mod state;
 pub mod unsubscribe;
 
+pub use refusals::{GuardedListener, guarded};
 pub use serve::{bind, serve};
 pub use state::AppState;
 

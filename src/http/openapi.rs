@@ -223,7 +223,7 @@ impl Modify for CommonResponses {
         applications::withdraw, applications::remove, applications::history,
         alerts::create, alerts::list, alerts::update, alerts::remove,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::docs, ops::docs_css, ops::docs_js,
-        console::console, console::console_css, console::console_js,
+        console::console, console::console_css, console::console_js, console::favicon,
         admin::queue, admin::dead_letters, admin::redrive, admin::purge, admin::event,
         admin_jobs::list, admin_jobs::approve, admin_jobs::reject,
     ),

@@ -52,6 +52,9 @@ fn spawn_server(
     app: axum::Router,
     shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<anyhow::Result<()>> {
+    // The connections are guarded (`refusals.rs`): hyper's own answers get the headers too.
+    // `tap_io` is there for the peer's address, which axum hands a handler only through it.
+    let listener = axum::serve::ListenerExt::tap_io(super::guarded(listener), |_| {});
     tokio::spawn(async move {
         axum::serve(
             listener,

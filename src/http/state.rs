@@ -21,6 +21,9 @@ pub struct AppState {
     /// This process's search index, which every search is answered from.
     pub search: Arc<SearchIndex>,
     pub tokens: Arc<Tokens>,
+    /// The keys of unsubscribe links: `UNSUBSCRIBE_SECRET` (or `JWT_SECRET`'s) signs; the
+    /// previous ones and the JWT secrets verify too.
+    pub unsubscribe: Arc<crate::unsubscribe::Keys>,
     pub metrics: PrometheusHandle,
     /// Cancelled when shutdown begins; `/readyz` turns 503 at once.
     pub shutdown: CancellationToken,

@@ -1,7 +1,7 @@
 //! `/api/unsubscribe/{token}`, the link of the digest emails' `List-Unsubscribe` header
 //! (CONTRACT.md §4 and §5, RFC 8058). The signed token is the whole authority: no account, no
-//! CSRF token. A GET shows a page naming what the link stops, with one button, and changes
-//! nothing (mail scanners follow links); a POST, from that button or from a mail client's
+//! CSRF token. A GET shows a page naming what the link stops, with one button (or, when it is
+//! stopped already, saying so), and changes nothing (mail scanners follow links); a POST, from that button or from a mail client's
 //! one-click unsubscribe (`List-Unsubscribe=One-Click`), does it, and again is the same 200. A
 //! token that does not verify, or names an account that no longer exists, is 404 to both; a
 //! token of an alert that was deleted is 200 to both, saying there is nothing left to stop (the
@@ -14,7 +14,7 @@ use super::openapi::Problem;
 use crate::domain::alert::{Frequency, describe};
 use crate::http::AppState;
 use crate::store::{AlertRow, Notifications, StoreError};
-use crate::unsubscribe::{self, Target};
+use crate::unsubscribe::Target;
 use axum::extract::{FromRequestParts, RawPathParams, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header, request::Parts};
 use axum::response::{IntoResponse, Response};
@@ -50,14 +50,16 @@ pub(super) fn logged_path(path: &str) -> Cow<'_, str> {
 /// What a link stops, once its token verified and what it names exists.
 #[derive(Debug, Clone)]
 enum Stops {
-    /// The hourly digest of new applications of this user.
-    Digest { user_id: i64 },
-    /// The digests of this alert of `owner`'s, named by its search in words.
+    /// The hourly digest of new applications of this user; `off` when it is off already.
+    Digest { user_id: i64, off: bool },
+    /// The digests of this alert of `owner`'s, named by its search in words; `paused` when it
+    /// is paused already.
     Alert {
         alert_id: i64,
         owner: i64,
         frequency: Frequency,
         search: String,
+        paused: bool,
     },
 }
 
@@ -75,8 +77,18 @@ impl Stops {
     /// The account the link acts for: it scopes an `Idempotency-Key`.
     fn owner(&self) -> i64 {
         match self {
-            Stops::Digest { user_id } => *user_id,
+            Stops::Digest { user_id, .. } => *user_id,
             Stops::Alert { owner, .. } => *owner,
+        }
+    }
+
+    /// How the person undoes it, on the pages that say it is done.
+    fn again(&self) -> &'static str {
+        match self {
+            Stops::Digest { .. } => "You can turn it on again in your account's email preferences.",
+            Stops::Alert { .. } => {
+                "The alert is paused, not deleted: you can resume it in your account's alerts."
+            }
         }
     }
 }
@@ -121,8 +133,8 @@ fn alert_gone(parts: &Parts) -> Response {
     })
 }
 
-/// The link's token, verified against `JWT_SECRET` and `JWT_SECRET_PREVIOUS`, and what it
-/// stops; 404 for a token that does not verify or names what no longer exists.
+/// The link's token, verified against the unsubscribe keys (`AppState::unsubscribe`), and what
+/// it stops; 404 for a token that does not verify or names what no longer exists.
 struct Link(Stops);
 
 impl FromRequestParts<AppState> for Link {
@@ -139,11 +151,14 @@ impl FromRequestParts<AppState> for Link {
             .find(|(name, _)| *name == "token")
             .map(|(_, value)| value)
             .ok_or_else(not_found)?;
-        let target =
-            unsubscribe::verify(&st.tokens.verifying_secrets(), token).ok_or_else(not_found)?;
+        // The path was percent-decoded: `%41…` is the token `A…`, the same token.
+        let target = st.unsubscribe.verify(token).ok_or_else(not_found)?;
         let stops = match target {
             Target::Digest { user_id } => match st.store.notifications(user_id).await {
-                Ok(_) => Stops::Digest { user_id },
+                Ok(n) => Stops::Digest {
+                    user_id,
+                    off: !n.application_digest,
+                },
                 // The account was deleted: nothing left to stop.
                 Err(StoreError::NotFound) => return Err(not_found()),
                 Err(e) => return Err(ApiError::from(e).into_response()),
@@ -156,6 +171,7 @@ impl FromRequestParts<AppState> for Link {
                     search: alert_search(st, &alert)
                         .await
                         .map_err(IntoResponse::into_response)?,
+                    paused: alert.paused,
                 },
                 // Deleted, or gone with its user: it sends nothing any more.
                 Err(StoreError::NotFound) => return Err(alert_gone(parts)),
@@ -184,13 +200,22 @@ pub enum Unsubscribed {
     Alert,
 }
 
-/// Show what the link stops, with the one button that does it; changes nothing.
+/// Show what the link stops, with the one button that does it; changes nothing. When it is
+/// stopped already (the link was used, or the person did it otherwise), the page says so and
+/// has no button.
 #[utoipa::path(get, operation_id = "get_unsubscribe_page", path = "/api/unsubscribe/{token}", tag = "notifications",
     params(("token" = String, Path, description = "the token of an unsubscribe link, as an email carries it")),
-    responses((status = 200, description = "HTML: what the link stops, and a button that POSTs here", content_type = "text/html"),
+    responses((status = 200, description = "HTML: what the link stops, and a button that POSTs here (or, stopped already, that it is done)", content_type = "text/html"),
               (status = 404, description = "the token is not one this service signed, or what it names no longer exists", body = Problem)))]
 async fn confirm_page(_caller: MaybeUser, Link(stops): Link) -> Response {
     let what = escape(&stops.what());
+    // Stopped already, by this link or otherwise: nothing to press.
+    if let Stops::Digest { off: true, .. } | Stops::Alert { paused: true, .. } = stops {
+        return html(format!(
+            "<h1>Unsubscribed</h1>\n<p>Done already: you no longer receive {what}.</p>\n<p>{}</p>",
+            stops.again()
+        ));
+    }
     html(format!(
         "<h1>Unsubscribe</h1>\n<p>This link stops {what}.</p>\n\
          <form method=\"post\">\n\
@@ -219,7 +244,7 @@ async fn unsubscribe(
     // A stored answer is replayed as JSON, so a request with a key gets JSON.
     let page = accepts_html(&headers) && !headers.contains_key("idempotency-key");
     let out = match stops {
-        Stops::Digest { user_id } => {
+        Stops::Digest { user_id, .. } => {
             let render = |_: &Notifications| {
                 serde_json::to_string(&UnsubscribedOut {
                     unsubscribed: Unsubscribed::ApplicationDigest,
@@ -261,14 +286,9 @@ async fn unsubscribe(
     };
     if page {
         let what = escape(&stops.what());
-        let again = match stops {
-            Stops::Digest { .. } => "You can turn it on again in your account's email preferences.",
-            Stops::Alert { .. } => {
-                "The alert is paused, not deleted: you can resume it in your account's alerts."
-            }
-        };
         return Ok(html(format!(
-            "<h1>Unsubscribed</h1>\n<p>You will no longer receive {what}.</p>\n<p>{again}</p>"
+            "<h1>Unsubscribed</h1>\n<p>You will no longer receive {what}.</p>\n<p>{}</p>",
+            stops.again()
         )));
     }
     Ok(json_no_store(out))

@@ -120,6 +120,20 @@ pub async fn build_worker(config: &Config, store: Arc<dyn Store>) -> anyhow::Res
 
 /// Opens this process's search index in `SEARCH_INDEX_DIR` (refused, naming the folder and its
 /// holder, when another process holds it) and follows the job-change log into it until `stop`.
+/// The keys of unsubscribe links: `UNSUBSCRIBE_SECRET` (and its previous value) over the JWT
+/// secrets `tokens` holds (`JWT_SECRET`, or this process's random one, and the previous one).
+pub fn unsubscribe_keys(config: &Config, tokens: &Tokens) -> crate::unsubscribe::Keys {
+    let bytes = |s: &Option<secrecy::SecretString>| {
+        s.as_ref().map(|s| s.expose_secret().as_bytes().to_vec())
+    };
+    crate::unsubscribe::Keys::new(
+        bytes(&config.unsubscribe_secret).as_deref(),
+        bytes(&config.unsubscribe_secret_previous).as_deref(),
+        tokens.signing_secret(),
+        tokens.previous_secret(),
+    )
+}
+
 pub fn open_search_index(
     config: &Config,
     store: Arc<dyn Store>,
@@ -184,6 +198,7 @@ pub async fn app_state(
     };
     let search = open_search_index(&config, store.clone(), stopping.clone())?;
     let tokens = Arc::new(Tokens::from_config(&config));
+    let unsubscribe = Arc::new(unsubscribe_keys(&config, &tokens));
     let dummy_hash: Arc<str> =
         tokio::task::spawn_blocking(|| auth::hash_password(&uuid::Uuid::new_v4().to_string()))
             .await??
@@ -194,6 +209,7 @@ pub async fn app_state(
         cache,
         search,
         tokens,
+        unsubscribe,
         metrics: crate::telemetry::metrics_handle(),
         shutdown,
         stopping,

@@ -192,9 +192,12 @@ async fn worker(config: Config) -> anyhow::Result<u8> {
     // and exits non-zero so that it is restarted.
     let listener_failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let serving = tokio::spawn(
-        axum::serve(listener, crate::http::ops::worker_router(http_state))
-            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-            .into_future(),
+        axum::serve(
+            crate::http::guarded(listener),
+            crate::http::ops::worker_router(http_state),
+        )
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+        .into_future(),
     );
     let http = tokio::spawn({
         let shutdown = shutdown.clone();

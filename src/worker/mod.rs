@@ -129,8 +129,8 @@ pub struct Worker {
     /// The upkeep's job steps (`upkeep_jobs.rs`).
     jobs: upkeep_jobs::JobUpkeep,
     /// What the digests' unsubscribe links are made of: `PUBLIC_BASE_URL` and the secret that
-    /// signs them (`JWT_SECRET`, or the API's own in one process). Without a secret the API
-    /// could check, digests go out without the link.
+    /// signs them (`UNSUBSCRIBE_SECRET`, else `JWT_SECRET`; in one process, the API's own).
+    /// Without a secret the API could check, digests go out without the link.
     links: Option<Links>,
 }
 
@@ -167,16 +167,18 @@ impl Worker {
             mail_recoveries: AtomicU64::new(0),
             mail_recovered: tokio::sync::Notify::new(),
             jobs: upkeep_jobs::JobUpkeep::from_config(config),
-            links: config.jwt_secret.as_ref().map(|secret| Links {
-                base_url: config.public_base_url.clone(),
-                secret: secrecy::SecretSlice::from(secret.expose_secret().as_bytes().to_vec()),
-            }),
+            links: (config.unsubscribe_secret.as_ref())
+                .or(config.jwt_secret.as_ref())
+                .map(|secret| Links {
+                    base_url: config.public_base_url.clone(),
+                    secret: secrecy::SecretSlice::from(secret.expose_secret().as_bytes().to_vec()),
+                }),
         }
     }
 
     /// Signs the unsubscribe links with `secret`: in one process with the API, the API's own
-    /// (a random one when `JWT_SECRET` is not set), so that the links it checks are the ones
-    /// this worker wrote.
+    /// signing key (`UNSUBSCRIBE_SECRET`, else `JWT_SECRET` or a random one when that is not
+    /// set), so that the links it checks are the ones this worker wrote.
     pub fn with_link_secret(mut self, base_url: &str, secret: &[u8]) -> Worker {
         self.links = Some(Links {
             base_url: base_url.to_string(),

@@ -35,6 +35,7 @@ macro_rules! each_mode {
 each_mode!(
     a_digest_lists_the_new_jobs_with_their_links_and_its_unsubscribe_link,
     a_paused_or_deleted_alerts_pending_digest_ends_missing,
+    a_worker_signs_its_links_with_the_unsubscribe_secret,
 );
 
 crate::each_store!(
@@ -353,6 +354,23 @@ async fn the_link_names_the_alert_and_pauses_it(app: TestApp) {
     assert_eq!(r.status(), 200);
     let page = r.text().await.unwrap();
     assert!(page.contains("The alert is paused, not deleted"), "{page}");
+    // Followed again, the link's page says it is done already, and offers no button.
+    let r = app.get(&path, None).await;
+    r.expect(200);
+    assert!(
+        r.text.contains(
+            "Done already: you no longer receive the weekly emails of your job alert for \
+             &quot;&lt;b&gt;rust&lt;/b&gt;&quot; at Acme &amp; Sons, part-time."
+        ),
+        "{}",
+        r.text
+    );
+    assert!(
+        r.text.contains("The alert is paused, not deleted"),
+        "{}",
+        r.text
+    );
+    assert!(!r.text.contains("<form"), "{}", r.text);
     // Resumed by its owner, paused again by a retry with a key: the stored answer.
     app.patch(
         &format!("/api/alerts/{id}"),
@@ -414,4 +432,54 @@ async fn the_link_of_a_deleted_alert_has_nothing_to_stop(app: TestApp) {
         .await
         .expect(204);
     app.get(&alert_link(id), None).await.expect(200);
+}
+
+/// With `UNSUBSCRIBE_SECRET` set, the links a worker mails are signed with it, not with
+/// `JWT_SECRET`: a rotation of the sign-in secret leaves them working.
+async fn a_worker_signs_its_links_with_the_unsubscribe_secret(h: Harness) {
+    let key = b"unsubscribe-key-unsubscribe-key-unsubscribe";
+    let s = h.scenario().await;
+    let candidate = h.app.user("candidate").await;
+    let id = alert(&h.app, &candidate, json!({"q": "welder"}), "daily").await;
+    job_on_day(
+        &h.app,
+        &s.employer,
+        s.company_id,
+        "Welder",
+        "Wien",
+        "12:00:00",
+    )
+    .await;
+    let worker = h
+        .worker_with(&[
+            ("PUBLIC_BASE_URL", BASE),
+            ("UNSUBSCRIBE_SECRET", std::str::from_utf8(key).unwrap()),
+        ])
+        .await;
+    assert_eq!(worker.write_alert_digests(t(AFTER_DAY)).await.unwrap(), 1);
+    h.publish().await;
+    assert_eq!(worker.run_until_empty().await.unwrap(), vec![Outcome::Sent]);
+    let mails = h.smtp.mails();
+    let m = mails
+        .iter()
+        .find(|m| m.event_id() == format!("alert-{id}-{DAY}"))
+        .expect("the alert's digest");
+    let header = m.header("List-Unsubscribe").expect("List-Unsubscribe");
+    let prefix = format!("<{BASE}/api/unsubscribe/");
+    let token = header
+        .strip_prefix(&prefix)
+        .and_then(|t| t.strip_suffix('>'))
+        .unwrap_or_else(|| panic!("{header}"));
+    assert_eq!(
+        unsubscribe::verify(&[key], token),
+        Some(Target::Alert { alert_id: id }),
+        "{header}"
+    );
+    assert_eq!(unsubscribe::verify(&[SECRET], token), None, "{header}");
+    assert!(
+        m.text()
+            .contains(&format!("{BASE}/api/unsubscribe/{token}")),
+        "the body's link is the header's: {}",
+        m.text()
+    );
 }

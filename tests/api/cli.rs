@@ -260,6 +260,39 @@ async fn bad_configuration_stops_with_one_line_naming_the_variable() {
         ),
         (
             vec![
+                ("APP_ENV", "production"),
+                ("EMAIL_BACKEND", "file"),
+                ("JWT_SECRET", strong.as_str()),
+                ("PUBLIC_BASE_URL", "https://jobs.example.com"),
+            ],
+            "UNSUBSCRIBE_SECRET",
+            None,
+        ),
+        (
+            vec![
+                ("APP_ENV", "production"),
+                ("EMAIL_BACKEND", "file"),
+                ("JWT_SECRET", strong.as_str()),
+                ("PUBLIC_BASE_URL", "https://jobs.example.com"),
+                ("UNSUBSCRIBE_SECRET", "short-unsubscribe-key-7777"),
+            ],
+            "UNSUBSCRIBE_SECRET",
+            Some("short-unsubscribe-key-7777"),
+        ),
+        (
+            vec![
+                ("APP_ENV", "production"),
+                ("EMAIL_BACKEND", "file"),
+                ("JWT_SECRET", strong.as_str()),
+                ("PUBLIC_BASE_URL", "https://jobs.example.com"),
+                ("UNSUBSCRIBE_SECRET", strong.as_str()),
+                ("UNSUBSCRIBE_SECRET_PREVIOUS", "short-previous-key-8888"),
+            ],
+            "UNSUBSCRIBE_SECRET_PREVIOUS",
+            Some("short-previous-key-8888"),
+        ),
+        (
+            vec![
                 ("QUEUE", "sqs"),
                 (
                     "SQS_QUEUE_URL",

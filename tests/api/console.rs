@@ -1667,3 +1667,113 @@ async fn the_review_list_pages() {
     assert_eq!(b.count("#review-list .job").await, 20);
     b.close().await;
 }
+
+/// What a browser asked for and was answered, as a proxy in front of the app saw it: (path,
+/// status) of each request, in order.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, u16)>>>;
+
+/// A proxy on a port of its own that forwards every GET to `app` and records it; its address.
+async fn recording_proxy(app: &TestApp, seen: Seen) -> String {
+    let upstream = app.url("");
+    let client = reqwest::Client::new();
+    let forward = move |req: axum::extract::Request| {
+        let (upstream, client, seen) = (upstream.clone(), client.clone(), seen.clone());
+        async move {
+            let path = req
+                .uri()
+                .path_and_query()
+                .map(|p| p.as_str().to_string())
+                .unwrap_or_default();
+            let mut out = client.get(format!("{upstream}{path}"));
+            for (name, value) in req.headers() {
+                if name != "host" {
+                    out = out.header(name, value);
+                }
+            }
+            let res = out.send().await.expect("the app answers");
+            let status = res.status();
+            let headers = res.headers().clone();
+            let body = res.bytes().await.expect("body");
+            seen.lock().unwrap().push((path, status.as_u16()));
+            let mut answer = axum::response::Response::new(axum::body::Body::from(body));
+            *answer.status_mut() = status;
+            for (name, value) in &headers {
+                if name != "transfer-encoding" && name != "connection" {
+                    answer.headers_mut().insert(name, value.clone());
+                }
+            }
+            answer
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = axum::Router::new().fallback(forward);
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    format!("http://{addr}")
+}
+
+/// The icon: `/favicon.ico` (which browsers ask for by themselves) is an ICO image kept a week
+/// by caches, the pages link it, and a browser that opens the console asks for nothing the
+/// server does not have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_opening_the_console_finds_its_icon() {
+    let app = TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await;
+    let r = app
+        .client
+        .get(app.url("/favicon.ico"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let header = |name: &str| {
+        r.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(header("content-type"), "image/x-icon");
+    assert_eq!(header("cache-control"), "public, max-age=604800");
+    assert_eq!(header("x-content-type-options"), "nosniff");
+    let icon = r.bytes().await.unwrap();
+    // An ICO file: reserved 0, type 1 (icon), at least one image, each inside the file.
+    assert_eq!(&icon[..4], &[0, 0, 1, 0]);
+    let count = u16::from_le_bytes([icon[4], icon[5]]) as usize;
+    assert!(count >= 1);
+    for i in 0..count {
+        let entry = &icon[6 + 16 * i..6 + 16 * (i + 1)];
+        let size = u32::from_le_bytes(entry[8..12].try_into().unwrap()) as usize;
+        let offset = u32::from_le_bytes(entry[12..16].try_into().unwrap()) as usize;
+        assert!(offset + size <= icon.len(), "image {i} inside the file");
+    }
+    for page in ["/console", "/docs"] {
+        let r = app.get(page, None).await;
+        assert!(
+            r.text
+                .contains(r#"<link rel="icon" href="/favicon.ico" sizes="16x16 32x32">"#),
+            "{page} links its icon: {}",
+            r.text
+        );
+    }
+
+    let seen: Seen = Default::default();
+    let proxy = recording_proxy(&app, seen.clone()).await;
+    let b = Browser::start("favicon").await;
+    b.goto(&format!("{proxy}/console")).await;
+    let asked = || {
+        let seen = seen.clone();
+        async move {
+            seen.lock()
+                .unwrap()
+                .iter()
+                .any(|(path, _)| path.starts_with("/favicon"))
+        }
+    };
+    wait_until("the browser asks for the console's icon", asked).await;
+    b.close().await;
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.iter().all(|(_, status)| *status == 200),
+        "every request of the browser answered: {seen:?}"
+    );
+}

@@ -151,3 +151,116 @@ async fn every_class_of_answer_carries_its_headers(app: TestApp) {
     no_store("bad token", &bad_token);
     no_store("forbidden", &forbidden);
 }
+
+/// One answer read off a raw connection: its head's lines and its body (by `Content-Length`).
+async fn read_answer(stream: &mut tokio::net::TcpStream) -> (Vec<String>, String) {
+    use tokio::io::AsyncReadExt;
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        if let Some(at) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+        let n = stream.read(&mut chunk).await.expect("read");
+        assert!(
+            n > 0,
+            "the connection closed before a whole head: {bytes:?}"
+        );
+        bytes.extend_from_slice(&chunk[..n]);
+    };
+    let head: Vec<String> = String::from_utf8_lossy(&bytes[..end])
+        .split("\r\n")
+        .map(str::to_string)
+        .collect();
+    let length: usize = head
+        .iter()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = bytes[end + 4..].to_vec();
+    while body.len() < length {
+        let n = stream.read(&mut chunk).await.expect("read");
+        assert!(n > 0, "the connection closed inside the body");
+        body.extend_from_slice(&chunk[..n]);
+    }
+    (head, String::from_utf8_lossy(&body[..length]).into_owned())
+}
+
+/// The answers the HTTP server makes itself, before any route runs (a URI longer than it
+/// reads, a request it cannot parse), carry the same headers as every other answer, and a
+/// problem body, also on a connection that served other requests first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_servers_own_refusals_carry_the_headers_too() {
+    use tokio::io::AsyncWriteExt;
+    let app = TestApp::spawn(Backend::Sqlite, CacheKind::Memory).await;
+    // Longer than any URI an HTTP client library builds (they stop at 64 KiB, as the server).
+    let long = format!("/api/jobs?q={}", "x".repeat(70_000));
+    // On one connection: an ordinary request, then the refused one.
+    let mut stream = tokio::net::TcpStream::connect(app.addr)
+        .await
+        .expect("connect");
+    for (request, status) in [
+        (
+            "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n".to_string(),
+            200,
+        ),
+        (format!("GET {long} HTTP/1.1\r\nHost: test\r\n\r\n"), 414),
+    ] {
+        stream.write_all(request.as_bytes()).await.expect("write");
+        let (head, body) = read_answer(&mut stream).await;
+        assert!(
+            head[0].starts_with(&format!("HTTP/1.1 {status} ")),
+            "{head:?}"
+        );
+        let has = |name: &str, value: &str| {
+            head.iter().any(|l| {
+                l.split_once(':')
+                    .is_some_and(|(n, v)| n.eq_ignore_ascii_case(name) && v.trim() == value)
+            })
+        };
+        for (name, value) in [
+            ("x-content-type-options", "nosniff"),
+            ("x-frame-options", "DENY"),
+            ("referrer-policy", "no-referrer"),
+            (
+                "content-security-policy",
+                "default-src 'none'; frame-ancestors 'none'",
+            ),
+        ] {
+            assert!(has(name, value), "{status}: {name}: {value} in {head:?}");
+        }
+        if status == 414 {
+            assert!(has("content-type", "application/problem+json"), "{head:?}");
+            let problem: serde_json::Value = serde_json::from_str(&body).expect(&body);
+            assert_eq!(problem["status"], json!(414), "{body}");
+            assert_eq!(problem["type"], json!("/problems/uri-too-long"), "{body}");
+        }
+    }
+
+    // A request the server cannot parse at all: 400, with the headers.
+    let mut stream = tokio::net::TcpStream::connect(app.addr)
+        .await
+        .expect("connect");
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: test\r\nno colon here\r\n\r\n")
+        .await
+        .expect("write");
+    let (head, body) = read_answer(&mut stream).await;
+    assert!(head[0].starts_with("HTTP/1.1 400 "), "{head:?}");
+    for name in [
+        "x-content-type-options: nosniff",
+        "x-frame-options: DENY",
+        "referrer-policy: no-referrer",
+        "content-type: application/problem+json",
+    ] {
+        assert!(
+            head.iter().any(|l| l.eq_ignore_ascii_case(name)),
+            "{name} in {head:?}"
+        );
+    }
+    let problem: serde_json::Value = serde_json::from_str(&body).expect(&body);
+    assert_eq!(problem["status"], json!(400), "{body}");
+}

@@ -17,6 +17,9 @@ each_store!(
     a_link_retried_with_its_key_is_replayed,
     altered_forged_and_stale_tokens_are_404,
     links_signed_with_the_previous_secret_still_work,
+    links_signed_with_their_own_key_outlive_jwt_rotations,
+    a_percent_encoded_spelling_is_the_same_token,
+    the_page_says_when_it_is_done_already,
 );
 
 /// The secret the test app signs with (`helpers.rs`).
@@ -74,6 +77,12 @@ impl Restarted {
 
     async fn one_click(&self, client: &reqwest::Client, path: &str) -> Resp {
         post_form(client, &format!("{}{path}", self.base)).await
+    }
+
+    /// The link's page as this process serves it: 200 for a token it verifies, else 404.
+    async fn page(&self, client: &reqwest::Client, path: &str) -> Resp {
+        let req = client.get(format!("{}{path}", self.base));
+        TestApp::read(req.send().await.expect("GET")).await
     }
 }
 
@@ -412,6 +421,8 @@ async fn links_signed_with_the_previous_secret_still_work(app: TestApp) {
     )
     .await;
     assert_eq!(rotated.state.tokens.signing_secret(), new.as_bytes());
+    // Without a key of its own, the links are signed with the JWT secret's, as before.
+    assert_eq!(rotated.state.unsubscribe.signing(), new.as_bytes());
     let page = TestApp::read(
         app.client
             .get(format!("{}{mailed}", rotated.base))
@@ -441,4 +452,189 @@ async fn links_signed_with_the_previous_secret_still_work(app: TestApp) {
         .one_click(&app.client, &mailed)
         .await
         .expect_problem(404, "not-found");
+}
+
+/// A link signed with `UNSUBSCRIBE_SECRET` does not depend on `JWT_SECRET`: it still works after
+/// two rotations of the JWT secret (the second of which drops every JWT secret it knew). The
+/// key rotates on its own, `UNSUBSCRIBE_SECRET_PREVIOUS` still verifying; and a link signed
+/// before the key existed (with `JWT_SECRET`'s) keeps working while that JWT secret verifies.
+async fn links_signed_with_their_own_key_outlive_jwt_rotations(app: TestApp) {
+    let key_a = "unsubscribe-key-a-unsubscribe-key-a-0001";
+    let key_b = "unsubscribe-key-b-unsubscribe-key-b-0002";
+    let jwt = std::str::from_utf8(SECRET).unwrap();
+    let jwt_2 = "jwt-secret-two-jwt-secret-two-jwt-secret";
+    let jwt_3 = "jwt-secret-three-jwt-secret-three-jwt-se";
+    let employer = app.user("employer").await;
+    let other = app.user("employer").await;
+    let client = &app.client;
+    // Mailed before the key existed: signed with the key of `JWT_SECRET`.
+    let before = digest_path(SECRET, employer.id);
+    // Mailed once the key was set.
+    let signed_a = digest_path(key_a.as_bytes(), employer.id);
+    let signed_b = digest_path(key_b.as_bytes(), other.id);
+    app.get(&signed_a, None)
+        .await
+        .expect_problem(404, "not-found");
+
+    let with_key = Restarted::start(&app, "key-a", &[("UNSUBSCRIBE_SECRET", key_a)]).await;
+    assert_eq!(with_key.state.unsubscribe.signing(), key_a.as_bytes());
+    with_key.page(client, &signed_a).await.expect(200);
+    with_key.page(client, &before).await.expect(200);
+    with_key
+        .page(client, &signed_b)
+        .await
+        .expect_problem(404, "not-found");
+
+    // The JWT secret rotated once, then again: `jwt` is no longer known at all.
+    let once = Restarted::start(
+        &app,
+        "jwt-2",
+        &[
+            ("UNSUBSCRIBE_SECRET", key_a),
+            ("JWT_SECRET", jwt_2),
+            ("JWT_SECRET_PREVIOUS", jwt),
+        ],
+    )
+    .await;
+    once.page(client, &signed_a).await.expect(200);
+    once.page(client, &before).await.expect(200);
+    let twice = Restarted::start(
+        &app,
+        "jwt-3",
+        &[
+            ("UNSUBSCRIBE_SECRET", key_a),
+            ("JWT_SECRET", jwt_3),
+            ("JWT_SECRET_PREVIOUS", jwt_2),
+        ],
+    )
+    .await;
+    twice.page(client, &signed_a).await.expect(200);
+    assert!(digest_is_on(&app, &employer).await);
+    twice.one_click(client, &signed_a).await.expect(200);
+    assert!(!digest_is_on(&app, &employer).await);
+    // The link signed before the key existed went with the JWT secret that signed it.
+    twice
+        .page(client, &before)
+        .await
+        .expect_problem(404, "not-found");
+
+    // The key rotated on its own: the previous one still verifies, the new one signs.
+    let rotated = Restarted::start(
+        &app,
+        "key-b",
+        &[
+            ("UNSUBSCRIBE_SECRET", key_b),
+            ("UNSUBSCRIBE_SECRET_PREVIOUS", key_a),
+            ("JWT_SECRET", jwt_3),
+        ],
+    )
+    .await;
+    rotated.page(client, &signed_a).await.expect(200);
+    assert!(digest_is_on(&app, &other).await);
+    rotated.one_click(client, &signed_b).await.expect(200);
+    assert!(!digest_is_on(&app, &other).await);
+    // Once the previous key is dropped, its links stop working.
+    let dropped = Restarted::start(
+        &app,
+        "key-b-only",
+        &[("UNSUBSCRIBE_SECRET", key_b), ("JWT_SECRET", jwt_3)],
+    )
+    .await;
+    dropped
+        .page(client, &signed_a)
+        .await
+        .expect_problem(404, "not-found");
+    dropped.page(client, &signed_b).await.expect(200);
+}
+
+/// The path is percent-decoded before the token is read, so a percent-encoded spelling of a
+/// token is the same token (any character, or all of them); an encoded spelling of anything
+/// else (padding, a character changed) is 404 as it would be unencoded.
+async fn a_percent_encoded_spelling_is_the_same_token(app: TestApp) {
+    let employer = app.user("employer").await;
+    let token = unsubscribe::token(
+        SECRET,
+        Target::Digest {
+            user_id: employer.id,
+        },
+    );
+    let encoded = |t: &str, every: bool| -> String {
+        t.bytes()
+            .enumerate()
+            .map(|(i, b)| {
+                if every || i == 0 {
+                    format!("%{b:02X}")
+                } else {
+                    (b as char).to_string()
+                }
+            })
+            .collect()
+    };
+    for spelling in [encoded(&token, false), encoded(&token, true)] {
+        assert_ne!(spelling, token);
+        let path = format!("/api/unsubscribe/{spelling}");
+        let r = app.get(&path, None).await;
+        r.expect(200);
+        assert!(
+            r.text.contains("the hourly digest of new applications"),
+            "{}",
+            r.text
+        );
+    }
+    let path = format!("/api/unsubscribe/{}", encoded(&token, true));
+    one_click(&app, &path).await.expect(200);
+    assert!(!digest_is_on(&app, &employer).await);
+    let first = token.as_bytes()[0];
+    let changed = if first == b'A' { 'B' } else { 'A' };
+    for spelling in [
+        format!("{token}%3D%3D"),
+        format!("%{:02X}{}", changed as u8, &token[1..]),
+        encoded(&format!("{token}A"), true),
+    ] {
+        let path = format!("/api/unsubscribe/{spelling}");
+        app.get(&path, None).await.expect_problem(404, "not-found");
+    }
+}
+
+/// A link followed again after it did its work says so, with no button; once the person turned
+/// the digest on again, the page offers the button again.
+async fn the_page_says_when_it_is_done_already(app: TestApp) {
+    let employer = app.user("employer").await;
+    let path = digest_path(SECRET, employer.id);
+    let r = app.get(&path, None).await;
+    r.expect(200);
+    assert!(r.text.contains("<form method=\"post\">"), "{}", r.text);
+    assert!(!r.text.contains("lready"), "{}", r.text);
+    one_click(&app, &path).await.expect(200);
+    for _ in 0..2 {
+        let r = app.get(&path, None).await;
+        r.expect(200);
+        assert!(
+            r.text.contains(
+                "Done already: you no longer receive the hourly digest of new applications."
+            ),
+            "{}",
+            r.text
+        );
+        assert!(!r.text.contains("<form"), "no button: {}", r.text);
+        assert!(!r.text.contains("Nothing changes until"), "{}", r.text);
+        assert!(
+            r.text.contains("You can turn it on again"),
+            "says how to undo it: {}",
+            r.text
+        );
+    }
+    // The POST is still the same 200.
+    one_click(&app, &path).await.expect(200);
+    app.patch(
+        "/api/me/notifications",
+        Some(&employer.token),
+        json!({"application_digest": true}),
+    )
+    .await
+    .expect(200);
+    let r = app.get(&path, None).await;
+    r.expect(200);
+    assert!(r.text.contains("<form method=\"post\">"), "{}", r.text);
+    assert!(!r.text.contains("lready"), "{}", r.text);
 }

@@ -281,6 +281,7 @@ fn table() -> Vec<Row> {
         (M::GET, "/console", vec![base(Anonymous, "/console", None, 200)]),
         (M::GET, "/console/console.css", vec![base(Anonymous, "/console/console.css", None, 200)]),
         (M::GET, "/console/console.js", vec![base(Anonymous, "/console/console.js", None, 200)]),
+        (M::GET, "/favicon.ico", vec![base(Anonymous, "/favicon.ico", None, 200)]),
         (M::GET, "/api/admin/queue", vec![
             case(Candidate, "/api/admin/queue", None, 404),
             base(Operator, "/api/admin/queue", None, 200),
