@@ -13,11 +13,16 @@
 //!   timeout, and, halfway through, accept new sessions without ever greeting them for
 //!   `--mail-stall-secs` (a tarpit, an overloaded relay: an outage, never a dead letter),
 //! - restarts PostgreSQL once mid-run (the API and the workers must recover on their own),
+//! - posts a job about every second through the API, and once, mid-run, has the API process
+//!   unable to open a file for `--index-fault-ms` while its search index writes (a failed index
+//!   write: EMFILE, as a full descriptor table or a full disk gives it),
 //! - once switches half the workers to the other claim mode,
 //!
-//! then waits (bounded) for the queue to drain and prints, and writes as JSON, what happened:
-//! events, emails, lost, duplicated, dead letters, kills, injections, reclaims, seconds. It exits
-//! 1 on any loss or on more duplicates than reclaims (2 when the run itself could not be made).
+//! then waits (bounded) for the queue to drain, looks up every job posted (`GET /api/jobs?ids=`),
+//! and prints, and writes as JSON, what happened: events, emails, lost, duplicated, dead letters,
+//! kills, injections, reclaims, jobs posted and not searchable, seconds. It exits 1 on any loss,
+//! on more duplicates than reclaims or on a posted job the search does not find (2 when the run
+//! itself could not be made).
 //!
 //! With `--email ses` the workers send through Amazon SES's v2 API on the SQS test server
 //! instead, and the emails are counted in its store of sent messages (it refuses and stalls
@@ -116,6 +121,12 @@ struct Opts {
     /// greets them for this many seconds, then recovers (0: never).
     #[arg(long, default_value_t = 5)]
     mail_stall_secs: u64,
+    /// At three fifths of the status changes, the API process cannot open a file for this
+    /// many milliseconds (its soft RLIMIT_NOFILE lowered to its lowest free descriptor, with
+    /// `prlimit`), while its search index applies a job change: the index's write fails, and
+    /// every job must still be searchable at the end (0: never).
+    #[arg(long, default_value_t = 1500)]
+    index_fault_ms: u64,
     /// The shell command that restarts PostgreSQL [default: JOBBOARD_TEST_PG_RESTART, the
     /// throwaway test cluster's, from the env file scripts/services writes]. Never the
     /// machine's own cluster unless given here.
@@ -326,6 +337,63 @@ impl Run {
     }
 }
 
+/// Starves the API process `pid` of file descriptors for `window`: its soft RLIMIT_NOFILE is
+/// lowered to its lowest free descriptor (`prlimit`), so every file it opens meanwhile fails
+/// with EMFILE (the sockets and files it holds keep working), and a row naming `job` again is
+/// added to the job-change log (applying a row twice is harmless), so that its search index's
+/// follower writes within the window. The limit is put back whatever happened.
+async fn starve_api(pid: u32, pool: &sqlx::PgPool, job: i64, window: Duration) -> Result<()> {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits"))?;
+    let soft = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .context("no \"Max open files\" in /proc/<pid>/limits")?
+        .to_string();
+    let open: std::collections::BTreeSet<u64> = std::fs::read_dir(format!("/proc/{pid}/fd"))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let lowest = (0..).find(|fd| !open.contains(fd)).unwrap_or(0);
+    prlimit(pid, &format!("{lowest}:")).await?;
+    let named = sqlx::query("INSERT INTO job_changes (job_id) VALUES ($1)")
+        .bind(job)
+        .execute(pool)
+        .await;
+    tokio::time::sleep(window).await;
+    prlimit(pid, &format!("{soft}:")).await?;
+    named.context("adding a row to the job-change log")?;
+    Ok(())
+}
+
+/// Sets the soft and/or hard RLIMIT_NOFILE of `pid` (`soft:hard`, either may be left out).
+async fn prlimit(pid: u32, limits: &str) -> Result<()> {
+    let status = tokio::process::Command::new("prlimit")
+        .args(["--pid", &pid.to_string(), &format!("--nofile={limits}")])
+        .status()
+        .await
+        .context("running prlimit (util-linux)")?;
+    if !status.success() {
+        bail!("prlimit --pid {pid} --nofile={limits} failed ({status})");
+    }
+    Ok(())
+}
+
+/// The API's log lines where writing its search index failed for want of a file descriptor.
+fn index_write_failures(log: &str) -> usize {
+    log.lines()
+        .filter(|l| l.contains("Too many open files"))
+        .filter(|l| {
+            [
+                "search index's",
+                "committing the search index",
+                "creating the search index",
+            ]
+            .iter()
+            .any(|w| l.contains(w))
+        })
+        .count()
+}
+
 fn default_bin() -> PathBuf {
     std::env::current_exe()
         .ok()
@@ -515,6 +583,11 @@ async fn run_in(
     ));
     // Every new job waits for an operator: each review is a `job.reviewed` per member.
     api_env.push(("JOB_MODERATION".into(), "true".into()));
+    // A search index of the run's own, fresh.
+    api_env.push((
+        "SEARCH_INDEX_DIR".into(),
+        dir.path().join("search").display().to_string(),
+    ));
     let mut api_proc = Proc::spawn(bin, dir.path(), "api", &["serve"], &api_env)?;
     let api = Api {
         base: format!("http://127.0.0.1:{port}"),
@@ -707,13 +780,19 @@ async fn run_in(
     let driving = Arc::new(AtomicBool::new(true));
     let total_moves = applications.len() * 4;
 
-    // Kills every 0.5–2 s, the database restart at a third of the moves, the mode switch at
-    // two thirds.
+    // Kills every 0.5–2 s, the database restart at a third of the moves, the index fault at
+    // three fifths, the mode switch at two thirds.
+    let api_pid = api_proc.child.id().context("the API process has no pid")?;
     let chaos = {
         let (run, moves_done, driving) = (run.clone(), moves_done.clone(), driving.clone());
         let (smtp, mut mail_stall) = (smtp.clone(), Some(opts.mail_stall_secs).filter(|s| *s > 0));
+        let mut index_fault =
+            Some(Duration::from_millis(opts.index_fault_ms)).filter(|d| !d.is_zero());
+        let log_pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(1)
+            .connect_lazy(db_url)?;
         tokio::spawn(async move {
-            let (mut restarted, mut switched) = (0usize, 0usize);
+            let (mut restarted, mut switched, mut starved) = (0usize, 0usize, 0usize);
             let mut restart = pg_restart;
             while driving.load(Ordering::SeqCst) {
                 let pause = rand::thread_rng().gen_range(500..2000);
@@ -748,6 +827,17 @@ async fn run_in(
                         progress("the SMTP listener greets new sessions again");
                     });
                 }
+                if done * 5 >= total_moves * 3
+                    && let Some(window) = index_fault.take()
+                {
+                    progress(format!(
+                        "the API process cannot open a file for {} ms while its search index writes",
+                        window.as_millis()
+                    ));
+                    starve_api(api_pid, &log_pool, job_id, window).await?;
+                    progress("the API process may open files again");
+                    starved += 1;
+                }
                 if done * 3 >= total_moves * 2 && switched == 0 {
                     switched = run.switch_modes().await?;
                     progress(format!(
@@ -755,7 +845,7 @@ async fn run_in(
                     ));
                 }
             }
-            anyhow::Ok((restarted, switched))
+            anyhow::Ok((restarted, switched, starved))
         })
     };
 
@@ -801,32 +891,48 @@ async fn run_in(
     let pace = Mutex::new(tokio::time::interval(Duration::from_secs_f64(
         1.0 / opts.rate.max(0.1),
     )));
-    let moved: Vec<Result<()>> = futures::stream::iter(applications.clone())
-        .map(|app| {
-            let (api, employer, moves_done, pace) = (&api, &employer, moves_done.clone(), &pace);
-            async move {
-                for to in ["reviewing", "interview", "offered", "hired"] {
-                    pace.lock().await.tick().await;
-                    api.call(
-                        reqwest::Method::PATCH,
-                        &format!("/api/applications/{app}"),
-                        Some(employer),
-                        Some(json!({"status": to})),
-                        200,
-                    )
-                    .await?;
-                    moves_done.fetch_add(1, Ordering::SeqCst);
+    let moving = async {
+        let moved: Vec<Result<()>> = futures::stream::iter(applications.clone())
+            .map(|app| {
+                let (api, employer, moves_done, pace) =
+                    (&api, &employer, moves_done.clone(), &pace);
+                async move {
+                    for to in ["reviewing", "interview", "offered", "hired"] {
+                        pace.lock().await.tick().await;
+                        api.call(
+                            reqwest::Method::PATCH,
+                            &format!("/api/applications/{app}"),
+                            Some(employer),
+                            Some(json!({"status": to})),
+                            200,
+                        )
+                        .await?;
+                        moves_done.fetch_add(1, Ordering::SeqCst);
+                    }
+                    anyhow::Ok(())
                 }
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(8)
-        .collect()
-        .await;
-    driving.store(false, Ordering::SeqCst);
-    let (pg_restarts, mode_switches) = chaos.await??;
+            })
+            .buffer_unordered(8)
+            .collect()
+            .await;
+        driving.store(false, Ordering::SeqCst);
+        moved
+    };
+    // A job posted (and approved) about every second while the status changes go on, the
+    // index fault's window included: each must be searchable at the end.
+    let posting = async {
+        let mut posted = Vec::new();
+        while driving.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            posted.push(new_job(format!("Posted {}", posted.len()), None).await?);
+        }
+        anyhow::Ok(posted)
+    };
+    let (moved, posted) = tokio::join!(moving, posting);
+    let (pg_restarts, mode_switches, index_faults) = chaos.await??;
     injector.await??;
     moved.into_iter().collect::<Result<Vec<()>>>()?;
+    let posted = posted?;
     progress("status changes driven; the trouble stops, waiting for the queue to drain");
     smtp.set_chaos(smtp::Chaos {
         refuse: 0.0,
@@ -892,7 +998,33 @@ async fn run_in(
     // Copies still in flight settle before the count.
     tokio::time::sleep(Duration::from_secs(VISIBILITY_SECS)).await;
     let reclaims = run.stop_all().await;
+    // Every job posted, the first one included, is open: the search must find each (a search
+    // waits for the API's index to apply every change committed before it began).
+    let mut wanted: Vec<i64> = posted.clone();
+    wanted.push(job_id);
+    let mut unsearchable: Vec<i64> = Vec::new();
+    for ids in wanted.chunks(100) {
+        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        let page = api
+            .call(
+                reqwest::Method::GET,
+                &format!("/api/jobs?ids={list}&page_size=100"),
+                None,
+                None,
+                200,
+            )
+            .await?;
+        let found: Vec<i64> = page["items"]
+            .as_array()
+            .context("no items in a search's answer")?
+            .iter()
+            .filter_map(|j| j["id"].as_i64())
+            .collect();
+        unsearchable.extend(ids.iter().filter(|id| !found.contains(id)));
+    }
     api_proc.sigterm().await;
+    let api_log = api_proc.log_text();
+    let index_write_failures = index_write_failures(&api_log);
 
     let emailed = mail.per_event(&smtp).await?;
     let events = committed(&pool).await?;
@@ -936,6 +1068,10 @@ async fn run_in(
         "sessions_never_greeted": smtp.sessions_refused(),
         "pg_restarts": pg_restarts,
         "mode_switches": mode_switches,
+        "jobs_posted": wanted.len(),
+        "unsearchable": unsearchable.len(),
+        "index_faults": index_faults,
+        "index_write_failures": index_write_failures,
         "unknown_event_emails": strangers,
         "by_type": by_type.iter().map(|(kind, [n, sent, lost, repeats])| {
             (kind.to_string(), json!({"events": n, "emails": sent, "lost": lost, "duplicated": repeats}))
@@ -944,7 +1080,8 @@ async fn run_in(
     });
     println!(
         "chaos queue={} mode={} email={} workers={}: events {} emails {} lost {} duplicated {} dead letters {} \
-         kills {} injections {} reclaims {} refused {} stalled {} never greeted {} pg restarts {} mode switches {} seconds {}",
+         kills {} injections {} reclaims {} refused {} stalled {} never greeted {} pg restarts {} mode switches {} \
+         jobs posted {} unsearchable {} index faults {} (index writes failed {}) seconds {}",
         result["queue"].as_str().unwrap_or(""),
         result["mode"].as_str().unwrap_or(""),
         result["email"].as_str().unwrap_or(""),
@@ -962,6 +1099,10 @@ async fn run_in(
         result["sessions_never_greeted"],
         pg_restarts,
         mode_switches,
+        wanted.len(),
+        unsearchable.len(),
+        index_faults,
+        index_write_failures,
         result["seconds"],
     );
     if let Some(path) = &opts.json {
@@ -992,6 +1133,25 @@ async fn run_in(
             eprintln!("chaos: FAILED: no {kind} event was written");
             ok = false;
         }
+    }
+    if !unsearchable.is_empty() {
+        eprintln!(
+            "chaos: FAILED: {} of {} jobs posted are not found by the search: {unsearchable:?}",
+            unsearchable.len(),
+            wanted.len()
+        );
+        ok = false;
+    }
+    // The index fault must have failed a write of the index, or it proved nothing.
+    if index_faults > 0 && index_write_failures == 0 {
+        eprintln!(
+            "chaos: FAILED: the API's search index never failed a write in the index fault's \
+             window (no \"Too many open files\" from it in api.log); what the API logged of it:"
+        );
+        for line in api_log.lines().filter(|l| l.contains("search index")) {
+            eprintln!("  {line}");
+        }
+        ok = false;
     }
     if strangers > 0 {
         eprintln!("chaos: FAILED: {strangers} emails for events that were never committed");
