@@ -214,7 +214,9 @@ async fn create(
         member_company(&st, &user, company_id).await?;
     }
     let input: JobIn = idem.body.json(false)?;
-    let now = crate::timefmt::now();
+    // The database's clock, as the job's `created_at` will be: a host whose clock is behind
+    // must not make the default date early, nor one ahead accept a date that has passed.
+    let now = st.store.now().await?;
     let mut errors = FieldErrors::default();
     let expires_at = input
         .expires_at
@@ -313,7 +315,7 @@ async fn update(
     let done = idem.completion(StatusCode::OK, &json_of::<JobRow, JobOut>)?;
     // Merge and write conditionally on updated_at; a concurrent write makes us merge again.
     for _ in 0..5 {
-        let fields = merge(&job, &patch, crate::timefmt::now(), posting(&st))?;
+        let fields = merge(&job, &patch, st.store.now().await?, posting(&st))?;
         if let Some(updated) = st
             .store
             .update_job(job.id, fields, job.updated_at, done.as_ref())
@@ -377,7 +379,7 @@ async fn renew(
         .contains_key(axum::http::header::CONTENT_TYPE);
     let RenewIn {} = idem.body.json(bare)?;
     let done = idem.completion(StatusCode::OK, &json_of::<JobRow, JobOut>)?;
-    let expires_at = crate::timefmt::now() + posting(&st);
+    let expires_at = st.store.now().await? + posting(&st);
     let renewed = st
         .store
         .renew_job(job.id, expires_at, done.as_ref())

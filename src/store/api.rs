@@ -10,6 +10,11 @@ use chrono::{DateTime, Utc};
 /// What the API's handlers of accounts, companies, jobs and applications need.
 #[async_trait]
 pub trait ApiStore: Send + Sync {
+    /// The database's clock, to the microsecond: what a request judges a member's `expires_at`
+    /// against and starts a default expiry from, as the write's own times do (one clock, not
+    /// this host's).
+    async fn now(&self) -> StoreResult<DateTime<Utc>>;
+
     // Accounts
     async fn create_user(&self, user: NewUser) -> StoreResult<UserRow>;
     async fn user_by_id(&self, id: i64) -> StoreResult<UserRow>;

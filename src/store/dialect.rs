@@ -17,6 +17,10 @@ pub(super) trait Dialect {
     const SKIP_LOCKED: &'static str;
     /// The database clock as ms since the epoch, as an SQL expression.
     const NOW_MS: &'static str;
+    /// The statement that reads the database's clock as a time to the microsecond, in a write's
+    /// transaction (the time it stamps and judges by, see `S::clock`); `None` where the
+    /// database runs inside this process, whose clock is then the database's.
+    const CLOCK: Option<&'static str>;
     /// The backend's name, as `Store::backend` reports it.
     const NAME: &'static str;
     /// Taken in a job insert's transaction before it reads the newest job's creation time, so

@@ -65,6 +65,9 @@ impl Dialect for PgDialect {
     type Db = Postgres;
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const NOW_MS: &'static str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
+    // The time of the statement, not of the transaction's start (`now()`): a write stamps the
+    // moment it reads, just before its commit, whatever it waited for before.
+    const CLOCK: Option<&'static str> = Some("SELECT clock_timestamp()");
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const FOR_SHARE: &'static str = " FOR SHARE";
     const NAME: &'static str = "postgres";

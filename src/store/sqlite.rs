@@ -90,6 +90,9 @@ impl Dialect for SqliteDialect {
     type Db = Sqlite;
     const SKIP_LOCKED: &'static str = "";
     const NOW_MS: &'static str = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
+    // SQLite runs in this process and reads this host's clock ('now' above is the same clock):
+    // read here, to the microsecond, without a statement.
+    const CLOCK: Option<&'static str> = None;
     const FOR_UPDATE: &'static str = "";
     const FOR_SHARE: &'static str = "";
     const NAME: &'static str = "sqlite";

@@ -11,9 +11,8 @@ use crate::telemetry as t;
 use anyhow::Context;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 
-/// An hour's digests are written this long after it ends: an application created just before
-/// the hour's end commits a moment later, and the API processes' clocks may run a little ahead
-/// of the database's.
+/// An hour's digests are written this long after it ends: an application stamped just before
+/// the hour's end (by the database's clock, read in its transaction) commits a moment later.
 pub const DIGEST_GRACE: TimeDelta = TimeDelta::minutes(2);
 /// How far back the upkeep looks for hours whose digests are not written yet, after an outage
 /// of every worker; the hours before get no digest.

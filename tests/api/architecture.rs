@@ -148,3 +148,39 @@ fn no_source_file_is_over_400_lines_unless_the_readme_says_why() {
         long.join("\n")
     );
 }
+
+/// One clock: the store stamps and judges by the database's clock, read in the write's
+/// transaction by `S::clock` (`src/store/sql/mod.rs`, which reads this process's clock only for
+/// SQLite, whose clock it is), and the worker's upkeep by the database's clock it reads through
+/// the store. No other file of either reads the host's wall clock.
+#[test]
+fn the_store_and_the_worker_read_no_clock_but_the_databases() {
+    let clock = src().join("store").join("sql").join("mod.rs");
+    let mut files = Vec::new();
+    rust_files(&src().join("store"), &mut files);
+    rust_files(&src().join("worker"), &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            let reads = [
+                "Utc::now(",
+                "timefmt::now(",
+                "SystemTime::now(",
+                "Local::now(",
+            ]
+            .iter()
+            .any(|c| code.contains(c));
+            if reads && !(file == clock && code.contains("crate::timefmt::now()")) {
+                let rel = file.strip_prefix(src()).unwrap().display().to_string();
+                found.push(format!("src/{rel}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the host's clock read where the database's must be:\n{}",
+        found.join("\n")
+    );
+}

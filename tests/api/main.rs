@@ -14,6 +14,7 @@ mod applications;
 mod architecture;
 mod authz;
 mod cli;
+mod clock;
 mod companies;
 mod console;
 mod crash;

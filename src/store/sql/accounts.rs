@@ -7,13 +7,14 @@ use crate::store::*;
 
 impl S {
     pub(super) async fn create_user(&self, u: NewUser) -> StoreResult<UserRow> {
+        let now = Self::clock(&self.pool).await?;
         let id: i64 = sqlx::query_scalar(sql::USER_INSERT)
             .bind(u.email.as_str())
             .bind(u.email.key())
             .bind(&u.name)
             .bind(u.role.as_str())
             .bind(&u.password_hash)
-            .bind(crate::timefmt::now())
+            .bind(now)
             .fetch_one(&self.pool)
             .await
             .map_err(|e| constraint(e, Conflict::EmailTaken))

@@ -80,9 +80,10 @@ impl AlertDigestStore for S {
     }
 
     async fn mark_alert_period(&self, period: &str) -> StoreResult<()> {
+        let now = Self::clock(&self.pool).await?;
         sqlx::query(PERIOD_MARK)
             .bind(period)
-            .bind(crate::timefmt::now())
+            .bind(now)
             .execute(&self.pool)
             .await
             .map_err(step("marking a period's alert digests written"))?;

@@ -78,6 +78,9 @@ impl AlertStore for S {
             return Err(StoreError::Conflict(Conflict::TooManyAlerts));
         }
         let f = &alert.filters;
+        // Its creation is its watermark until its first digest: the database's clock, so that an
+        // API host whose clock is ahead cannot leave the next minutes' jobs out of its digest.
+        let created_at = Self::clock(&mut *tx).await?;
         let id: i64 = sqlx::query_scalar(INSERT)
             .bind(user_id)
             .bind(&f.q)
@@ -87,7 +90,7 @@ impl AlertStore for S {
             .bind(f.salary_min)
             .bind(f.employment_type.map(|t| t.as_str()))
             .bind(alert.frequency.as_str())
-            .bind(crate::timefmt::now())
+            .bind(created_at)
             .fetch_one(&mut *tx)
             .await
             .step("inserting the alert")?;

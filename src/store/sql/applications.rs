@@ -26,7 +26,9 @@ impl S {
                 .ok_or(StoreError::NotFound)?;
         let status =
             JobStatus::try_from(status).map_err(|e| StoreError::Other(anyhow::Error::new(e)))?;
-        let now = crate::timefmt::now();
+        // The database's clock stamps the application and judges the job's expiry: an API host
+        // whose clock is behind must not stamp it into an hour whose digest is written.
+        let now = Self::clock(&mut *tx).await?;
         // Past its `expires_at` a job takes no application, whether or not the upkeep has
         // marked it expired yet.
         match crate::domain::job::status_at(status, expires_at, now) {
@@ -118,7 +120,7 @@ impl S {
             .map_err(|e| StoreError::Conflict(Conflict::InvalidTransition(e)))?;
         let mut event_id = None;
         if moves {
-            let now = crate::timefmt::now();
+            let now = Self::clock(&mut *tx).await?;
             let event = Event::new(
                 EventKind::StatusChanged {
                     application_id: id,

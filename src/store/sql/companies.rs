@@ -17,11 +17,12 @@ impl S {
         idem: Idem<'_, CompanyRow>,
     ) -> StoreResult<CompanyRow> {
         let mut tx = self.begin_write().await?;
+        let now = Self::clock(&mut *tx).await?;
         let row = sqlx::query_as::<_, CompanyRow>(sql::COMPANY_INSERT)
             .bind(&f.name)
             .bind(&f.website)
             .bind(&f.description)
-            .bind(crate::timefmt::now())
+            .bind(now)
             .fetch_one(&mut *tx)
             .await
             .step("inserting the company")?;

@@ -69,9 +69,10 @@ impl ConsoleStore for S {
             .step("reading a user by email")?
             .ok_or(StoreError::NotFound)?;
         let done = if grant {
+            let now = Self::clock(&mut *tx).await?;
             sqlx::query(OPERATOR_GRANT)
                 .bind(user_id)
-                .bind(crate::timefmt::now())
+                .bind(now)
                 .execute(&mut *tx)
                 .await
                 .step("granting the operator rights")?
@@ -101,9 +102,11 @@ impl ConsoleStore for S {
             .fetch_one(&self.pool)
             .await
             .step("reading the console's figures")?;
+        // The oldest row's age by the clock that stamped it.
+        let now = Self::clock(&self.pool).await?;
         Ok(ConsoleFigures {
             outbox_pending,
-            oldest_pending_age_ms: oldest.map(|t| (Utc::now() - t).num_milliseconds().max(0)),
+            oldest_pending_age_ms: oldest.map(|t| (now - t).num_milliseconds().max(0)),
             in_flight,
             sent_last_hour,
             failed_last_hour,

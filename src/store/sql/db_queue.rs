@@ -92,11 +92,12 @@ impl QueueStore for S {
         application_id: Option<i64>,
         body: &str,
     ) -> StoreResult<i64> {
+        let now = Self::clock(&self.pool).await?;
         Ok(sqlx::query_scalar(sql::OUTBOX_INSERT)
             .bind(event_id)
             .bind(application_id)
             .bind(body)
-            .bind(crate::timefmt::now())
+            .bind(now)
             .fetch_one(&self.pool)
             .await
             .step("adding a message to the queue")?)
@@ -112,9 +113,11 @@ impl QueueStore for S {
             .fetch_one(&self.pool)
             .await
             .step("counting the dead letters")?;
+        // The oldest row's age by the clock that stamped it.
+        let now = Self::clock(&self.pool).await?;
         Ok(QueueStats {
             pending,
-            oldest_age_ms: oldest.map(|t| (chrono::Utc::now() - t).num_milliseconds().max(0)),
+            oldest_age_ms: oldest.map(|t| (now - t).num_milliseconds().max(0)),
             dead_letters,
         })
     }
@@ -154,6 +157,7 @@ impl QueueStore for S {
             .await
             .step("reading the dead letters to redrive")?;
         let mut result = RedriveResult::default();
+        let now = Self::clock(&mut *tx).await?;
         let chosen: Vec<&DeadLetterRow> = match ids {
             None => all.iter().collect(),
             Some(ids) => {
@@ -172,7 +176,7 @@ impl QueueStore for S {
                 .bind(&d.event_id)
                 .bind(None::<i64>)
                 .bind(&d.body)
-                .bind(crate::timefmt::now())
+                .bind(now)
                 .execute(&mut *tx)
                 .await
                 .step("re-queueing a dead letter")?;

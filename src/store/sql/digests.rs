@@ -73,7 +73,7 @@ impl DigestStore for S {
 
     async fn mark_digest_hours(&self, hours: &[DateTime<Utc>]) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;
-        let now = crate::timefmt::now();
+        let now = Self::clock(&mut *tx).await?;
         for hour in hours {
             sqlx::query(sql::DIGEST_HOUR_MARK)
                 .bind(hour)

@@ -154,13 +154,14 @@ impl JobUpkeepStore for S {
             .await
             .step("reading the jobs to expire")?;
         let mut expired: Vec<(&Named, DateTime<Utc>)> = Vec::new();
+        let clock = Self::clock(&mut *tx).await?;
         for (id, at) in &due {
             // A row whose job has been closed, renewed or deleted since is only dropped.
             if let Some(job) = jobs.get(id).filter(|j| j.is_open_until(*at))
                 && !expired.iter().any(|(j, _)| j.id == *id)
             {
                 sqlx::query(EXPIRE)
-                    .bind(next_version(job.updated_at))
+                    .bind(next_version(job.updated_at, clock))
                     .bind(id)
                     .execute(&mut *tx)
                     .await
@@ -272,11 +273,12 @@ impl JobUpkeepStore for S {
             return Ok(UpkeepBatch::default());
         };
         let mut set = Vec::new();
+        let clock = Self::clock(&mut *tx).await?;
         for (id, status, current, updated_at) in &page {
             if status == JobStatus::Open.as_str() && current.is_none() {
                 sqlx::query(BACKFILL_SET)
                     .bind(expires_at)
-                    .bind(next_version(*updated_at))
+                    .bind(next_version(*updated_at, clock))
                     .bind(id)
                     .execute(&mut *tx)
                     .await

@@ -27,7 +27,10 @@ impl S {
             .await
             .with_step(|| format!("locking company {company_id}"))?;
         // Ids follow creation time (the search's newest-first order is the id order): under a
-        // lock that orders job inserts, a job is created no earlier than the newest one.
+        // lock that orders job inserts, a job is created no earlier than the newest one. The
+        // time is the database's clock, read under that lock; the newest job's time stands in
+        // only if that clock stepped back (or a job was stamped by a host clock ahead of it,
+        // before jobs took the database's).
         if let Some(lock) = D::JOB_INSERT_LOCK {
             sqlx::query(lock)
                 .execute(&mut *tx)
@@ -38,7 +41,8 @@ impl S {
             .fetch_optional(&mut *tx)
             .await
             .step("reading the newest job's creation time")?;
-        let now = latest.map_or(crate::timefmt::now(), |l| l.max(crate::timefmt::now()));
+        let clock = Self::clock(&mut *tx).await?;
+        let now = latest.map_or(clock, |l| l.max(clock));
         let id: i64 = bind_job(sqlx::query(sql::JOB_INSERT).bind(company_id), &f, &company)
             .bind(now)
             .fetch_one(&mut *tx)
@@ -73,11 +77,8 @@ impl S {
             .await
             .with_step(|| format!("reading the company name of job {id}"))?
             .ok_or(StoreError::NotFound)?;
-        let mut now = crate::timefmt::now();
-        if now <= expected {
-            // updated_at is the version the next merge checks; it must move forward.
-            now = expected + chrono::Duration::microseconds(1);
-        }
+        // updated_at is the version the next merge checks; it must move forward.
+        let now = next_version(expected, Self::clock(&mut *tx).await?);
         let done = bind_job(sqlx::query(sql::JOB_UPDATE), &f, &company)
             .bind(now)
             .bind(id)
@@ -130,9 +131,10 @@ impl S {
         if !status.is_renewable() {
             return Err(StoreError::Conflict(Conflict::NotRenewable(status)));
         }
+        let now = next_version(updated_at, Self::clock(&mut *tx).await?);
         sqlx::query(sql::JOB_RENEW)
             .bind(expires_at)
-            .bind(next_version(updated_at))
+            .bind(now)
             .bind(id)
             .execute(&mut *tx)
             .await
@@ -160,7 +162,8 @@ impl S {
         status
             .reviewed(approve)
             .map_err(|e| StoreError::Conflict(Conflict::JobTransition(e)))?;
-        let now = next_version(updated_at);
+        // The approval is the job's opening: its `created_at`, and its default expiry's start.
+        let now = next_version(updated_at, Self::clock(&mut *tx).await?);
         match &review {
             Review::Approve { posting } => {
                 // A date its members set that is still ahead stands; otherwise it runs from
@@ -295,10 +298,10 @@ impl S {
     }
 }
 
-/// A job's next version (`updated_at`): now, or just after the current one if the clock has
-/// not passed it, so that a merge that read the old version never overwrites the new.
-pub(super) fn next_version(current: DateTime<Utc>) -> DateTime<Utc> {
-    let now = crate::timefmt::now();
+/// A job's next version (`updated_at`): `now` (the database's clock), or just after the current
+/// one if that clock has not passed it, so that a merge that read the old version never
+/// overwrites the new.
+pub(super) fn next_version(current: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> {
     if now <= current {
         current + chrono::Duration::microseconds(1)
     } else {

@@ -5,6 +5,11 @@
 //!
 //! Every write that answers an `Idempotency-Key` ends with [`S::commit_with`]: the response is
 //! stored in the write's own transaction, then it commits.
+//!
+//! One clock: every time a write stores (`created_at`, `updated_at`, an approval, an event's
+//! `occurred_at`) and every judgement it makes by the time is the database's clock, read once in
+//! the write's transaction by [`S::clock`], never the host's (`tests/api/architecture.rs` checks
+//! that nothing else here reads the host's clock).
 
 mod accounts;
 mod alert_digests;
@@ -25,6 +30,7 @@ mod statements;
 mod store_impl;
 
 use super::{D, Db, S};
+use crate::store::dialect::Dialect;
 use crate::store::{ApplicationRow, Idem, JobRow};
 use crate::store::{Step, StoreError, StoreResult};
 use statements as sql;
@@ -32,6 +38,22 @@ use statements as sql;
 type Tx = sqlx::Transaction<'static, Db>;
 
 impl S {
+    /// The database's clock, to the microsecond: PostgreSQL's `clock_timestamp()` (the time of
+    /// the statement, not of the transaction's start), or, for SQLite, which runs in this
+    /// process, this host's clock, which is the database's.
+    async fn clock<'c, E>(e: E) -> StoreResult<chrono::DateTime<chrono::Utc>>
+    where
+        E: sqlx::Executor<'c, Database = Db>,
+    {
+        match D::CLOCK {
+            Some(statement) => sqlx::query_scalar(statement)
+                .fetch_one(e)
+                .await
+                .step("reading the database's clock"),
+            None => Ok(crate::timefmt::now()),
+        }
+    }
+
     /// Stores the idempotent request's response (if it has a key) and commits.
     async fn commit_with<T>(mut tx: Tx, idem: Idem<'_, T>, value: &T) -> StoreResult<()> {
         if let Some(c) = idem {

@@ -111,6 +111,10 @@ impl DatabaseStore for S {
 
 #[async_trait::async_trait]
 impl ApiStore for S {
+    async fn now(&self) -> StoreResult<DateTime<Utc>> {
+        S::clock(&self.pool).await
+    }
+
     async fn create_user(&self, u: NewUser) -> StoreResult<UserRow> {
         S::create_user(self, u).await
     }
