@@ -83,7 +83,7 @@ fn count(kind: &'static str, outcome: Outcome, start: Instant) {
 
 const MAX_BACKOFF_SECS: f64 = 900.0;
 
-/// The panics while handling one event after which it is dead-lettered (docs/contract-notes.md,
+/// The panics while handling one event after which it is dead-lettered (docs/guarantee.md,
 /// "A panic while handling an event"): each releases its claim, and the event is retried with
 /// the backoff of a failed send.
 pub const PANIC_LIMIT: i64 = 3;

@@ -1,5 +1,5 @@
 //! A panic while handling an event, and the stored data that used to cause one (CONTRACT.md
-//! §6; docs/contract-notes.md, "A panic while handling an event"): a name stored with line
+//! §6; docs/guarantee.md, "A panic while handling an event"): a name stored with line
 //! breaks is sent folded, never a panic; a handler that panics on one event ends that event's
 //! handling alone, leaves no claim, lock or transaction behind, and after `PANIC_LIMIT` panics
 //! the event is a dead letter saying so.
