@@ -1,4 +1,4 @@
-//! The chaos run: the worker's promise (CONTRACT.md §6) checked by breaking many things at once
+//! The chaos run: the worker's promise (docs/guarantee.md) checked by breaking many things at once
 //! and counting. Against PostgreSQL, a real SMTP listener and the real binary, it
 //!
 //! - drives `--events` status changes through the API (`jobboard serve`), each application
@@ -6,7 +6,7 @@
 //!   operator approve and reject `--notice-jobs` jobs (`job.reviewed`) that expire during the run
 //!   (`job.expiring`, `job.expired`, written by the workers' upkeep while they are being killed),
 //!   and the applications' hour digested (`applications.digest`, by the upkeep too): every type
-//!   of CONTRACT.md §5 that the system writes, counted type by type,
+//!   of docs/guarantee.md that the system writes, counted type by type,
 //! - runs `--workers` worker processes and SIGKILLs a random one every 0.5–2 s, restarting it,
 //! - re-injects a share of the events into the queue as duplicates,
 //! - has the SMTP listener refuse a share of deliveries (451) and stall some past the send

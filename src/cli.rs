@@ -1,4 +1,4 @@
-//! The command line (CONTRACT.md §2). Configuration comes from the environment; see `--help`.
+//! The command line (docs/running.md). Configuration comes from the environment; see `--help`.
 
 use clap::{Args, Parser, Subcommand};
 

@@ -1,4 +1,4 @@
-//! Unsubscribe tokens (CONTRACT.md §4, "Job alerts and email preferences"): a token names one
+//! Unsubscribe tokens (docs/api.md, "Job alerts and email preferences"): a token names one
 //! alert or one user's application digest, is signed (HMAC-SHA256) with `UNSUBSCRIBE_SECRET`,
 //! or, when that is unset, with `JWT_SECRET` under the purpose string below, and never expires.
 //! [`Keys`] says which secret signs and which verify. The digest emails carry the token in their

@@ -20,9 +20,9 @@ fn time() -> impl Strategy<Value = chrono::DateTime<chrono::Utc>> {
     (0i64..4_000_000_000).prop_map(|secs| chrono::DateTime::from_timestamp(secs, 0).unwrap())
 }
 
-/// An event of any type of CONTRACT.md §5.
+/// An event of any type of docs/guarantee.md.
 fn event_kind() -> impl Strategy<Value = EventKind> {
-    // Resource ids are positive and below 2^53 (CONTRACT.md §4); derived event ids fit 64
+    // Resource ids are positive and below 2^53 (docs/api.md); derived event ids fit 64
     // characters for those.
     let id = 1i64..(1 << 53);
     let ids = prop::collection::vec(id.clone(), 0..5);

@@ -1,4 +1,4 @@
-//! Configuration from the environment (CONTRACT.md §3), validated once at start-up. One clap
+//! Configuration from the environment (docs/running.md), validated once at start-up. One clap
 //! definition, [`Config`], names every variable with its default, meaning and parser; it gives
 //! `--help` its table and does the validation. A bad value becomes one line naming the variable
 //! and the rule; secrets never appear in messages or in `Debug` output.

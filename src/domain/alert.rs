@@ -1,4 +1,4 @@
-//! Job alerts (CONTRACT.md §4): a candidate's saved search, emailed as a digest once per period.
+//! Job alerts (docs/api.md): a candidate's saved search, emailed as a digest once per period.
 //! The rules here: how often, how many, what a saved search must narrow, and the watermark that
 //! keeps a digest from listing a job twice.
 
@@ -120,7 +120,7 @@ impl TryFrom<String> for Frequency {
 /// first): the field errors, `(field, message)`, with the field as the search names it.
 ///
 /// - It narrows the jobs: at least one of `q` (with at least one word), `location`,
-///   `company_id` (CONTRACT.md §4), reported under `""` (the search itself).
+///   `company_id` (docs/api.md), reported under `""` (the search itself).
 /// - `q` and `location` are one-line texts (no NUL, which PostgreSQL cannot store, no control,
 ///   separator or bidi control) as long as the job field they match at most (title, location).
 pub fn check_saved_search(f: &SearchFilters) -> Vec<(&'static str, String)> {

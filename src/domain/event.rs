@@ -1,4 +1,4 @@
-//! The events of CONTRACT.md §5, each one email to one person, written to the outbox in the
+//! The events of docs/guarantee.md, each one email to one person, written to the outbox in the
 //! same transaction as what they report (a request's write, or the upkeep's).
 
 use super::ApplicationStatus;

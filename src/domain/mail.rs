@@ -67,7 +67,7 @@ pub struct DigestJob {
 pub enum Loaded {
     /// Everything the email needs.
     Ready(EmailData),
-    /// Nothing to send (`missing`, CONTRACT.md §6).
+    /// Nothing to send (`missing`, docs/guarantee.md).
     Missing(Absent),
     /// This version cannot email the event at all (what it needs is not stored here): it is
     /// dead-lettered at once with this reason.
@@ -84,7 +84,7 @@ pub enum Absent {
 }
 
 /// How a permanent failure's text starts when the email could not be built, so that no mail
-/// service saw it (an address stored before the rule of CONTRACT.md §4, an event this version
+/// service saw it (an address stored before the rule of docs/api.md, an event this version
 /// cannot email).
 pub const NOT_SENT: &str = "not sent: ";
 

@@ -46,7 +46,7 @@ pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
-/// What a one-line text may not hold (CONTRACT.md §4): a control character (C0, DEL, C1; tab
+/// What a one-line text may not hold (docs/api.md): a control character (C0, DEL, C1; tab
 /// included), a line or paragraph separator (U+2028, U+2029), a bidirectional control.
 pub fn breaks_one_line(c: char) -> bool {
     c.is_control() || c == '\u{2028}' || c == '\u{2029}' || is_bidi_control(c)
@@ -130,7 +130,7 @@ pub fn description(value: &str, max: usize) -> Result<String, FieldError> {
     multi_line(value, 0, max)
 }
 
-/// An email address every mail service can send to (CONTRACT.md §4): stored as given (trimmed),
+/// An email address every mail service can send to (docs/api.md): stored as given (trimmed),
 /// compared case-insensitively via [`email_key`], sent as [`sendable_address`] makes it.
 pub fn email(value: &str) -> Result<String, FieldError> {
     let v = text(value, 1, EMAIL_MAX)?;

@@ -138,7 +138,7 @@ header!(
 
 /// The email for `event` to its person, rendered at send time from `data` (see [`templates`]).
 /// `list_unsubscribe` is the link that stops this kind of email: with it, the message carries
-/// `List-Unsubscribe` and the one-click `List-Unsubscribe-Post` (CONTRACT.md §5).
+/// `List-Unsubscribe` and the one-click `List-Unsubscribe-Post` (docs/guarantee.md).
 pub fn event_email(
     sender: &Sender,
     event: &Event,
@@ -147,7 +147,7 @@ pub fn event_email(
 ) -> anyhow::Result<Message> {
     let text = templates::render(event, data, &sender.base_url, list_unsubscribe)?;
     let to = &data.to;
-    // Addresses stored before the rule of CONTRACT.md §4 may break it: such an email is never
+    // Addresses stored before the rule of docs/api.md may break it: such an email is never
     // handed to a mail service that may or may not take it.
     let address = validate::sendable_address(&to.email)
         .map_err(|reason| {
@@ -182,7 +182,7 @@ pub fn event_email(
         .context("building the email")
 }
 
-/// User `user_id`'s `To:`: their name folded onto one line (a name stored before CONTRACT.md §4
+/// User `user_id`'s `To:`: their name folded onto one line (a name stored before docs/api.md
 /// may hold line breaks), none if nothing is left. lettre panics writing a name it cannot encode:
 /// written here first, that fails the email for good (a dead letter naming the user) instead.
 fn mailbox(user_id: i64, name: &str, address: lettre::Address) -> anyhow::Result<Mailbox> {

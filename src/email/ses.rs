@@ -3,7 +3,7 @@
 //! are ours. Credentials, region and endpoint come from the same AWS configuration as SQS, with
 //! `AWS_ENDPOINT_URL_SESV2` for SES alone.
 //!
-//! Errors are classified as CONTRACT.md §6 asks: SES refusing this message (`MessageRejected`
+//! Errors are classified as docs/guarantee.md asks: SES refusing this message (`MessageRejected`
 //! for its recipient or its content, a bad address) is its dead letter; SES refusing the sender
 //! (throttling, sending paused, an account suspended, wrong or expired credentials, permissions,
 //! a sender identity that is not verified) or not being reachable is an outage of the mail
@@ -61,7 +61,7 @@ impl SesMailer {
     }
 
     /// A client from `shared`, with `endpoint_url` for SES alone. A call is one try with the
-    /// send's deadline, `timeout`; its connection must open within half of it (CONTRACT.md §6: a
+    /// send's deadline, `timeout`; its connection must open within half of it (docs/guarantee.md: a
     /// session that does not open in time is an outage).
     pub fn with_config(
         shared: &aws_config::SdkConfig,

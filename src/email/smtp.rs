@@ -228,7 +228,7 @@ fn retire(mut session: Session) {
     });
 }
 
-/// Where a message's exchange stands: what a failure there says depends on it (CONTRACT.md §6).
+/// Where a message's exchange stands: what a failure there says depends on it (docs/guarantee.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum Step {
@@ -265,7 +265,7 @@ fn refused(e: lettre::transport::smtp::Error) -> SendError {
     SendError::Unavailable(mask_addresses(&e.to_string()))
 }
 
-/// A failure of a message's exchange at `step` (CONTRACT.md §6):
+/// A failure of a message's exchange at `step` (docs/guarantee.md):
 /// - a login refusal ([`LOGIN_REFUSALS`]) at any command, and 421 or 454 to `MAIL FROM` (the
 ///   sender refused, the service closing), refuse the session: an outage of the mail service;
 /// - before the content is written, a 4xx (421 and 454 included) or a connection that drops
@@ -833,7 +833,7 @@ mod tests {
     }
 
     /// Every SMTP reply, command by command, through the real mailer and classifier, is the
-    /// model's outcome CONTRACT.md §6 gives it: a change to the classifier, or to what the model
+    /// model's outcome docs/guarantee.md gives it: a change to the classifier, or to what the model
     /// takes an outcome to be, shows here. SES's errors answer to the same `Mail::seen` in
     /// `tests/model/ses_outcomes.rs`.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

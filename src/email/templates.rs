@@ -1,4 +1,4 @@
-//! The text of every email of CONTRACT.md §5, in one place: plain text, rendered at send time
+//! The text of every email of docs/guarantee.md, in one place: plain text, rendered at send time
 //! from the current data the store loaded (the job's title and company as they are now, the
 //! person's name) and from what the event fixed (statuses, `expires_at`, the decision, a
 //! digest's list). Subjects are exactly the contract's. An employer's email never names a
@@ -26,7 +26,7 @@ const SIGNATURE: &str = "\n-- jobboard\n";
 
 /// The email for `event`, from the data loaded for it. `base_url` is `PUBLIC_BASE_URL`, under
 /// which an alert digest links its jobs; `list_unsubscribe` is the link that stops this kind of
-/// email (digests carry one, CONTRACT.md §5); its body names it too.
+/// email (digests carry one, docs/guarantee.md); its body names it too.
 pub fn render(
     event: &Event,
     data: &EmailData,
@@ -136,7 +136,7 @@ pub fn render(
 
 /// `data` with every one-line value folded onto one line ([`validate::fold_one_line`]): the
 /// person's name, titles, company names, locations and the alert's words. Text stored before
-/// the rule of CONTRACT.md §4 may hold line breaks or bidirectional controls; folded, none of
+/// the rule of docs/api.md may hold line breaks or bidirectional controls; folded, none of
 /// it can make a line of its own in a subject or a body. An operator's rejection reason keeps
 /// its lines: it is shown as a paragraph of its own.
 fn one_line(data: &EmailData) -> EmailData {
@@ -362,7 +362,7 @@ fn stamp(t: &DateTime<Utc>) -> String {
 }
 
 /// What the event is about, for the log line of a sent email: ids and the event's own fields,
-/// never an address. A status change reads as CONTRACT.md §6's line: `application {id}: {old}
+/// never an address. A status change reads as docs/guarantee.md's line: `application {id}: {old}
 /// -> {new}`.
 pub fn about(kind: &EventKind) -> String {
     match kind {
@@ -440,7 +440,7 @@ pub fn reported(kind: &EventKind) -> String {
     }
 }
 
-/// What the unsubscribe link of an event's email stops (CONTRACT.md §4), if it carries one:
+/// What the unsubscribe link of an event's email stops (docs/api.md), if it carries one:
 /// digests do (§5), an application digest its user's, an alert digest its alert.
 pub fn unsubscribe(kind: &EventKind) -> Option<Target> {
     match kind {

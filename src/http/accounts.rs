@@ -231,7 +231,7 @@ impl Drop for Running {
               (status = 422, body = super::openapi::Problem), (status = 429, body = super::openapi::Problem)))]
 async fn register(
     State(st): State<AppState>,
-    // A bad token is 401 here too (CONTRACT.md §4): the caller is checked first, then unused.
+    // A bad token is 401 here too (docs/api.md): the caller is checked first, then unused.
     _caller: MaybeUser,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
     body: Body,
@@ -276,7 +276,7 @@ async fn register(
               (status = 429, description = "too many failures; see Retry-After", body = super::openapi::Problem)))]
 async fn token(
     State(st): State<AppState>,
-    // A bad token is 401 here too (CONTRACT.md §4): the caller is checked first, then unused.
+    // A bad token is 401 here too (docs/api.md): the caller is checked first, then unused.
     _caller: MaybeUser,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
     body: Body,

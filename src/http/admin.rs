@@ -1,4 +1,4 @@
-//! The operators' endpoints (CONTRACT.md §4, Operators): the queue figures, an event's story, the
+//! The operators' endpoints (docs/api.md, Operators): the queue figures, an event's story, the
 //! dead letters with redrive and purge. Only accounts given operator rights by `jobboard admin
 //! grant` get past [`Operator`]; for anyone else, signed in or not, every route here is 404. The
 //! dead letters are read and acted on through the same [`Queue`](crate::queue::Queue) methods

@@ -1,4 +1,4 @@
-//! The operators' review of jobs (CONTRACT.md §4, Operators, and `JOB_MODERATION`): the jobs
+//! The operators' review of jobs (docs/api.md, Operators, and `JOB_MODERATION`): the jobs
 //! in a status (the review queue, oldest first), approve and reject. Like every `/api/admin/*`
 //! route, 404 to anyone but an operator ([`Operator`]); each write is logged at INFO with the
 //! operator's id, and writes one `job.reviewed` per member of the job's company.

@@ -1,4 +1,4 @@
-//! Retry-safe writes: the `Idempotency-Key` header (CONTRACT.md §4). A handler opts in by taking
+//! Retry-safe writes: the `Idempotency-Key` header (docs/api.md). A handler opts in by taking
 //! an [`Idempotent`] argument (last, in place of its body). The key is scoped by (user, method,
 //! route template) and lives 24 h. The first response is stored in the same transaction as the
 //! write it describes (the handler passes [`Idempotent::completion`] to its store call); a

@@ -1,4 +1,4 @@
-//! A member's PATCH of a job (CONTRACT.md §4, Jobs): JSON Merge Patch of its fields, and the
+//! A member's PATCH of a job (docs/api.md, Jobs): JSON Merge Patch of its fields, and the
 //! lifecycle's rules on `status` (only `open ↔ closed`; any edit of a rejected job sends it back
 //! to review) and `expires_at` (set while the job is open or waiting for review; reopening a
 //! job whose date passed gives it `JOB_POSTING_DAYS` from now).

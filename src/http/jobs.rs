@@ -1,5 +1,5 @@
 //! Jobs: publishing (company members), reading one, renewing, and the lifecycle rules of a
-//! member's PATCH (CONTRACT.md §4, Jobs: `open ↔ closed`, `expires_at`, a rejected job back to
+//! member's PATCH (docs/api.md, Jobs: `open ↔ closed`, `expires_at`, a rejected job back to
 //! review); the search is in `search.rs`, the operators' review in `admin_jobs.rs`.
 
 use super::companies::member_company;

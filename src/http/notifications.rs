@@ -1,4 +1,4 @@
-//! The caller's email preferences (CONTRACT.md §4, "Job alerts and email preferences"): whether
+//! The caller's email preferences (docs/api.md, "Job alerts and email preferences"): whether
 //! the hourly digest of new applications is sent to them. The digest's unsubscribe link
 //! (`unsubscribe.rs`) turns the same preference off.
 

@@ -141,7 +141,7 @@ impl Modify for CommonResponses {
                                 .insert(code.to_string(), problem(description));
                         }
                     };
-                // CONTRACT.md §4: 401 for a missing, expired or invalid token, also on public
+                // docs/api.md: 401 for a missing, expired or invalid token, also on public
                 // endpoints when a bad one is sent (the document itself reads no token).
                 // The operators' routes answer 404, never 401, to anyone but an operator.
                 let operators = path.starts_with("/api/admin/");

@@ -209,7 +209,7 @@ async fn worker_readyz(State(st): State<WorkerState>) -> Response {
         "unavailable"
     };
     // Refusing the worker's session, the mail service makes the worker useless until it
-    // takes one again (CONTRACT.md §6).
+    // takes one again (docs/guarantee.md).
     let mail = if st.mail.load(std::sync::atomic::Ordering::SeqCst) {
         "ok"
     } else {

@@ -1,5 +1,5 @@
 //! `/api/unsubscribe/{token}`, the link of the digest emails' `List-Unsubscribe` header
-//! (CONTRACT.md §4 and §5, RFC 8058). The signed token is the whole authority: no account, no
+//! (docs/api.md and docs/guarantee.md, RFC 8058). The signed token is the whole authority: no account, no
 //! CSRF token. A GET shows a page naming what the link stops, with one button (or, when it is
 //! stopped already, saying so), and changes nothing (mail scanners follow links); a POST, from that button or from a mail client's
 //! one-click unsubscribe (`List-Unsubscribe=One-Click`), does it, and again is the same 200. A

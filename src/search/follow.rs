@@ -23,7 +23,7 @@ const TICK: Duration = Duration::from_millis(250);
 /// The longest wait between rounds while they fail.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// A job change that has waited unapplied this long makes `/readyz` 503 (CONTRACT.md §4 Index).
+/// A job change that has waited unapplied this long makes `/readyz` 503 (docs/api.md Index).
 const UNAPPLIED_LIMIT: Duration = Duration::from_secs(10);
 
 /// What the follower last saw, for `/readyz`.

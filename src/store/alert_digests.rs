@@ -1,5 +1,5 @@
 //! What the worker's upkeep needs from the store to write the job alerts' `alert.digest` events
-//! (CONTRACT.md §4 and §5; the design is migration 0021's header): which periods are written,
+//! (docs/api.md and docs/guarantee.md; the design is migration 0021's header): which periods are written,
 //! which alerts are due, the window of jobs to match them against, and the writing itself,
 //! each alert's watermark moved and its event written in one transaction, once.
 

@@ -1,5 +1,5 @@
 //! What the worker's upkeep needs from the store to write the hourly `applications.digest`
-//! events (CONTRACT.md §5): which hours are written, who gets a digest for an hour, and the
+//! events (docs/guarantee.md): which hours are written, who gets a digest for an hour, and the
 //! writing itself, each event with its record and its outbox row.
 
 use super::StoreResult;

@@ -5,7 +5,7 @@
 //!
 //! Each batch is one transaction with its events (transactional outbox) and its job-change log
 //! rows (the search indexes follow them). The events' ids are derived from what they are about
-//! (`job-expired-{job}-{expires_at}-{user}`, CONTRACT.md §5), and the outbox refuses an id it
+//! (`job-expired-{job}-{expires_at}-{user}`, docs/guarantee.md), and the outbox refuses an id it
 //! has, so any number of workers may run this at once, and twice in a row, and each event is
 //! written once. On PostgreSQL concurrent workers also skip each other's rows (`SKIP LOCKED`)
 //! rather than wait for them.

@@ -23,7 +23,7 @@ impl UserRow {
     }
 }
 
-/// A user's email preferences (CONTRACT.md §4, "Job alerts and email preferences").
+/// A user's email preferences (docs/api.md, "Job alerts and email preferences").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
 pub struct Notifications {
     /// Whether the hourly `applications.digest` is sent to them.

@@ -1,4 +1,4 @@
-//! The upkeep's `alert.digest` events (CONTRACT.md §4 "Digest rule", §5): after each period (a
+//! The upkeep's `alert.digest` events (docs/api.md "Digest rule", §5): after each period (a
 //! UTC day for daily alerts, an ISO week for weekly ones) ends, one event per alert with new
 //! matches, listing the newest [`DIGEST_JOBS`](crate::domain::alert::DIGEST_JOBS) of them and
 //! counting the rest. The design, and why no job is listed twice, is migration 0021's header.

@@ -1,4 +1,4 @@
-//! The upkeep's hourly `applications.digest` events (CONTRACT.md §5): after each UTC hour ends,
+//! The upkeep's hourly `applications.digest` events (docs/guarantee.md): after each UTC hour ends,
 //! one event per member whose companies' jobs received applications in it, listing them. Any
 //! number of workers run this at once, with no leader: each event's id is made from the member
 //! and the hour, so a second writing (another run, another worker) is refused by the outbox.

@@ -1,4 +1,4 @@
-//! The mail service's outages (CONTRACT.md §6): a send that meets a refused session (the
+//! The mail service's outages (docs/guarantee.md): a send that meets a refused session (the
 //! service cannot be reached, TLS fails, the greeting or the login is refused, it throttles the
 //! sender) releases its claim with no attempt counted and puts its message back after the
 //! current backoff; the worker reports itself not ready, and its receive loop stops receiving

@@ -1,5 +1,5 @@
-//! The worker: receives the events of CONTRACT.md §5, claims each event id, sends its email,
-//! records it, and acknowledges the message, keeping CONTRACT.md §6 for every outcome. Every
+//! The worker: receives the events of docs/guarantee.md, claims each event id, sends its email,
+//! records it, and acknowledges the message, keeping docs/guarantee.md for every outcome. Every
 //! type takes the same path: only loading its data (the store) and rendering its text
 //! (`email::templates`) know one type from another.
 //!
@@ -333,7 +333,7 @@ impl Worker {
             .map_err(|err| crate::email::not_sent(&err))
     }
 
-    /// The link that stops the kind of email `e` is (digests carry one, CONTRACT.md §5): with
+    /// The link that stops the kind of email `e` is (digests carry one, docs/guarantee.md): with
     /// it the email carries `List-Unsubscribe` and `List-Unsubscribe-Post`.
     fn unsubscribe_link(&self, e: &Event) -> Option<String> {
         let target = templates::unsubscribe(&e.kind)?;
@@ -345,7 +345,7 @@ impl Worker {
         ))
     }
 
-    /// CONTRACT.md §6's line: the user and what the event is about, by id, never an address.
+    /// docs/guarantee.md's line: the user and what the event is about, by id, never an address.
     fn log_sent(&self, data: &EmailData, e: &Event) {
         tracing::info!(
             "emailed user {} about {} (event {})",

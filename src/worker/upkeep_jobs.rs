@@ -1,4 +1,4 @@
-//! The upkeep's job steps (CONTRACT.md §4 Lifecycle, §5): every [`JOB_UPKEEP_EVERY`], open jobs
+//! The upkeep's job steps (docs/api.md Lifecycle, §5): every [`JOB_UPKEEP_EVERY`], open jobs
 //! past their `expires_at` are expired (a `job.expired` to each member of the company), members
 //! get their `job.expiring` `JOB_EXPIRY_NOTICE_DAYS` ahead, and jobs written before jobs expired
 //! get their date (see `store::job_upkeep`). Safe in any number of workers at once.

@@ -208,7 +208,7 @@ async fn token_rules(app: TestApp) {
     app.get("/api/me", Some(&u.token)).await.expect(200);
 }
 
-/// CONTRACT.md §4 checks the token first, "also on public endpoints when a bad token is sent":
+/// docs/api.md checks the token first, "also on public endpoints when a bad token is sent":
 /// registering and logging in are no exception, and a refused request writes nothing.
 async fn auth_endpoints_refuse_a_bad_token(app: TestApp) {
     let u = app.user("candidate").await;

@@ -1,4 +1,4 @@
-//! Addresses every mail service can send to (CONTRACT.md §4): an ASCII local part, and a domain
+//! Addresses every mail service can send to (docs/api.md): an ASCII local part, and a domain
 //! sent in its ASCII (A-label) form. An address that breaks the rule is refused where it comes
 //! in (422 naming `email`); one stored before the rule is its email's dead letter at once, with
 //! the reason, never a failure retried until `MAX_ATTEMPTS`.

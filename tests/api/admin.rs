@@ -1,4 +1,4 @@
-//! The operators' endpoints (CONTRACT.md §4, Operators) and `jobboard admin grant|revoke`: a
+//! The operators' endpoints (docs/api.md, Operators) and `jobboard admin grant|revoke`: a
 //! dead-lettered event read as an operator sees it (figures, story, list), redriven and sent, a
 //! dead letter purged, rights taken away; on both databases with the database queue, and with SQS.
 

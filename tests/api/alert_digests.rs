@@ -1,4 +1,4 @@
-//! The job alerts' digests end to end (CONTRACT.md §4 "Digest rule", §5 `alert.digest`, §6):
+//! The job alerts' digests end to end (docs/api.md "Digest rule", §5 `alert.digest`, §6):
 //! written by the worker's upkeep after the period, emailed through a real SMTP server with the
 //! jobs as they are now, their links and the RFC 8058 headers; a paused or deleted alert's
 //! pending digest ends `missing`; the unsubscribe link pauses the alert.

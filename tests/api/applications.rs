@@ -96,7 +96,7 @@ async fn apply_rules(app: TestApp) {
         json!({"old_status": null, "new_status": "submitted", "changed_by": cand.id, "event_id": event_id,
                "at": history.body[0]["at"]})
     );
-    // Each application emits one event, its candidate's confirmation (CONTRACT.md §5), in its
+    // Each application emits one event, its candidate's confirmation (docs/guarantee.md), in its
     // transaction: two here, none for the refused attempts.
     assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM outbox").await, 2);
     let body: Value = serde_json::from_str(

@@ -1,4 +1,4 @@
-//! Every event fits its queue (CONTRACT.md §5): an hour of 10 000 applications to one company
+//! Every event fits its queue (docs/guarantee.md): an hour of 10 000 applications to one company
 //! of five members, on `QUEUE=sqs`. Each member's digest lists at most
 //! [`DIGEST_APPLICATIONS`] and counts the rest, so their batch fits SQS's 256 KiB, and each is
 //! emailed once. And an event SQS refuses alone as too long is dead-lettered with its reason

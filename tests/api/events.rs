@@ -1,4 +1,4 @@
-//! Every event type of CONTRACT.md §5 through the one worker path, against a real SMTP server:
+//! Every event type of docs/guarantee.md through the one worker path, against a real SMTP server:
 //! each type's email (subject, body, headers, recipient), the confirmation written with an
 //! application, the hourly applications digest written by the upkeep (each once, whatever runs
 //! it how often), the `missing` ends (what an event reports is gone, or its person turned the

@@ -1,4 +1,4 @@
-//! Email preferences and the digest's unsubscribe link (CONTRACT.md §4, "Job alerts and email
+//! Email preferences and the digest's unsubscribe link (docs/api.md, "Job alerts and email
 //! preferences"; RFC 8058): `GET`/`PATCH /api/me/notifications`, and `/api/unsubscribe/{token}`,
 //! whose GET a mail scanner may follow without effect and whose POST turns the digest off.
 

@@ -694,7 +694,7 @@ fn the_document_keeps_the_rules_generators_rely_on() {
 }
 
 /// Every property of every object in `schema` is required: the API always sends every field,
-/// optional ones as `null` (CONTRACT.md §4). A problem's `errors` is sent on 422 only.
+/// optional ones as `null` (docs/api.md). A problem's `errors` is sent on 422 only.
 fn all_fields_required(doc: &Value, schema: &Value, at: &str, wrong: &mut Vec<String>) {
     let name = schema["$ref"]
         .as_str()
@@ -1035,7 +1035,7 @@ fn variants(
             && s.iter()
                 .all(|r| r.as_object().is_some_and(|r| !r.is_empty()))
     });
-    // CONTRACT.md §4, Operators: to anyone but an operator, signed in or not, 404.
+    // docs/api.md, Operators: to anyone but an operator, signed in or not, 404.
     let operators = doc_path.starts_with("/api/admin/");
     let refused = if operators { 404 } else { 401 };
     if secured {
@@ -1046,7 +1046,7 @@ fn variants(
             ..template()
         });
     }
-    // CONTRACT.md §4: a bad token is 401 on every /api endpoint, the public ones included.
+    // docs/api.md: a bad token is 401 on every /api endpoint, the public ones included.
     let api = doc_path.starts_with("/api/") && doc_path != "/api/openapi.json";
     out.push(Request {
         what: "a bad token".into(),

@@ -1,5 +1,5 @@
-//! A panic while handling an event, and the stored data that used to cause one (CONTRACT.md
-//! §6; docs/guarantee.md, "A panic while handling an event"): a name stored with line
+//! A panic while handling an event, and the stored data that used to cause one (docs/guarantee.md,
+//! "A panic while handling an event"): a name stored with line
 //! breaks is sent folded, never a panic; a handler that panics on one event ends that event's
 //! handling alone, leaves no claim, lock or transaction behind, and after `PANIC_LIMIT` panics
 //! the event is a dead letter saying so.
@@ -17,7 +17,7 @@ crate::each_worker_mode!(
     a_panicking_event_is_dead_lettered_and_its_batch_goes_on,
 );
 
-/// Written straight into the database, as before the rule of CONTRACT.md §4 (the API now
+/// Written straight into the database, as before the rule of docs/api.md (the API now
 /// refuses it): the candidate's name with CR LF and LF in it.
 async fn store_name_with_line_breaks(h: &Harness, user_id: i64) {
     let (cr, lf) = match h.app.backend {

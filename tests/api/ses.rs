@@ -176,7 +176,7 @@ impl Running {
 
 /// SES refuses the sender (the test server, as SES, refuses an identity that is not verified):
 /// no message can go, so it is an outage of the mail service, not this message's dead letter
-/// (CONTRACT.md §6): nothing counted, nothing dead-lettered, `/readyz` 503; once the identity is
+/// (docs/guarantee.md): nothing counted, nothing dead-lettered, `/readyz` 503; once the identity is
 /// verified, the email goes out once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ses_unverified_sender_is_an_outage_not_a_dead_letter() {
@@ -275,7 +275,7 @@ enum LostAnswer {
     Cut,
 }
 
-/// The SES server has the message but the worker never learns it (CONTRACT.md §6.2, window W):
+/// The SES server has the message but the worker never learns it (docs/guarantee.md.2, window W):
 /// the send is one request, its outcome unknown, and its repeat comes only through a counted
 /// reclaim. The proxy counts the `SendEmail` requests: one per attempt.
 async fn a_lost_answer_repeats_only_through_a_counted_reclaim(h: Harness, lost: LostAnswer) {

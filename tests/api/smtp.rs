@@ -1,5 +1,5 @@
 //! The SMTP side of the worker's promise: a mail server that refuses the *session* (its greeting,
-//! the login, every message until STARTTLS) is an outage of the mail service (CONTRACT.md §6),
+//! the login, every message until STARTTLS) is an outage of the mail service (docs/guarantee.md),
 //! never a dead letter: the worker process stops sending, counts no attempt, reports itself not
 //! ready, and sends every email once when the server takes it again; a server that refuses one
 //! *message* (a 4xx at RCPT TO or DATA) fails that message alone. The server itself, a real one

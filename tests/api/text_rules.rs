@@ -1,4 +1,4 @@
-//! What people may write (CONTRACT.md §4): one-line texts (names, titles, locations, an
+//! What people may write (docs/api.md): one-line texts (names, titles, locations, an
 //! alert's words and place) refuse control characters, line and paragraph separators and
 //! bidirectional controls with a 422 naming the field; descriptions keep their line breaks and
 //! tabs, and nothing else of the kind.

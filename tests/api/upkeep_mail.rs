@@ -1,7 +1,7 @@
 //! The job upkeep from its writing to the mail server: three workers' upkeeps at once, each run
 //! twice, over 1 000 jobs that cross their notice and expiry times, then the worker sends what
 //! they wrote. Each member gets exactly one `job.expiring` and one `job.expired` email per job,
-//! whichever upkeep wrote it (CONTRACT.md §5: derived ids, the outbox refuses a second event).
+//! whichever upkeep wrote it (docs/guarantee.md: derived ids, the outbox refuses a second event).
 
 use crate::worker::Harness;
 use chrono::{DateTime, Duration, Utc};

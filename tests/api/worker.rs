@@ -1,4 +1,4 @@
-//! The worker's promise (CONTRACT.md §6), against a real SMTP server: one email per status
+//! The worker's promise (docs/guarantee.md), against a real SMTP server: one email per status
 //! change, whatever is delivered twice, fails, is slow, is poisoned or is deleted. Each case runs
 //! on SQLite with `lease`, and on PostgreSQL with `lease` and with `transaction`.
 
@@ -579,7 +579,7 @@ async fn failed_send_is_released_and_retried(h: Harness) {
 }
 
 /// The mail server accepts the message but answers after the send's deadline (2 s): the worker
-/// cannot know whether it went out. The retry sends it again (window W of CONTRACT.md §6), and
+/// cannot know whether it went out. The retry sends it again (window W of docs/guarantee.md), and
 /// that repeat must come through a reclaim that is counted, so repeats never exceed reclaims.
 async fn a_late_acceptance_repeats_only_through_a_counted_reclaim(h: Harness) {
     let (_, event_id) = h.status_change().await;
@@ -982,8 +982,8 @@ async fn database_outage(h: Harness) {
     // The running worker sends the applications' confirmations too.
     let s = h.app.scenario().await;
     let first = h.change(&s).await;
-    // Sent and recorded: cutting the database between the two is the one window CONTRACT.md
-    // §6 admits a repeat in, which this case is not about.
+    // Sent and recorded: cutting the database between the two is the one window docs/guarantee.md
+    // admits a repeat in, which this case is not about.
     wait_until("first event sent and recorded", || async {
         h.smtp.count_for(&first) == 1 && h.processed_status(&first).await.as_deref() == Some("done")
     })

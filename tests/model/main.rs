@@ -1,4 +1,4 @@
-//! The worker's promise (CONTRACT.md §6) checked exhaustively by a model checker over a model of
+//! The worker's promise (docs/guarantee.md) checked exhaustively by a model checker over a model of
 //! the protocol as the code runs it (`protocol.rs`), tied to the code's statements
 //! (`statements.rs`).
 //!
@@ -286,7 +286,7 @@ fn assert_found(model: Protocol, property: &str) {
     println!("counterexample, \"{property}\":\n  {trace}");
 }
 
-/// CONTRACT.md §6: a refused session (unreachable, TLS, greeting, authentication, throttling)
+/// docs/guarantee.md: a refused session (unreachable, TLS, greeting, authentication, throttling)
 /// is an outage of the mail service, not an attempt: the claim is released and nothing counts.
 /// Every invariant holds. "Nothing is lost" is left out here: a refused session spends a
 /// redelivery without an attempt, so within the model's bound on redeliveries a path can end

@@ -46,7 +46,7 @@ impl S {
             .await
             .map_err(|e| constraint(e, Conflict::AlreadyApplied))
             .with_step(|| format!("inserting the application to job {job_id}"))?;
-        // The candidate's confirmation (CONTRACT.md §5); its history row carries its id.
+        // The candidate's confirmation (docs/guarantee.md); its history row carries its id.
         let event = Event::new(EventKind::Submitted { application_id: id }, now);
         sqlx::query(sql::HISTORY_INSERT)
             .bind(id)

@@ -1,4 +1,4 @@
-//! What an event's email needs, read at send time (CONTRACT.md §6): one statement per type,
+//! What an event's email needs, read at send time (docs/guarantee.md): one statement per type,
 //! each answering only while the database holds the event as committed (a status change's
 //! history row, any other event's record in `events`) and what it reports still exists. The
 //! application types, the busiest, are also read many at once for a batch.

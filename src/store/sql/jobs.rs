@@ -200,7 +200,7 @@ impl S {
             .fetch_all(&mut *tx)
             .await
             .with_step(|| format!("reading the members of the company of job {id}"))?;
-        // One job.reviewed per member (CONTRACT.md §5), in the decision's transaction.
+        // One job.reviewed per member (docs/guarantee.md), in the decision's transaction.
         for user_id in members {
             let event = Event::new(
                 EventKind::JobReviewed {

@@ -144,7 +144,7 @@ pub const JOB_STATE_LOCKED: &str = concatcp!(
 );
 pub const JOB_RENEW: &str = "UPDATE jobs SET status = 'open', expires_at = $1, updated_at = $2 \
      WHERE id = $3";
-/// An approval: open from now (`created_at` is the approval, CONTRACT.md §4), until `$2`.
+/// An approval: open from now (`created_at` is the approval, docs/api.md), until `$2`.
 pub const JOB_APPROVE: &str = "UPDATE jobs SET status = 'open', expires_at = $2, \
      rejection_reason = NULL, created_at = $1, updated_at = $1 WHERE id = $3";
 pub const JOB_REJECT: &str = "UPDATE jobs SET status = 'rejected', rejection_reason = $2, \
@@ -282,7 +282,7 @@ pub const CLAIM_FAIL_UNLEASED: &str = concatcp!(
 /// Counts a failed send whose outcome is unknown (the deadline passed, or the connection dropped
 /// once the message was handed over: the server may have accepted it) but keeps the claim
 /// `in_progress`, its lease left to lapse unextended: the next claim is then a takeover of an
-/// expired claim, logged and counted as a reclaim (CONTRACT.md §6: repeats never exceed
+/// expired claim, logged and counted as a reclaim (docs/guarantee.md: repeats never exceed
 /// reclaims). Dead, and released, after `$4` attempts (`$3` is always false here).
 const CLAIM_KEEP_SET: &str = concatcp!(
     "UPDATE processed_events SET attempts = attempts + 1, \
@@ -484,7 +484,7 @@ pub const DIGEST_HOURS_DELETE: &str = "DELETE FROM application_digest_hours WHER
 
 /// Retention of event records (`events`): up to `$2` older than `$1` that no message may still
 /// need: no processed record still in progress or pending (gone or finished), no message in
-/// the outbox, no dead letter (a redrive sends the event again, CONTRACT.md §6).
+/// the outbox, no dead letter (a redrive sends the event again, docs/guarantee.md).
 pub const EVENT_RECORDS_EXPIRED_DELETE: &str = "DELETE FROM events WHERE event_id IN \
      (SELECT e.event_id FROM events e WHERE e.created_at < $1 \
      AND NOT EXISTS (SELECT 1 FROM processed_events p WHERE p.event_id = e.event_id \

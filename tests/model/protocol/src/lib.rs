@@ -1,4 +1,4 @@
-//! The worker's protocol (CONTRACT.md §6) as a state machine for the `stateright` model checker.
+//! The worker's protocol (docs/guarantee.md) as a state machine for the `stateright` model checker.
 //!
 //! Every action stands for one function of the code and the statements it runs; the names are in
 //! the comments of [`Action`] and in [`TIED` in tests/model/statements.rs], whose hash test fails when one
