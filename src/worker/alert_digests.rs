@@ -27,6 +27,9 @@ use std::sync::Arc;
 /// Alerts matched and written in one transaction.
 pub const ALERTS_PER_BATCH: i64 = 500;
 
+/// The window's jobs read from the store at once.
+pub const WINDOW_JOBS_PER_PAGE: i64 = 250;
+
 impl Worker {
     /// [`write_alert_digests`] on this worker's store.
     pub async fn write_alert_digests(&self, now: DateTime<Utc>) -> anyhow::Result<u64> {
@@ -39,6 +42,15 @@ impl Worker {
 pub async fn write_alert_digests(
     store: &dyn AlertDigestStore,
     now: DateTime<Utc>,
+) -> anyhow::Result<u64> {
+    write_alert_digests_paged(store, now, WINDOW_JOBS_PER_PAGE).await
+}
+
+/// [`write_alert_digests`], reading the window's jobs `jobs_per_page` at a time.
+pub async fn write_alert_digests_paged(
+    store: &dyn AlertDigestStore,
+    now: DateTime<Utc>,
+    _jobs_per_page: i64,
 ) -> anyhow::Result<u64> {
     let mut written = 0;
     for frequency in Frequency::ALL {

@@ -22,12 +22,12 @@ crate::each_backend!(with_db:
     a_digest_reads_its_alert_and_its_jobs_as_they_are_now,
 );
 
-fn t(s: &str) -> DateTime<Utc> {
+pub(crate) fn t(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
 }
 
 /// An alert of `u`'s created at `created` (written by SQL: the store stamps the present).
-async fn alert_at(
+pub(crate) async fn alert_at(
     db: &TestDb,
     u: &UserRow,
     q: Option<&str>,
@@ -65,7 +65,7 @@ async fn alert_at(
 }
 
 /// A job of `company_id` created at `created`, open unless said otherwise.
-async fn job_at(
+pub(crate) async fn job_at(
     db: &TestDb,
     company_id: i64,
     title: &str,
@@ -88,7 +88,7 @@ async fn job_at(
 }
 
 /// Every `alert.digest` written, by alert and period.
-async fn digests(db: &TestDb) -> BTreeMap<(i64, String), (Vec<i64>, u64)> {
+pub(crate) async fn digests(db: &TestDb) -> BTreeMap<(i64, String), (Vec<i64>, u64)> {
     let sql = "SELECT body FROM events WHERE type = 'alert.digest'";
     let bodies: Vec<String> = match &db.url {
         DatabaseUrl::Sqlite(url) => {
@@ -328,17 +328,17 @@ async fn due_alerts_are_paged_and_moved_once(db: &TestDb) {
 }
 
 /// A job of the corpus as the reference sees it.
-struct RefJob {
-    id: i64,
-    terms: HashSet<String>,
-    location: String,
-    open: bool,
-    created_at: DateTime<Utc>,
+pub(crate) struct RefJob {
+    pub id: i64,
+    pub terms: HashSet<String>,
+    pub location: String,
+    pub open: bool,
+    pub created_at: DateTime<Utc>,
 }
 
 /// The contract's rule, plainly: the open jobs created in `(after, before)` whose terms hold
 /// every word of `q` and whose location holds `location` (case-insensitively), newest first.
-fn reference(
+pub(crate) fn reference(
     jobs: &[RefJob],
     q: Option<&str>,
     location: Option<&str>,
@@ -362,7 +362,7 @@ fn reference(
 }
 
 /// The digest the reference expects of `matches`: the first 20 listed, the rest counted.
-fn expected(matches: &[i64]) -> Option<(Vec<i64>, u64)> {
+pub(crate) fn expected(matches: &[i64]) -> Option<(Vec<i64>, u64)> {
     if matches.is_empty() {
         return None;
     }
