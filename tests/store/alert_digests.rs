@@ -311,13 +311,39 @@ async fn due_alerts_are_paged_and_moved_once(db: &TestDb) {
         ),
     )
     .await;
-    let window = |at| store.open_jobs_created(from, end, at);
+    // Created at the same instant as `expiring`, after it by id.
+    let tied = job_at(db, c.id, "Welder", "Wien", expiring.created_at).await;
+    // Read in pages of two, each after the last row of the one before: the tie falls across
+    // two pages.
+    let window = |at: DateTime<Utc>| async move {
+        let mut ids = Vec::new();
+        let mut after = (from, 0);
+        loop {
+            let page = store
+                .open_jobs_created(from, end, at, after, 2)
+                .await
+                .unwrap();
+            assert!(page.len() <= 2, "a page of {}", page.len());
+            let Some(last) = page.last() else {
+                return ids;
+            };
+            after = (last.created_at, last.id);
+            ids.extend(page.iter().map(|j| j.id));
+        }
+    };
+    assert_eq!(
+        window(expiry - Duration::seconds(1)).await,
+        [first.id, expiring.id, tied.id, last_in.id]
+    );
+    assert_eq!(window(expiry).await, [first.id, tied.id, last_in.id]);
     let ids = |rows: Vec<JobRow>| rows.into_iter().map(|j| j.id).collect::<Vec<_>>();
     assert_eq!(
-        ids(window(expiry - Duration::seconds(1)).await.unwrap()),
-        [first.id, expiring.id, last_in.id]
+        ids(store
+            .open_jobs_created(from, end, from, (expiring.created_at, expiring.id), 10)
+            .await
+            .unwrap()),
+        [tied.id, last_in.id]
     );
-    assert_eq!(ids(window(expiry).await.unwrap()), [first.id, last_in.id]);
 
     // Marks of written periods.
     assert!(!store.alert_period_written("2020-03-04").await.unwrap());

@@ -72,8 +72,13 @@ impl AlertDigestStore for Counting {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
         at: DateTime<Utc>,
+        after: (DateTime<Utc>, i64),
+        limit: i64,
     ) -> StoreResult<Vec<JobRow>> {
-        let rows = self.inner.open_jobs_created(from, to, at).await?;
+        let rows = self
+            .inner
+            .open_jobs_created(from, to, at, after, limit)
+            .await?;
         self.saw(&rows);
         Ok(rows)
     }
