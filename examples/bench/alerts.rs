@@ -13,6 +13,7 @@
 //!   do; emails/s from the first email accepted to the last, every digest exactly once.
 
 use crate::Opts;
+use crate::alert_week;
 use crate::common::{FreshDb, progress, record_failure};
 use crate::report::{Section, Target};
 use crate::worker::{
@@ -35,7 +36,7 @@ const SECTION: &str = "alerts";
 /// Jobs opened in the day whose digests are written.
 const NEW_JOBS: usize = 10_000;
 /// Distinct words of the vocabulary.
-const WORDS: usize = 20_000;
+pub(crate) const WORDS: usize = 20_000;
 /// The target: every digest written within this.
 const WRITE_TARGET_SECS: f64 = 300.0;
 
@@ -83,6 +84,14 @@ pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
         json: json!({"scenarios": []}),
         ..Section::default()
     };
+    // `--scenario` picks among this part's scenarios when it names one of them; otherwise
+    // (a worker scenario's name, say) all of them run.
+    let names = ["alert digests pg", "alert digests sqlite", alert_week::NAME];
+    let picks = opts
+        .scenario
+        .iter()
+        .any(|s| names.iter().any(|n| n.contains(s.as_str())));
+    let chosen = |name: &str| !picks || opts.wants(name);
     for db in [Db::Postgres, Db::Sqlite] {
         let name = format!(
             "alert digests {}",
@@ -91,6 +100,9 @@ pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
                 Db::Sqlite => "sqlite",
             }
         );
+        if !chosen(&name) {
+            continue;
+        }
         progress(SECTION, format!("{name}: starting"));
         match run_db(opts, db).await {
             Ok(f) => {
@@ -134,11 +146,18 @@ pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
          each batch's watermarks and events in one transaction); send: one worker process, \
          {CONCURRENCY} in flight, {POOL} connections, mail taking 50 ms per message"
     ));
-    Ok(vec![section])
+    let mut sections = Vec::new();
+    if !section.rows.is_empty() {
+        sections.push(section);
+    }
+    if chosen(alert_week::NAME) {
+        sections.push(alert_week::run(opts).await);
+    }
+    Ok(sections)
 }
 
 /// The `i`-th word of the vocabulary: letters only, never ending in `s` (so never a plural).
-fn word(i: usize) -> String {
+pub(crate) fn word(i: usize) -> String {
     const SYLLABLES: &[&str] = &[
         "ka", "lo", "mi", "nu", "pe", "ri", "to", "va", "ze", "du", "fo", "gi", "bo", "xa", "le",
         "ro",
@@ -153,13 +172,13 @@ fn word(i: usize) -> String {
 }
 
 /// A Zipf-like pick among `n` items: rank `r` (from 0) with weight 1 / (r + 1).
-fn zipf(rng: &mut StdRng, n: usize) -> usize {
+pub(crate) fn zipf(rng: &mut StdRng, n: usize) -> usize {
     let x = ((n as f64 + 1.0).ln() * rng.r#gen::<f64>()).exp();
     (x as usize - 1).min(n - 1)
 }
 
 /// Between `fewest` and `most` words of the vocabulary, drawn Zipf-like.
-fn words(rng: &mut StdRng, fewest: usize, most: usize) -> String {
+pub(crate) fn words(rng: &mut StdRng, fewest: usize, most: usize) -> String {
     let n = rng.gen_range(fewest..=most);
     (0..n)
         .map(|_| word(zipf(rng, WORDS)))
@@ -168,23 +187,23 @@ fn words(rng: &mut StdRng, fewest: usize, most: usize) -> String {
 }
 
 /// A seeded job.
-struct SeedJob {
-    company: usize,
-    title: String,
-    description: String,
-    location: String,
-    remote: bool,
-    salary_min: Option<i64>,
-    salary_max: Option<i64>,
-    employment_type: &'static str,
-    search_terms: String,
-    title_terms: String,
-    created_at: DateTime<Utc>,
-    expires_at: DateTime<Utc>,
+pub(crate) struct SeedJob {
+    pub(crate) company: usize,
+    pub(crate) title: String,
+    pub(crate) description: String,
+    pub(crate) location: String,
+    pub(crate) remote: bool,
+    pub(crate) salary_min: Option<i64>,
+    pub(crate) salary_max: Option<i64>,
+    pub(crate) employment_type: &'static str,
+    pub(crate) search_terms: String,
+    pub(crate) title_terms: String,
+    pub(crate) created_at: DateTime<Utc>,
+    pub(crate) expires_at: DateTime<Utc>,
 }
 
 /// A seeded alert.
-struct SeedAlert {
+pub(crate) struct SeedAlert {
     q: Option<String>,
     location: Option<String>,
     remote: Option<bool>,
@@ -250,7 +269,7 @@ fn generate_jobs(
     jobs
 }
 
-fn generate_alerts(
+pub(crate) fn generate_alerts(
     rng: &mut StdRng,
     n: usize,
     locations: &[String],
@@ -461,7 +480,7 @@ async fn run_db(opts: &Opts, db: Db) -> Result<Figures> {
 }
 
 /// A time as the store writes it, as an SQL literal (SQLite compares the text).
-fn lit(t: DateTime<Utc>) -> String {
+pub(crate) fn lit(t: DateTime<Utc>) -> String {
     format!(
         "'{}'",
         t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
@@ -482,82 +501,126 @@ async fn seed_pg(
     alerts: &[SeedAlert],
     day_start: DateTime<Utc>,
 ) -> Result<()> {
-    let now = Utc::now();
-    // Inserted in order, so that sorted ids are the companies' and candidates' by rank.
+    let company_ids = insert_pg_companies(pool, companies).await?;
+    for chunk in jobs.chunks(5_000) {
+        insert_pg_jobs(pool, &company_ids, chunk).await?;
+    }
+    let user_ids = insert_pg_candidates(pool, alerts.len()).await?;
+    insert_pg_alerts(
+        pool,
+        &company_ids,
+        &user_ids,
+        alerts,
+        Frequency::Daily,
+        day_start,
+    )
+    .await
+}
+
+/// The companies, their ids in the order of `companies`.
+pub(crate) async fn insert_pg_companies(
+    pool: &sqlx::PgPool,
+    companies: &[String],
+) -> Result<Vec<i64>> {
+    // Inserted in order, so that sorted ids are the companies' by rank.
     let mut company_ids: Vec<i64> = sqlx::query_scalar(
         "INSERT INTO companies (name, website, description, created_at) \
          SELECT n, NULL, 'A seeded company.', $2 FROM UNNEST($1::text[]) WITH ORDINALITY \
          AS t(n, k) ORDER BY k RETURNING id",
     )
     .bind(companies.to_vec())
-    .bind(now)
+    .bind(Utc::now())
     .fetch_all(pool)
     .await
     .context("inserting companies")?;
     company_ids.sort();
-    for chunk in jobs.chunks(5_000) {
-        let strings = |f: &dyn Fn(&SeedJob) -> &str| {
-            chunk.iter().map(|j| f(j).to_string()).collect::<Vec<_>>()
-        };
-        sqlx::query(
-            "INSERT INTO jobs (company_id, title, description, location, location_key, remote, \
-             salary_min, salary_max, employment_type, status, search_terms, title_terms, \
-             expires_at, created_at, updated_at) \
-             SELECT t.company_id, t.title, t.description, t.location, t.location_key, t.remote, \
-             t.salary_min, t.salary_max, t.employment_type, 'open', t.search_terms, \
-             t.title_terms, t.expires_at, t.created_at, t.created_at \
-             FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], \
-             $6::bool[], $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[], \
-             $12::timestamptz[], $13::timestamptz[]) WITH ORDINALITY AS t(company_id, title, \
-             description, location, location_key, remote, salary_min, salary_max, \
-             employment_type, search_terms, title_terms, expires_at, created_at, n) \
-             ORDER BY t.n",
-        )
-        .bind(
-            chunk
-                .iter()
-                .map(|j| company_ids[j.company])
-                .collect::<Vec<_>>(),
-        )
-        .bind(strings(&|j| &j.title))
-        .bind(strings(&|j| &j.description))
-        .bind(strings(&|j| &j.location))
-        .bind(
-            chunk
-                .iter()
-                .map(|j| j.location.to_lowercase())
-                .collect::<Vec<_>>(),
-        )
-        .bind(chunk.iter().map(|j| j.remote).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|j| j.salary_min).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|j| j.salary_max).collect::<Vec<_>>())
-        .bind(strings(&|j| j.employment_type))
-        .bind(strings(&|j| &j.search_terms))
-        .bind(strings(&|j| &j.title_terms))
-        .bind(chunk.iter().map(|j| j.expires_at).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|j| j.created_at).collect::<Vec<_>>())
-        .execute(pool)
-        .await
-        .context("inserting jobs")?;
-    }
-    let emails = candidates(alerts.len());
+    Ok(company_ids)
+}
+
+/// Open jobs, in the order given (ids follow it).
+pub(crate) async fn insert_pg_jobs(
+    pool: &sqlx::PgPool,
+    company_ids: &[i64],
+    chunk: &[SeedJob],
+) -> Result<()> {
+    let strings =
+        |f: &dyn Fn(&SeedJob) -> &str| chunk.iter().map(|j| f(j).to_string()).collect::<Vec<_>>();
+    sqlx::query(
+        "INSERT INTO jobs (company_id, title, description, location, location_key, remote, \
+         salary_min, salary_max, employment_type, status, search_terms, title_terms, \
+         expires_at, created_at, updated_at) \
+         SELECT t.company_id, t.title, t.description, t.location, t.location_key, t.remote, \
+         t.salary_min, t.salary_max, t.employment_type, 'open', t.search_terms, \
+         t.title_terms, t.expires_at, t.created_at, t.created_at \
+         FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], \
+         $6::bool[], $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[], \
+         $12::timestamptz[], $13::timestamptz[]) WITH ORDINALITY AS t(company_id, title, \
+         description, location, location_key, remote, salary_min, salary_max, \
+         employment_type, search_terms, title_terms, expires_at, created_at, n) \
+         ORDER BY t.n",
+    )
+    .bind(
+        chunk
+            .iter()
+            .map(|j| company_ids[j.company])
+            .collect::<Vec<_>>(),
+    )
+    .bind(strings(&|j| &j.title))
+    .bind(strings(&|j| &j.description))
+    .bind(strings(&|j| &j.location))
+    .bind(
+        chunk
+            .iter()
+            .map(|j| j.location.to_lowercase())
+            .collect::<Vec<_>>(),
+    )
+    .bind(chunk.iter().map(|j| j.remote).collect::<Vec<_>>())
+    .bind(chunk.iter().map(|j| j.salary_min).collect::<Vec<_>>())
+    .bind(chunk.iter().map(|j| j.salary_max).collect::<Vec<_>>())
+    .bind(strings(&|j| j.employment_type))
+    .bind(strings(&|j| &j.search_terms))
+    .bind(strings(&|j| &j.title_terms))
+    .bind(chunk.iter().map(|j| j.expires_at).collect::<Vec<_>>())
+    .bind(chunk.iter().map(|j| j.created_at).collect::<Vec<_>>())
+    .execute(pool)
+    .await
+    .context("inserting jobs")?;
+    Ok(())
+}
+
+/// The candidates of `alerts` alerts ([`candidates`]), their ids in order.
+pub(crate) async fn insert_pg_candidates(pool: &sqlx::PgPool, alerts: usize) -> Result<Vec<i64>> {
+    let emails = candidates(alerts);
     let mut user_ids: Vec<i64> = sqlx::query_scalar(
         "INSERT INTO users (email, email_key, name, role, password_hash, created_at) \
          SELECT e, e, 'Candidate', 'candidate', 'not-a-login', $2 \
          FROM UNNEST($1::text[]) WITH ORDINALITY AS t(e, k) ORDER BY k RETURNING id",
     )
     .bind(&emails)
-    .bind(now)
+    .bind(Utc::now())
     .fetch_all(pool)
     .await
     .context("inserting candidates")?;
     user_ids.sort();
+    Ok(user_ids)
+}
+
+/// The alerts of `frequency`, 20 to a candidate, made 30 days before `watermark`, each with its
+/// watermark there (its digest of the period before written).
+pub(crate) async fn insert_pg_alerts(
+    pool: &sqlx::PgPool,
+    company_ids: &[i64],
+    user_ids: &[i64],
+    alerts: &[SeedAlert],
+    frequency: Frequency,
+    watermark: DateTime<Utc>,
+) -> Result<()> {
     for (c, chunk) in alerts.chunks(10_000).enumerate() {
         let first = c * 10_000;
         sqlx::query(
             "INSERT INTO alerts (user_id, q, location, remote, company_id, salary_min, \
              employment_type, frequency, created_at, watermark_created_at, watermark_job_id) \
-             SELECT t.u, t.q, t.l, t.r, t.c, t.s, t.e, 'daily', $8, $9, 0 \
+             SELECT t.u, t.q, t.l, t.r, t.c, t.s, t.e, $10, $8, $9, 0 \
              FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bool[], $5::bigint[], \
              $6::bigint[], $7::text[]) AS t(u, q, l, r, c, s, e)",
         )
@@ -577,8 +640,9 @@ async fn seed_pg(
         )
         .bind(chunk.iter().map(|a| a.salary_min).collect::<Vec<_>>())
         .bind(chunk.iter().map(|a| a.employment_type).collect::<Vec<_>>())
-        .bind(day_start - ChronoDuration::days(30))
-        .bind(day_start)
+        .bind(watermark - ChronoDuration::days(30))
+        .bind(watermark)
+        .bind(frequency.as_str())
         .execute(pool)
         .await
         .context("inserting alerts")?;

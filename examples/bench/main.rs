@@ -13,6 +13,7 @@
 //! binary (`--bin`). Exits non-zero when a scenario failed; a missed target is reported, not a
 //! failure.
 
+mod alert_week;
 mod alerts;
 mod ceilings;
 mod common;
@@ -104,6 +105,10 @@ pub struct Opts {
         hide_default_value = true
     )]
     pub alerts: usize,
+    /// New open jobs of the week whose weekly alert digests the `alert_week` scenario writes
+    /// (descriptions of about 3 KB).
+    #[arg(long, value_name = "JOBS", default_value_t = 70_000)]
+    pub alert_week_jobs: usize,
     /// Keep the HTTP section's database instead of dropping it (to look at it afterwards).
     #[arg(long, hide = true)]
     pub keep_db: bool,

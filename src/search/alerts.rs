@@ -1,18 +1,19 @@
 //! The alert matcher: which of a window of new jobs each alert's digest lists, by exactly the
-//! rules of `GET /api/jobs`. The window's open jobs go into an index in memory with the search
-//! index's own schema, tokenizer and documents ([`super::schema`]), and each alert runs as the
+//! rules of `GET /api/jobs`. The window's open jobs go into an index of their own, on disk
+//! ([`super::alert_window`]), with the search index's own schema, tokenizer and documents less
+//! the stored job ([`super::schema`]), and each alert runs as the
 //! query a search with its filters runs ([`super::query::build`]), restricted to the jobs after
 //! its [`Watermark`]. For each alert: the newest [`DIGEST_JOBS`] matches, newest first
 //! (`created_at`, then `id`, descending, as `sort=newest`), and the count of the others.
 //!
 //! The upkeep hands it the jobs opened since the oldest watermark among the alerts it is
-//! about to digest (thousands on a real board, not the whole table), built once per window
-//! with [`AlertWindow::new`] and asked per batch of alerts with [`AlertWindow::matches`]
-//! ([`match_alerts`] does both).
+//! about to digest (up to two weeks of new jobs, not the whole table), a page at a time
+//! ([`WindowBuilder`]), once per window, and asks it per batch of alerts with
+//! [`AlertWindow::matches`] ([`match_alerts`] does both on jobs in memory).
 
+use super::alert_window::{Folder, WindowBuilder};
 use super::query;
 use super::schema::{self, micros};
-use crate::domain::JobStatus;
 use crate::domain::alert::{DIGEST_JOBS, Watermark};
 use crate::store::{AlertRow, JobRow, JobSearch};
 use anyhow::Context;
@@ -20,7 +21,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::Column;
-use tantivy::{DocId, Index, Score, Searcher, SegmentOrdinal, SegmentReader};
+use tantivy::{DocId, IndexReader, Score, Searcher, SegmentOrdinal, SegmentReader};
 
 /// What one alert's digest would list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,40 +33,39 @@ pub struct AlertMatches {
     pub further: u64,
 }
 
-/// The jobs of a window, indexed in memory, ready to be matched by any number of alerts.
+/// The jobs of a window, indexed (in a temporary folder of its own, removed with it), ready to
+/// be matched by any number of alerts.
 pub struct AlertWindow {
     fields: schema::Fields,
     searcher: Searcher,
+    /// The window's distinct locations, read once for every alert with a `location`.
+    locations: Vec<String>,
+    _folder: Folder,
 }
-
-/// The in-memory index's writer budget (tantivy's minimum is 15 MB); a window of 10 000 jobs
-/// fits in one segment.
-const WRITER_MEMORY: usize = 64 * 1024 * 1024;
 
 impl AlertWindow {
     /// Indexes the open jobs of `jobs` (others are ignored, as the search index holds only
-    /// open jobs).
+    /// open jobs); a window too large to hold in memory at once is built a page at a time
+    /// with [`WindowBuilder`].
     pub fn new(jobs: &[JobRow]) -> anyhow::Result<AlertWindow> {
-        let (schema, fields) = schema::schema();
-        let index = Index::create_in_ram(schema);
-        super::register(&index);
-        let mut writer = index
-            .writer_with_num_threads(1, WRITER_MEMORY)
-            .context("opening the alert window's index writer")?;
-        for job in jobs.iter().filter(|j| j.status == JobStatus::Open) {
-            writer
-                .add_document(fields.document(job)?)
-                .with_context(|| format!("indexing job {} for the alerts", job.id))?;
-        }
-        writer
-            .commit()
-            .context("committing the alert window's index")?;
-        let reader = index
-            .reader()
-            .context("opening the alert window's reader")?;
+        let mut builder = WindowBuilder::new()?;
+        builder.add(jobs)?;
+        builder.finish()
+    }
+
+    pub(super) fn from_parts(
+        fields: schema::Fields,
+        reader: IndexReader,
+        folder: Folder,
+    ) -> anyhow::Result<AlertWindow> {
+        let searcher = reader.searcher();
+        let locations = query::distinct_locations(&searcher, &fields)
+            .context("reading the alert window's locations")?;
         Ok(AlertWindow {
             fields,
-            searcher: reader.searcher(),
+            searcher,
+            locations,
+            _folder: folder,
         })
     }
 
@@ -94,7 +94,7 @@ impl AlertWindow {
         let Some(search) = JobSearch::of_filters(&filters) else {
             return Ok(none);
         };
-        let query = query::build(&self.searcher, &self.fields, &search, None)
+        let query = query::build(&self.searcher, &self.fields, &search, Some(&self.locations))
             .with_context(|| format!("building alert {}'s query", alert.id))?;
         let (total, newest) = self
             .searcher
@@ -210,7 +210,7 @@ impl SegmentCollector for NewestSegment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::EmploymentType;
+    use crate::domain::{EmploymentType, JobStatus};
     use crate::domain::alert::Frequency;
     use chrono::{DateTime, Duration, TimeZone, Utc};
 

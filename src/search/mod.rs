@@ -13,6 +13,7 @@
 //! The directory is held by one process at a time: a lock file (`holder.lock`, with the
 //! holder's pid in `holder.pid`) refuses a second one.
 
+mod alert_window;
 pub mod alerts;
 mod best;
 mod driver;
@@ -23,6 +24,7 @@ mod query;
 mod schema;
 mod tables;
 
+pub use alert_window::WindowBuilder;
 pub use alerts::{AlertMatches, AlertWindow, match_alerts};
 use follow::Following;
 pub use follow::{JobFeed, StoreFeed, catch_up, follow, rebuild};

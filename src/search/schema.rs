@@ -164,25 +164,7 @@ impl Fields {
 
     /// The document of an open job.
     pub fn document(&self, job: &JobRow) -> anyhow::Result<TantivyDocument> {
-        let mut doc = TantivyDocument::default();
-        doc.add_u64(self.id, job.id as u64);
-        for part in [&job.title, &job.description, &job.company_name] {
-            doc.add_text(self.text, part);
-        }
-        doc.add_text(self.title, &job.title);
-        doc.add_text(self.location, job.location.to_lowercase());
-        doc.add_u64(self.remote, job.remote as u64);
-        doc.add_u64(self.company_id, job.company_id as u64);
-        doc.add_u64(
-            self.salary_max,
-            job.salary_max.map_or(NO_SALARY_MAX, |s| s.max(0) as u64),
-        );
-        doc.add_u64(self.employment_type, employment_code(job.employment_type));
-        doc.add_i64(self.created_at, micros(&job.created_at));
-        doc.add_i64(
-            self.expires_at,
-            job.expires_at.as_ref().map_or(NO_EXPIRY, micros),
-        );
+        let mut doc = self.document_to_match(job);
         let stored = StoredJob {
             id: job.id,
             company_id: job.company_id,
@@ -202,6 +184,31 @@ impl Fields {
         };
         doc.add_text(self.row, serde_json::to_string(&stored)?);
         Ok(doc)
+    }
+
+    /// [`Fields::document`] without the stored job: every field a search filters and orders
+    /// by, nothing a page shows (the alert matcher's documents).
+    pub fn document_to_match(&self, job: &JobRow) -> TantivyDocument {
+        let mut doc = TantivyDocument::default();
+        doc.add_u64(self.id, job.id as u64);
+        for part in [&job.title, &job.description, &job.company_name] {
+            doc.add_text(self.text, part);
+        }
+        doc.add_text(self.title, &job.title);
+        doc.add_text(self.location, job.location.to_lowercase());
+        doc.add_u64(self.remote, job.remote as u64);
+        doc.add_u64(self.company_id, job.company_id as u64);
+        doc.add_u64(
+            self.salary_max,
+            job.salary_max.map_or(NO_SALARY_MAX, |s| s.max(0) as u64),
+        );
+        doc.add_u64(self.employment_type, employment_code(job.employment_type));
+        doc.add_i64(self.created_at, micros(&job.created_at));
+        doc.add_i64(
+            self.expires_at,
+            job.expires_at.as_ref().map_or(NO_EXPIRY, micros),
+        );
+        doc
     }
 
     /// The job a stored document holds.

@@ -44,13 +44,17 @@ pub trait AlertDigestStore: Send + Sync {
     ) -> StoreResult<Vec<AlertRow>>;
     /// The highest alert id (0 when there is none): where a run's pages end.
     async fn last_alert_id(&self) -> StoreResult<i64>;
-    /// The jobs open at `at` (status `open`, not past their `expires_at`) created in
-    /// `[from, to)`, oldest first: the window a period's digests are matched against.
+    /// A page of the window a period's digests are matched against: up to `limit` of the jobs
+    /// open at `at` (status `open`, not past their `expires_at`) created in `[from, to)`, by
+    /// (`created_at`, `id`), after `after` (`(from, 0)` for the first page, then the last
+    /// row's). A job's `created_at` never changes, so the pages miss none and repeat none.
     async fn open_jobs_created(
         &self,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
         at: DateTime<Utc>,
+        after: (DateTime<Utc>, i64),
+        limit: i64,
     ) -> StoreResult<Vec<JobRow>>;
     /// In one transaction: moves the watermark of each of `digests`' alerts to `(end, 0)` if it
     /// is still of `frequency`, not paused and before `end`, and, for each alert moved, writes

@@ -22,7 +22,9 @@ mod transaction;
 mod upkeep;
 pub mod upkeep_jobs;
 
-pub use alert_digests::{ALERTS_PER_BATCH, write_alert_digests};
+pub use alert_digests::{
+    ALERTS_PER_BATCH, WINDOW_JOBS_PER_PAGE, write_alert_digests, write_alert_digests_paged,
+};
 pub use digests::{DIGEST_GRACE, DIGEST_LOOKBACK_HOURS};
 
 use crate::config::{ClaimMode, Config};

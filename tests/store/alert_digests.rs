@@ -22,12 +22,12 @@ crate::each_backend!(with_db:
     a_digest_reads_its_alert_and_its_jobs_as_they_are_now,
 );
 
-fn t(s: &str) -> DateTime<Utc> {
+pub(crate) fn t(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
 }
 
 /// An alert of `u`'s created at `created` (written by SQL: the store stamps the present).
-async fn alert_at(
+pub(crate) async fn alert_at(
     db: &TestDb,
     u: &UserRow,
     q: Option<&str>,
@@ -65,7 +65,7 @@ async fn alert_at(
 }
 
 /// A job of `company_id` created at `created`, open unless said otherwise.
-async fn job_at(
+pub(crate) async fn job_at(
     db: &TestDb,
     company_id: i64,
     title: &str,
@@ -88,7 +88,7 @@ async fn job_at(
 }
 
 /// Every `alert.digest` written, by alert and period.
-async fn digests(db: &TestDb) -> BTreeMap<(i64, String), (Vec<i64>, u64)> {
+pub(crate) async fn digests(db: &TestDb) -> BTreeMap<(i64, String), (Vec<i64>, u64)> {
     let sql = "SELECT body FROM events WHERE type = 'alert.digest'";
     let bodies: Vec<String> = match &db.url {
         DatabaseUrl::Sqlite(url) => {
@@ -311,13 +311,39 @@ async fn due_alerts_are_paged_and_moved_once(db: &TestDb) {
         ),
     )
     .await;
-    let window = |at| store.open_jobs_created(from, end, at);
+    // Created at the same instant as `expiring`, after it by id.
+    let tied = job_at(db, c.id, "Welder", "Wien", expiring.created_at).await;
+    // Read in pages of two, each after the last row of the one before: the tie falls across
+    // two pages.
+    let window = |at: DateTime<Utc>| async move {
+        let mut ids = Vec::new();
+        let mut after = (from, 0);
+        loop {
+            let page = store
+                .open_jobs_created(from, end, at, after, 2)
+                .await
+                .unwrap();
+            assert!(page.len() <= 2, "a page of {}", page.len());
+            let Some(last) = page.last() else {
+                return ids;
+            };
+            after = (last.created_at, last.id);
+            ids.extend(page.iter().map(|j| j.id));
+        }
+    };
+    assert_eq!(
+        window(expiry - Duration::seconds(1)).await,
+        [first.id, expiring.id, tied.id, last_in.id]
+    );
+    assert_eq!(window(expiry).await, [first.id, tied.id, last_in.id]);
     let ids = |rows: Vec<JobRow>| rows.into_iter().map(|j| j.id).collect::<Vec<_>>();
     assert_eq!(
-        ids(window(expiry - Duration::seconds(1)).await.unwrap()),
-        [first.id, expiring.id, last_in.id]
+        ids(store
+            .open_jobs_created(from, end, from, (expiring.created_at, expiring.id), 10)
+            .await
+            .unwrap()),
+        [tied.id, last_in.id]
     );
-    assert_eq!(ids(window(expiry).await.unwrap()), [first.id, last_in.id]);
 
     // Marks of written periods.
     assert!(!store.alert_period_written("2020-03-04").await.unwrap());
@@ -328,17 +354,17 @@ async fn due_alerts_are_paged_and_moved_once(db: &TestDb) {
 }
 
 /// A job of the corpus as the reference sees it.
-struct RefJob {
-    id: i64,
-    terms: HashSet<String>,
-    location: String,
-    open: bool,
-    created_at: DateTime<Utc>,
+pub(crate) struct RefJob {
+    pub id: i64,
+    pub terms: HashSet<String>,
+    pub location: String,
+    pub open: bool,
+    pub created_at: DateTime<Utc>,
 }
 
 /// The contract's rule, plainly: the open jobs created in `(after, before)` whose terms hold
 /// every word of `q` and whose location holds `location` (case-insensitively), newest first.
-fn reference(
+pub(crate) fn reference(
     jobs: &[RefJob],
     q: Option<&str>,
     location: Option<&str>,
@@ -362,7 +388,7 @@ fn reference(
 }
 
 /// The digest the reference expects of `matches`: the first 20 listed, the rest counted.
-fn expected(matches: &[i64]) -> Option<(Vec<i64>, u64)> {
+pub(crate) fn expected(matches: &[i64]) -> Option<(Vec<i64>, u64)> {
     if matches.is_empty() {
         return None;
     }

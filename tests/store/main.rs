@@ -20,6 +20,7 @@ mod harness;
 
 mod accounts;
 mod alert_digests;
+mod alert_window;
 mod alerts;
 mod applications;
 mod companies;

@@ -28,12 +28,15 @@ const DUE_PAGE: &str = concatcp!(
     " AND id > $3 AND id <= $4 ORDER BY id LIMIT $5"
 );
 const LAST_ID: &str = "SELECT COALESCE(MAX(id), 0) FROM alerts";
-/// The open jobs created in `[$1, $2)` not past their date at `$3`, through the index of open
-/// jobs by creation (`jobs_open_newest`).
-const WINDOW: &str = concatcp!(
+/// Up to `$6` of the open jobs created in `[$1, $2)` not past their date at `$3`, after
+/// (`$4`, `$5`) by (`created_at`, `id`): a page of the window, through the index of open jobs
+/// by creation (`jobs_open_newest`), from where the last page ended.
+const WINDOW_PAGE: &str = concatcp!(
     sql::JOB_SELECT,
     " WHERE j.status = 'open' AND j.created_at >= $1 AND j.created_at < $2 \
-     AND (j.expires_at IS NULL OR j.expires_at > $3) ORDER BY j.created_at, j.id"
+     AND (j.expires_at IS NULL OR j.expires_at > $3) \
+     AND (j.created_at > $4 OR (j.created_at = $4 AND j.id > $5)) \
+     ORDER BY j.created_at, j.id LIMIT $6"
 );
 /// `$1` a JSON array of ids, as one bind.
 const IDS: &str = concatcp!(
@@ -134,14 +137,19 @@ impl AlertDigestStore for S {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
         at: DateTime<Utc>,
+        after: (DateTime<Utc>, i64),
+        limit: i64,
     ) -> StoreResult<Vec<JobRow>> {
-        sqlx::query_as(WINDOW)
+        sqlx::query_as(WINDOW_PAGE)
             .bind(from)
             .bind(to)
             .bind(at)
+            .bind(after.0)
+            .bind(after.1)
+            .bind(limit)
             .fetch_all(&self.pool)
             .await
-            .map_err(step("reading the window of new jobs for the alerts"))
+            .map_err(step("reading a page of the window of new jobs for the alerts"))
     }
 
     async fn write_alert_digests(
