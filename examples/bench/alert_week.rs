@@ -162,8 +162,14 @@ fn manifest_limit_mib() -> Result<f64> {
         .find_map(|l| l.trim().strip_prefix("memory:"))
         .map(str::trim)
         .with_context(|| format!("no memory limit in {MANIFEST}"))?;
-    let (n, unit) = value.split_at(value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len()));
-    let n: f64 = n.parse().with_context(|| format!("{MANIFEST}: memory {value}"))?;
+    let (n, unit) = value.split_at(
+        value
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(value.len()),
+    );
+    let n: f64 = n
+        .parse()
+        .with_context(|| format!("{MANIFEST}: memory {value}"))?;
     Ok(match unit {
         "Mi" => n,
         "Gi" => n * 1024.0,
@@ -244,7 +250,10 @@ async fn run_week(opts: &Opts) -> Result<Figures> {
         let jobs = generate_jobs(&mut rng, first, n, total, &week, &locations, &companies);
         description_bytes += jobs.iter().map(|j| j.description.len()).sum::<usize>();
         insert_pg_jobs(&pool, &company_ids, &jobs).await?;
-        progress(NAME, format!("{} of {total} jobs of {}", first + n, week.label));
+        progress(
+            NAME,
+            format!("{} of {total} jobs of {}", first + n, week.label),
+        );
     }
     let alerts = generate_alerts(&mut rng, opts.alerts, &locations, companies.len());
     let user_ids = insert_pg_candidates(&pool, alerts.len()).await?;
@@ -272,7 +281,10 @@ async fn run_week(opts: &Opts) -> Result<Figures> {
     let sink = Sink::Smtp(SmtpSink::start(Duration::from_millis(50)).await?);
     let mut env: Vec<(&'static str, String)> = vec![
         ("DATABASE_URL", url.clone()),
-        ("RUST_LOG", "warn,jobboard::worker::alert_digests=info".into()),
+        (
+            "RUST_LOG",
+            "warn,jobboard::worker::alert_digests=info".into(),
+        ),
         ("LOG_FORMAT", "json".into()),
         ("EMAIL_FROM", "jobs@bench.example".into()),
         ("PUBLIC_BASE_URL", "https://jobs.bench.example".into()),

@@ -219,6 +219,10 @@ mod tests {
         drop(in_use);
         let mut want = vec![other, making];
         want.sort();
-        assert_eq!(windows(parent.path()), want, "a window's folder goes with it");
+        assert_eq!(
+            windows(parent.path()),
+            want,
+            "a window's folder goes with it"
+        );
     }
 }

@@ -210,8 +210,8 @@ impl SegmentCollector for NewestSegment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{EmploymentType, JobStatus};
     use crate::domain::alert::Frequency;
+    use crate::domain::{EmploymentType, JobStatus};
     use chrono::{DateTime, Duration, TimeZone, Utc};
 
     fn at(minutes: i64) -> DateTime<Utc> {

@@ -63,8 +63,8 @@ pub async fn write_alert_digests_paged(
         let n = write_period(store, &period, now, jobs_per_page)
             .await
             .with_context(|| {
-            format!("writing the {frequency} alert digests of {}", period.label)
-        })?;
+                format!("writing the {frequency} alert digests of {}", period.label)
+            })?;
         store.mark_alert_period(&period.label).await?;
         tracing::info!(
             period = %period.label,

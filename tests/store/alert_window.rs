@@ -186,7 +186,10 @@ async fn the_window_is_read_a_page_at_a_time(db: &TestDb) {
     }
     assert_eq!(digests(db).await, want);
     assert_eq!(written, want.len() as u64);
-    assert!(want.values().any(|(_, more)| *more > 0), "a digest counts more");
+    assert!(
+        want.values().any(|(_, more)| *more > 0),
+        "a digest counts more"
+    );
     let open = corpus.iter().filter(|j| j.open).count();
     let most = counting.most.load(Ordering::SeqCst);
     assert!(

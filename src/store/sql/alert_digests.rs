@@ -149,7 +149,9 @@ impl AlertDigestStore for S {
             .bind(limit)
             .fetch_all(&self.pool)
             .await
-            .map_err(step("reading a page of the window of new jobs for the alerts"))
+            .map_err(step(
+                "reading a page of the window of new jobs for the alerts",
+            ))
     }
 
     async fn write_alert_digests(
