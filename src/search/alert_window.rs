@@ -9,7 +9,6 @@
 //! `/tmp`), goes with its window. A process killed while it held one leaves it behind: making
 //! a window removes every such folder whose lock (`holder.lock`) no process holds.
 
-use super::alerts::AlertWindow;
 use super::schema::{self, Fields};
 use crate::domain::JobStatus;
 use crate::store::JobRow;
@@ -17,7 +16,7 @@ use anyhow::Context;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use tantivy::indexer::NoMergePolicy;
-use tantivy::{Index, IndexWriter, ReloadPolicy};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy};
 
 /// The writer's memory for documents not yet written out (tantivy's least is 15 MB).
 const WRITER_MEMORY: usize = 16 * 1024 * 1024;
@@ -98,8 +97,8 @@ fn remove_left_behind(parent: &Path) {
     }
 }
 
-/// An [`AlertWindow`] being built: [`WindowBuilder::add`] each page of the window's jobs,
-/// then [`WindowBuilder::finish`].
+/// An alert window being built: [`WindowBuilder::add`] each page of the window's jobs, then
+/// `WindowBuilder::finish` (beside the window, in [`super::alerts`]).
 pub struct WindowBuilder {
     fields: Fields,
     index: Index,
@@ -161,8 +160,9 @@ impl WindowBuilder {
         Ok(())
     }
 
-    /// The window, ready to be matched.
-    pub fn finish(mut self) -> anyhow::Result<AlertWindow> {
+    /// The index, committed and ready to be read, with what it was made with: the window's
+    /// parts.
+    pub(super) fn into_parts(mut self) -> anyhow::Result<(Fields, IndexReader, Folder)> {
         self.commit()?;
         drop(self.writer);
         let reader = self
@@ -171,7 +171,7 @@ impl WindowBuilder {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .context("opening the alert window's reader")?;
-        AlertWindow::from_parts(self.fields, reader, self.folder)
+        Ok((self.fields, reader, self.folder))
     }
 }
 
@@ -213,9 +213,9 @@ mod tests {
         want.sort();
         assert_eq!(windows(parent.path()), want);
 
-        let window = next.finish().unwrap();
-        assert_eq!(window.jobs(), 0);
-        drop(window);
+        let (_, reader, folder) = next.into_parts().unwrap();
+        assert_eq!(reader.searcher().num_docs(), 0);
+        drop((reader, folder));
         drop(in_use);
         let mut want = vec![other, making];
         want.sort();

@@ -33,6 +33,14 @@ pub struct AlertMatches {
     pub further: u64,
 }
 
+impl WindowBuilder {
+    /// The window, ready to be matched.
+    pub fn finish(self) -> anyhow::Result<AlertWindow> {
+        let (fields, reader, folder) = self.into_parts()?;
+        AlertWindow::from_parts(fields, reader, folder)
+    }
+}
+
 /// The jobs of a window, indexed (in a temporary folder of its own, removed with it), ready to
 /// be matched by any number of alerts.
 pub struct AlertWindow {
@@ -53,7 +61,7 @@ impl AlertWindow {
         builder.finish()
     }
 
-    pub(super) fn from_parts(
+    fn from_parts(
         fields: schema::Fields,
         reader: IndexReader,
         folder: Folder,
