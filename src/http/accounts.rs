@@ -227,8 +227,8 @@ impl Drop for Running {
 
 /// Register a candidate or employer account.
 #[utoipa::path(post, operation_id = "register", path = "/api/auth/register", tag = "accounts", request_body = RegisterIn,
-    responses((status = 201, body = UserOut), (status = 409, description = "email already registered", body = super::openapi::Problem),
-              (status = 422, body = super::openapi::Problem), (status = 429, body = super::openapi::Problem)))]
+    responses((status = 201, body = UserOut), (status = 409, description = "email already registered", body = super::error::Problem),
+              (status = 422, body = super::error::Problem), (status = 429, body = super::error::Problem)))]
 async fn register(
     State(st): State<AppState>,
     // A bad token is 401 here too (docs/api.md): the caller is checked first, then unused.
@@ -272,8 +272,8 @@ async fn register(
 
 /// Exchange email and password for an access token.
 #[utoipa::path(post, operation_id = "create_token", path = "/api/auth/token", tag = "accounts", request_body = TokenIn,
-    responses((status = 200, body = TokenOut), (status = 401, body = super::openapi::Problem), (status = 422, description = "email or password missing", body = super::openapi::Problem),
-              (status = 429, description = "too many failures; see Retry-After", body = super::openapi::Problem)))]
+    responses((status = 200, body = TokenOut), (status = 401, body = super::error::Problem), (status = 422, description = "email or password missing", body = super::error::Problem),
+              (status = 429, description = "too many failures; see Retry-After", body = super::error::Problem)))]
 async fn token(
     State(st): State<AppState>,
     // A bad token is 401 here too (docs/api.md): the caller is checked first, then unused.
@@ -316,15 +316,15 @@ async fn token(
 
 /// The caller's account.
 #[utoipa::path(get, operation_id = "get_me", path = "/api/me", tag = "accounts", security(("bearer" = [])),
-    responses((status = 200, body = UserOut), (status = 401, body = super::openapi::Problem)))]
+    responses((status = 200, body = UserOut), (status = 401, body = super::error::Problem)))]
 async fn me(user: AuthUser) -> Json<UserOut> {
     Json(user.0.into())
 }
 
 /// Change the caller's password; every earlier token stops working.
 #[utoipa::path(post, operation_id = "change_password", path = "/api/me/password", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "accounts", security(("bearer" = [])), request_body = PasswordIn,
-    responses((status = 204), (status = 401, body = super::openapi::Problem), (status = 422, body = super::openapi::Problem),
-              (status = 429, description = "too many wrong current passwords; see Retry-After", body = super::openapi::Problem)))]
+    responses((status = 204), (status = 401, body = super::error::Problem), (status = 422, body = super::error::Problem),
+              (status = 429, description = "too many wrong current passwords; see Retry-After", body = super::error::Problem)))]
 async fn change_password(
     State(st): State<AppState>,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
@@ -362,7 +362,7 @@ async fn change_password(
 
 /// Delete the caller's account with their applications.
 #[utoipa::path(delete, operation_id = "delete_me", path = "/api/me", params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters")), tag = "accounts", security(("bearer" = [])),
-    responses((status = 204), (status = 401, body = super::openapi::Problem)))]
+    responses((status = 204), (status = 401, body = super::error::Problem)))]
 async fn delete_me(
     State(st): State<AppState>,
     user: AuthUser,

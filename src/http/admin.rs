@@ -4,11 +4,11 @@
 //! dead letters are read and acted on through the same [`Queue`](crate::queue::Queue) methods
 //! as the `dlq` commands, so the CLI and these endpoints share one implementation.
 
+use super::error::Problem;
 use super::error::{ApiError, ApiResult, FieldErrors};
 pub use super::extract::Operator;
 use super::extract::{Body, JsonBody, QueryParams, wrong_method};
 use super::idempotency::Idempotent;
-use super::openapi::Problem;
 use crate::http::AppState;
 use crate::queue::{DeadLetter, Selection};
 use crate::store::{EventChange, ProcessedRecord, RedriveTrace};

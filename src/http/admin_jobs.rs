@@ -3,11 +3,11 @@
 //! route, 404 to anyone but an operator ([`Operator`]); each write is logged at INFO with the
 //! operator's id, and writes one `job.reviewed` per member of the job's company.
 
+use super::error::Problem;
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{Body, Ids, JsonBody, Operator, QueryParams, wrong_method};
 use super::idempotency::{Idempotent, json_of};
-use super::jobs::JobOut;
-use super::openapi::Problem;
+use super::job_view::JobOut;
 use crate::domain::job::REJECTION_REASON_MAX;
 use crate::domain::{JobStatus, validate};
 use crate::http::AppState;

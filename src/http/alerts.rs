@@ -2,11 +2,11 @@
 //! jobs that match it once per day or week (by the worker's upkeep). An alert is seen, changed
 //! and deleted only by its owner (404 to anyone else).
 
+use super::error::Problem;
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, Ids, JsonBody, QueryParams, double_option};
 use super::filters::{JsonFilters, search_filters};
 use super::idempotency::Idempotent;
-use super::openapi::Problem;
 use crate::domain::alert::{Frequency, MAX_ALERTS_PER_USER, check_saved_search};
 use crate::domain::search::SearchFilters;
 use crate::domain::{EmploymentType, Role, UnknownValue};

@@ -1,10 +1,10 @@
 //! Applications: apply, the status workflow, withdraw, delete and history. An application is
 //! visible to its candidate and to the members of the job's company, and to no one else (404).
 
+use super::error::Problem;
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, Ids, JsonBody, QueryParams};
 use super::idempotency::{Idempotent, json_of};
-use super::openapi::Problem;
 use crate::domain::{Actor, ApplicationStatus, Role, validate};
 use crate::http::AppState;
 use crate::store::{ApplicationRow, ApplicationViewer, HistoryRow};
@@ -32,7 +32,7 @@ pub fn router() -> Router<AppState> {
 pub struct JobRef {
     pub id: i64,
     pub title: String,
-    pub company: super::jobs::CompanyRef,
+    pub company: super::job_view::CompanyRef,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -64,7 +64,7 @@ impl From<ApplicationRow> for ApplicationOut {
             job: JobRef {
                 id: a.job_id,
                 title: a.job_title,
-                company: super::jobs::CompanyRef {
+                company: super::job_view::CompanyRef {
                     id: a.company_id,
                     name: a.company_name,
                 },

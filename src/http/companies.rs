@@ -1,9 +1,9 @@
 //! Companies and their members. Membership is read from the database on every request.
 
+use super::error::Problem;
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser, QueryParams, double_option};
 use super::idempotency::{Idempotent, json_of};
-use super::openapi::Problem;
 use crate::domain::values::Email;
 use crate::domain::{Role, validate};
 use crate::http::AppState;

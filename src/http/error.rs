@@ -9,6 +9,19 @@ use std::collections::BTreeMap;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
+/// RFC 9457 problem details, the body of every error.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Problem {
+    /// A stable URI per kind of problem, e.g. `/problems/already-applied`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// On 422: field name → messages.
+    pub errors: Option<std::collections::BTreeMap<String, Vec<String>>>,
+}
+
 /// Field name → messages, for 422 answers.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct FieldErrors(pub BTreeMap<String, Vec<String>>);

@@ -9,6 +9,9 @@ use crate::domain::search::{SearchFilters, query_terms};
 use crate::domain::{EmploymentType, validate};
 use serde_json::{Map, Value};
 
+/// The most distinct words `q` may have.
+pub const MAX_QUERY_WORDS: usize = 32;
+
 /// Where filter values are read from, each read recording its own error.
 pub(crate) trait FilterSource {
     /// The field as the client named it (`q`, or `search.q` in a body).
@@ -31,10 +34,9 @@ pub(crate) const FILTER_FIELDS: &[&str] = &[
 ];
 
 /// The filters `src` holds, by the rules of `GET /api/jobs`: `q` has at most
-/// [`MAX_QUERY_WORDS`](super::search::MAX_QUERY_WORDS) distinct words, `location` is trimmed,
+/// [`MAX_QUERY_WORDS`] distinct words, `location` is trimmed,
 /// `company_id` is positive, `salary_min` is 0–10^9, `employment_type` is one of the four.
 pub(crate) fn search_filters(src: &impl FilterSource, errors: &mut FieldErrors) -> SearchFilters {
-    use super::search::MAX_QUERY_WORDS;
     let trimmed = |v: String| Some(v.trim().to_string()).filter(|v| !v.is_empty());
     let q = src.text("q", errors).and_then(trimmed);
     if q.as_deref().is_some_and(|q| q.contains('\0')) {

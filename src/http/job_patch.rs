@@ -1,17 +1,69 @@
 //! A member's PATCH of a job (docs/api.md, Jobs): JSON Merge Patch of its fields, and the
 //! lifecycle's rules on `status` (only `open ↔ closed`; any edit of a rejected job sends it back
 //! to review) and `expires_at` (set while the job is open or waiting for review; reopening a
-//! job whose date passed gives it `JOB_POSTING_DAYS` from now).
+//! job whose date passed gives it `JOB_POSTING_DAYS` from now); and the validation of a job's
+//! fields that a creation and a PATCH share ([`validate_job`] of a [`Draft`]).
 
-use super::error::{ApiResult, FieldErrors};
+use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{JsonBody, double_option};
-use super::jobs::{Draft, validate_job};
 use crate::domain::job::{check_expires_at, parse_time};
-use crate::domain::{Conflict, EmploymentType, JobStatus};
+use crate::domain::values::{SalaryRange, Title};
+use crate::domain::{Conflict, EmploymentType, JobStatus, validate};
 use crate::store::{JobFields, JobRow, StoreError};
 use chrono::{DateTime, Duration, Utc};
 use serde::Deserialize;
 use utoipa::ToSchema;
+
+/// The raw values of a job before validation; its status and `expires_at` are already judged.
+pub(super) struct Draft {
+    pub(super) title: String,
+    pub(super) description: String,
+    pub(super) location: String,
+    pub(super) remote: bool,
+    pub(super) salary_min: Option<i64>,
+    pub(super) salary_max: Option<i64>,
+    pub(super) employment_type: String,
+    pub(super) status: JobStatus,
+    pub(super) expires_at: Option<DateTime<Utc>>,
+}
+
+pub(super) fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
+    let title = errors.check("title", Title::parse(&d.title));
+    let description = errors.check(
+        "description",
+        validate::description(&d.description, validate::DESCRIPTION_MAX),
+    );
+    let location = errors.check("location", validate::location(&d.location));
+    let salary = SalaryRange::parse(d.salary_min, d.salary_max)
+        .map_err(|problems| {
+            for (field, message) in problems {
+                errors.add(field, message);
+            }
+        })
+        .ok();
+    let employment_type = errors.check(
+        "employment_type",
+        EmploymentType::parse(&d.employment_type)
+            .ok_or_else(|| "must be full_time, part_time, contract or internship".to_string()),
+    );
+    match (title, description, location, salary, employment_type) {
+        (Some(title), Some(description), Some(location), Some(salary), Some(employment_type))
+            if errors.is_empty() =>
+        {
+            Ok(JobFields {
+                title,
+                description,
+                location,
+                remote: d.remote,
+                salary,
+                employment_type,
+                status: d.status,
+                expires_at: d.expires_at,
+            })
+        }
+        _ => Err(ApiError::validation(errors)),
+    }
+}
 
 /// JSON Merge Patch of a job: absent fields stay, `null` clears `salary_min` / `salary_max`.
 /// `status` moves only `open ↔ closed` (any PATCH of a `rejected` job sends it back to

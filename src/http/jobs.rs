@@ -3,23 +3,23 @@
 //! review); the search is in `search.rs`, the operators' review in `admin_jobs.rs`.
 
 use super::companies::member_company;
+use super::error::Problem;
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser};
 use super::idempotency::{Idempotent, json_of};
-use super::job_patch::{JobPatch, merge};
-use super::openapi::Problem;
+use super::job_patch::{Draft, JobPatch, merge, validate_job};
+use super::job_view::JobOut;
 use super::search::search_jobs;
 use crate::domain::job::{check_expires_at, parse_time};
-use crate::domain::values::{SalaryRange, Title};
-use crate::domain::{EmploymentType, JobStatus, Role, validate};
+use crate::domain::{EmploymentType, JobStatus, Role};
 use crate::http::AppState;
-use crate::store::{JobFields, JobRow, UserRow};
+use crate::store::{JobRow, UserRow};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Duration, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
 
 pub fn router() -> Router<AppState> {
@@ -27,67 +27,6 @@ pub fn router() -> Router<AppState> {
         .route("/api/jobs", get(search_jobs).post(create))
         .route("/api/jobs/{id}", get(show).patch(update).delete(remove))
         .route("/api/jobs/{id}/renew", post(renew))
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct CompanyRef {
-    pub id: i64,
-    pub name: String,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct JobOut {
-    pub id: i64,
-    pub company: CompanyRef,
-    pub title: String,
-    pub description: String,
-    pub location: String,
-    pub remote: bool,
-    #[schema(required = true)]
-    pub salary_min: Option<i64>,
-    #[schema(required = true)]
-    pub salary_max: Option<i64>,
-    pub employment_type: EmploymentType,
-    /// `expired` as soon as `expires_at` has passed, whether or not the upkeep has run.
-    pub status: JobStatus,
-    /// When the job expires: `null` for a job written before jobs expired (until the upkeep
-    /// gives it one) and for a job waiting for review without one (its approval gives it one).
-    #[schema(required = true)]
-    #[serde(with = "crate::timefmt::option")]
-    pub expires_at: Option<DateTime<Utc>>,
-    /// Why an operator rejected the job; `null` unless it is `rejected`.
-    #[schema(required = true)]
-    pub rejection_reason: Option<String>,
-    /// When the job opened: its creation, or its approval under moderation.
-    #[serde(with = "crate::timefmt")]
-    pub created_at: DateTime<Utc>,
-    #[serde(with = "crate::timefmt")]
-    pub updated_at: DateTime<Utc>,
-}
-
-impl From<JobRow> for JobOut {
-    fn from(j: JobRow) -> Self {
-        let status = j.status_at(crate::timefmt::now());
-        JobOut {
-            id: j.id,
-            company: CompanyRef {
-                id: j.company_id,
-                name: j.company_name,
-            },
-            title: j.title,
-            description: j.description,
-            location: j.location,
-            remote: j.remote,
-            salary_min: j.salary_min,
-            salary_max: j.salary_max,
-            employment_type: j.employment_type,
-            status,
-            expires_at: j.expires_at,
-            rejection_reason: j.rejection_reason.filter(|_| status == JobStatus::Rejected),
-            created_at: j.created_at,
-            updated_at: j.updated_at,
-        }
-    }
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -130,57 +69,6 @@ impl JsonBody for JobIn {
         "created_at",
         "updated_at",
     ];
-}
-
-/// The raw values of a job before validation; its status and `expires_at` are already judged.
-pub(super) struct Draft {
-    pub(super) title: String,
-    pub(super) description: String,
-    pub(super) location: String,
-    pub(super) remote: bool,
-    pub(super) salary_min: Option<i64>,
-    pub(super) salary_max: Option<i64>,
-    pub(super) employment_type: String,
-    pub(super) status: JobStatus,
-    pub(super) expires_at: Option<DateTime<Utc>>,
-}
-
-pub(super) fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
-    let title = errors.check("title", Title::parse(&d.title));
-    let description = errors.check(
-        "description",
-        validate::description(&d.description, validate::DESCRIPTION_MAX),
-    );
-    let location = errors.check("location", validate::location(&d.location));
-    let salary = SalaryRange::parse(d.salary_min, d.salary_max)
-        .map_err(|problems| {
-            for (field, message) in problems {
-                errors.add(field, message);
-            }
-        })
-        .ok();
-    let employment_type = errors.check(
-        "employment_type",
-        EmploymentType::parse(&d.employment_type)
-            .ok_or_else(|| "must be full_time, part_time, contract or internship".to_string()),
-    );
-    match (title, description, location, salary, employment_type) {
-        (Some(title), Some(description), Some(location), Some(salary), Some(employment_type))
-            if errors.is_empty() =>
-        {
-            Ok(JobFields {
-                title,
-                description,
-                location,
-                remote: d.remote,
-                salary,
-                employment_type,
-                status: d.status,
-                expires_at: d.expires_at,
-            })
-        }
-        _ => Err(ApiError::validation(errors)),
-    }
 }
 
 /// A member's `expires_at`, parsed and checked against `now` (422 under `expires_at`).

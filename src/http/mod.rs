@@ -14,6 +14,7 @@ pub mod extract;
 pub(crate) mod filters;
 pub mod idempotency;
 mod job_patch;
+mod job_view;
 pub mod jobs;
 pub mod notifications;
 pub mod openapi;
@@ -157,6 +158,7 @@ pub fn router(state: AppState) -> Router {
         .merge(applications::router())
         .merge(alerts::router())
         .merge(ops::router())
+        .route("/api/openapi.json", axum::routing::get(openapi::document))
         .merge(admin::router())
         .merge(admin_jobs::router())
         .merge(console::router())

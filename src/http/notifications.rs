@@ -2,10 +2,10 @@
 //! the hourly digest of new applications is sent to them. The digest's unsubscribe link
 //! (`unsubscribe.rs`) turns the same preference off.
 
+use super::error::Problem;
 use super::error::{ApiError, ApiResult};
 use super::extract::{AuthUser, Body, JsonBody, double_option};
 use super::idempotency::{Idempotent, json_of};
-use super::openapi::Problem;
 use crate::http::AppState;
 use crate::store::Notifications;
 use axum::extract::State;

@@ -1,24 +1,13 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
 
+use super::error::Problem;
 use super::{
     accounts, admin, admin_jobs, alerts, applications, companies, console, jobs, notifications,
     ops, search, unsubscribe,
 };
+use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi, ToSchema};
-
-/// RFC 9457 problem details, the body of every error.
-#[derive(serde::Serialize, ToSchema)]
-pub struct Problem {
-    /// A stable URI per kind of problem, e.g. `/problems/already-applied`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub title: String,
-    pub status: u16,
-    pub detail: String,
-    /// On 422: field name → messages.
-    pub errors: Option<std::collections::BTreeMap<String, Vec<String>>>,
-}
+use utoipa::{Modify, OpenApi};
 
 struct BearerAuth;
 
@@ -222,7 +211,7 @@ impl Modify for CommonResponses {
         applications::apply, applications::list, applications::show, applications::change_status,
         applications::withdraw, applications::remove, applications::history,
         alerts::create, alerts::list, alerts::update, alerts::remove,
-        ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::docs, ops::docs_css, ops::docs_js,
+        ops::healthz, ops::readyz, ops::metrics, document, ops::docs, ops::docs_css, ops::docs_js,
         console::console, console::console_css, console::console_js, console::favicon,
         admin::queue, admin::dead_letters, admin::redrive, admin::purge, admin::event,
         admin_jobs::list, admin_jobs::approve, admin_jobs::reject,
@@ -241,3 +230,9 @@ impl Modify for CommonResponses {
     )
 )]
 pub struct ApiDoc;
+
+/// This OpenAPI 3.1 document.
+#[utoipa::path(get, operation_id = "get_openapi_document", path = "/api/openapi.json", tag = "operations", responses((status = 200, description = "the OpenAPI document", body = Object)))]
+pub(super) async fn document() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}

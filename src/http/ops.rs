@@ -1,7 +1,6 @@
 //! Operations: health, readiness, metrics, the OpenAPI document and its rendered page.
 
 use super::Asset;
-use super::openapi::ApiDoc;
 use crate::http::AppState;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -11,7 +10,6 @@ use axum::{Json, Router};
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::json;
 use std::time::Duration;
-use utoipa::OpenApi;
 
 /// Each readiness check answers within this.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
@@ -35,7 +33,6 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .route("/api/openapi.json", get(openapi))
         .route("/docs", get(docs))
         .route("/docs/docs.css", get(docs_css))
         .route("/docs/docs.js", get(docs_js))
@@ -118,12 +115,6 @@ fn prometheus(handle: &PrometheusHandle) -> Response {
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
     res
-}
-
-/// This OpenAPI 3.1 document.
-#[utoipa::path(get, operation_id = "get_openapi_document", path = "/api/openapi.json", tag = "operations", responses((status = 200, description = "the OpenAPI document", body = Object)))]
-pub(super) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
 }
 
 /// A page that renders this document, with no internet access needed.

@@ -4,10 +4,10 @@
 //! before the search began, with pages cached per search-cache version (`crate::cache`).
 
 use super::cursor::{Cursor, fingerprint};
+use super::error::Problem;
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{MaybeUser, QueryParams};
-use super::jobs::JobOut;
-use super::openapi::Problem;
+use super::job_view::JobOut;
 use crate::cache::Lookup;
 use crate::domain::EmploymentType;
 use crate::http::AppState;
@@ -64,9 +64,6 @@ pub struct CompanyFacet {
 
 /// A search waits at most this long for the index to apply the changes it must see.
 const INDEX_WAIT: Duration = Duration::from_secs(1);
-
-/// The most distinct words `q` may have.
-pub const MAX_QUERY_WORDS: usize = 32;
 
 fn facets_out(f: crate::search::FacetCounts) -> SearchFacets {
     let map =

@@ -7,10 +7,10 @@
 //! token of an alert that was deleted is 200 to both, saying there is nothing left to stop (the
 //! person got what they asked for: no more of that alert's emails).
 
+use super::error::Problem;
 use super::error::{ApiError, ApiResult};
 use super::extract::{Caller, MaybeUser};
 use super::idempotency::Idempotent;
-use super::openapi::Problem;
 use crate::domain::alert::{Frequency, describe};
 use crate::http::AppState;
 use crate::store::{AlertRow, Notifications, StoreError};

@@ -1,0 +1,69 @@
+//! A job as the API shows it (`JobOut`): the one shape the job, search, admin and application
+//! answers share, read from a stored row at the instant it is shown.
+
+use crate::domain::{EmploymentType, JobStatus};
+use crate::store::JobRow;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+#[derive(Serialize, ToSchema)]
+pub struct CompanyRef {
+    pub id: i64,
+    pub name: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct JobOut {
+    pub id: i64,
+    pub company: CompanyRef,
+    pub title: String,
+    pub description: String,
+    pub location: String,
+    pub remote: bool,
+    #[schema(required = true)]
+    pub salary_min: Option<i64>,
+    #[schema(required = true)]
+    pub salary_max: Option<i64>,
+    pub employment_type: EmploymentType,
+    /// `expired` as soon as `expires_at` has passed, whether or not the upkeep has run.
+    pub status: JobStatus,
+    /// When the job expires: `null` for a job written before jobs expired (until the upkeep
+    /// gives it one) and for a job waiting for review without one (its approval gives it one).
+    #[schema(required = true)]
+    #[serde(with = "crate::timefmt::option")]
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Why an operator rejected the job; `null` unless it is `rejected`.
+    #[schema(required = true)]
+    pub rejection_reason: Option<String>,
+    /// When the job opened: its creation, or its approval under moderation.
+    #[serde(with = "crate::timefmt")]
+    pub created_at: DateTime<Utc>,
+    #[serde(with = "crate::timefmt")]
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<JobRow> for JobOut {
+    fn from(j: JobRow) -> Self {
+        let status = j.status_at(crate::timefmt::now());
+        JobOut {
+            id: j.id,
+            company: CompanyRef {
+                id: j.company_id,
+                name: j.company_name,
+            },
+            title: j.title,
+            description: j.description,
+            location: j.location,
+            remote: j.remote,
+            salary_min: j.salary_min,
+            salary_max: j.salary_max,
+            employment_type: j.employment_type,
+            status,
+            expires_at: j.expires_at,
+            rejection_reason: j.rejection_reason.filter(|_| status == JobStatus::Rejected),
+            created_at: j.created_at,
+            updated_at: j.updated_at,
+        }
+    }
+}
