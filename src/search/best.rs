@@ -59,10 +59,55 @@ impl Best {
         self.floor
     }
 
-    /// The best `keep`, best first.
-    pub(super) fn into_sorted(mut self) -> Vec<Key> {
+    /// The best `keep` but the first `skip` of them, best first: the `skip` best are set apart
+    /// by a selection (linear time) and left unsorted, so a deep page sorts only itself.
+    pub(super) fn into_sorted_after(mut self, skip: usize) -> Vec<Key> {
         self.compact();
-        self.keys.sort_unstable_by(|a, b| b.cmp(a));
-        self.keys
+        if skip >= self.keys.len() {
+            return Vec::new();
+        }
+        if skip > 0 {
+            self.keys.select_nth_unstable_by(skip - 1, |a, b| b.cmp(a));
+        }
+        let mut page = self.keys.split_off(skip);
+        page.sort_unstable_by(|a, b| b.cmp(a));
+        page
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(i: u64) -> Key {
+        // Ties on `created_at` in threes, so the id decides among them.
+        Key {
+            score: (i % 2) as u32,
+            created_at: ((i * 7919) % 101) as i64 / 3,
+            id: i,
+            segment: 0,
+            doc: i as u32,
+        }
+    }
+
+    #[test]
+    fn a_page_after_a_skip_is_the_full_order_cut() {
+        for n in [0u64, 1, 5, 64, 300, 1_000] {
+            let keys: Vec<Key> = (0..n).map(|i| key((i * 37) % n.max(1))).collect();
+            let mut all = keys.clone();
+            all.sort_unstable_by(|a, b| b.cmp(a));
+            for (skip, size) in [(0, 10), (3, 7), (40, 20), (290, 20), (995, 20)] {
+                let mut best = Best::new(skip + size);
+                for k in &keys {
+                    best.offer(*k);
+                }
+                let want: Vec<Key> = all.iter().skip(skip).take(size).copied().collect();
+                assert_eq!(
+                    best.into_sorted_after(skip),
+                    want,
+                    "{n} keys, skip {skip}, size {size}"
+                );
+            }
+        }
     }
 }

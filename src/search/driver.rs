@@ -42,6 +42,9 @@ pub struct Plan<'a> {
     pub now: i64,
     /// How many of the best matches to keep (the page's end; 0: count only).
     pub keep: usize,
+    /// How many of the best `keep` to pass over (the page's start): only the rest are sorted
+    /// and handed back.
+    pub skip: usize,
     /// The title terms relevance counts (none: newest first).
     pub title_terms: &'a [Term],
     pub facets: Facets,
@@ -62,7 +65,7 @@ pub struct Traversed {
     pub counted: u64,
     /// Whether every match was counted.
     pub exhausted: bool,
-    /// The best `keep` keys after the cursor, best first.
+    /// The best `keep` keys after the cursor but the first `skip` of them (the page), best first.
     pub best: Vec<Key>,
     /// The earliest `expires_at` that can change the answer ([`NO_EXPIRY`]: none).
     pub earliest_expiry: i64,
@@ -380,7 +383,7 @@ pub fn traverse(
             }
         }
     }
-    out.best = st.best.into_sorted();
+    out.best = st.best.into_sorted_after(plan.skip);
     Ok(out)
 }
 

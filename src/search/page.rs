@@ -54,6 +54,7 @@ impl SearchIndex {
         let plan = driver::Plan {
             now: schema::micros(&at),
             keep: skip.saturating_add(size),
+            skip,
             title_terms: &title_terms,
             facets: s.facets,
             after: s.after.map(|a| (a.score, a.created_at, a.id.max(0) as u64)),
@@ -64,7 +65,7 @@ impl SearchIndex {
         let traversed =
             driver::traverse(&searcher, &*weight, &tables, &plan).context("searching the index")?;
         let mut rows = Vec::new();
-        let page: Vec<&query::Key> = traversed.best.iter().skip(skip).take(size).collect();
+        let page: Vec<&query::Key> = traversed.best.iter().take(size).collect();
         for key in &page {
             let address = tantivy::DocAddress::new(key.segment, key.doc);
             let doc: TantivyDocument = searcher.doc(address).context("reading a found job")?;
