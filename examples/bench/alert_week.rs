@@ -436,12 +436,19 @@ async fn wait_for_week(
         for w in workers.iter_mut() {
             w.check_running()?;
         }
-        let marked = sqlx_scalar_i64(
-            url,
-            &format!("SELECT COUNT(*) FROM alert_digest_periods WHERE period = '{label}'"),
+        // A poll that does not answer within its time is a poll that says "not yet".
+        let marked = match tokio::time::timeout(
+            Duration::from_secs(10),
+            sqlx_scalar_i64(
+                url,
+                &format!("SELECT COUNT(*) FROM alert_digest_periods WHERE period = '{label}'"),
+            ),
         )
-        .await?
-        .unwrap_or(0);
+        .await
+        {
+            Ok(answer) => answer?.unwrap_or(0),
+            Err(_) => 0,
+        };
         let logged: Vec<Option<(u64, Option<u64>)>> = workers
             .iter()
             .map(|w| {
