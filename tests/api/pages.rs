@@ -1,4 +1,4 @@
-//! The public job pages (CONTRACT.md §4, "Public pages"): the status of each kind of job's
+//! The public job pages (docs/api.md, "Public pages"): the status of each kind of job's
 //! page, what an open job's page shows and its `JobPosting` data held against the properties
 //! Google's job search requires and recommends, hostile employer text, conditional requests,
 //! and the cache's versioned keys. The pages in a real browser are in `pages_browser.rs`.

@@ -9,9 +9,8 @@ use crate::store::JobRow;
 use chrono::{DateTime, Utc};
 use unicode_normalization::UnicodeNormalization;
 
-/// The currency of a pay range stored without one: every range today (CONTRACT.md §4, Jobs:
-/// "jobs stored before pay had a currency read as `DEFAULT_SALARY_CURRENCY` per `year`", whose
-/// default this is).
+/// The currency of a pay range stored without one: every range today, read as this currency
+/// per year.
 pub(super) const STORED_PAY_CURRENCY: &str = "USD";
 
 /// The longest slug, in bytes (ASCII), cut at a word.

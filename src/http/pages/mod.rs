@@ -1,4 +1,4 @@
-//! The board on the open web (CONTRACT.md §4, "Public pages"): a server-rendered page per job
+//! The board on the open web (docs/api.md, "Public pages"): a server-rendered page per job
 //! with its `JobPosting` data (`job.rs`, `jsonld.rs`). Anonymous, outside `/api`: a token sent
 //! along is not read.
 //!
