@@ -128,6 +128,11 @@ pub struct Config {
     /// when unset.
     #[arg(skip)]
     pub public_base_url: String,
+    /// the public job page's Apply link for a board with its own front end: an absolute
+    /// http(s) URL holding {id}, which is replaced by the job's id [unset: the page says how to
+    /// apply through the API]
+    #[arg(long, env = "APPLY_URL_TEMPLATE", value_parser = parse::apply_url_template)]
+    pub apply_url_template: Option<String>,
     /// comma-separated origins such as https://app.example.com [none]
     #[arg(long, env = "CORS_ALLOWED_ORIGINS", value_delimiter = ',', value_parser = parse::origin)]
     pub cors_allowed_origins: Vec<String>,

@@ -99,6 +99,21 @@ pub(super) fn public_base_url(raw: &str) -> Result<String, String> {
     Ok(u.as_str().trim_end_matches('/').to_string())
 }
 
+/// `APPLY_URL_TEMPLATE`: an absolute http(s) URL with a host once `{id}` (which it must hold)
+/// is replaced by a job's id.
+pub(super) fn apply_url_template(raw: &str) -> Result<String, String> {
+    let rule = "must be an absolute http:// or https:// URL holding {id}, such as \
+                https://jobs.example.com/jobs/{id}/apply";
+    if !raw.contains("{id}") {
+        return Err(rule.into());
+    }
+    let u = url::Url::parse(&raw.replace("{id}", "1")).map_err(|_| rule.to_string())?;
+    if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none_or(str::is_empty) {
+        return Err(rule.into());
+    }
+    Ok(raw.to_string())
+}
+
 pub(super) fn sqs_url(raw: &str) -> Result<String, String> {
     url::Url::parse(raw).map_err(|_| "is not a valid URL".to_string())?;
     if raw.trim_end_matches('/').ends_with(".fifo") {
@@ -182,7 +197,28 @@ pub fn redact_url(raw: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::public_base_url;
+    use super::{apply_url_template, public_base_url};
+
+    #[test]
+    fn an_apply_url_template_is_an_http_url_holding_the_id() {
+        for raw in [
+            "https://jobs.example.com/jobs/{id}/apply",
+            "http://127.0.0.1:3000/apply?job={id}",
+        ] {
+            assert_eq!(apply_url_template(raw).as_deref(), Ok(raw));
+        }
+        for raw in [
+            "https://jobs.example.com/apply",
+            "ftp://jobs.example.com/{id}",
+            "/jobs/{id}/apply",
+            "{id}",
+        ] {
+            assert!(
+                apply_url_template(raw).unwrap_err().contains("{id}"),
+                "{raw}"
+            );
+        }
+    }
 
     #[test]
     fn public_base_url_is_an_absolute_http_url_links_are_built_on() {

@@ -19,6 +19,7 @@ pub mod jobs;
 pub mod notifications;
 pub mod openapi;
 pub mod ops;
+pub mod pages;
 mod refusals;
 pub mod search;
 mod serve;
@@ -50,8 +51,9 @@ pub const BODY_LIMIT: usize = 64 * 1024;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The policy of the pages the binary serves (`/docs`, `/console`): their own script, style and
-/// API only, nothing inline, nothing from elsewhere, never framed.
+/// The policy of the pages the binary serves (`/docs`, `/console`, the jobs' pages): their own
+/// script, style and API only, nothing inline, nothing from elsewhere, never framed. (A job
+/// page's `application/ld+json` block is data, never run: no policy is needed for it.)
 pub const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; \
      frame-ancestors 'none'";
@@ -163,7 +165,8 @@ pub fn router(state: AppState) -> Router {
         .merge(admin_jobs::router())
         .merge(console::router())
         .merge(notifications::router())
-        .merge(unsubscribe::router());
+        .merge(unsubscribe::router())
+        .merge(pages::router());
     if state.config.metrics_addr.is_none() {
         app = app.merge(ops::metrics_router());
     }
@@ -286,7 +289,8 @@ async fn record_metrics(req: Request, next: Next) -> Response {
     res
 }
 
-/// Any error the framework or a layer produced without a problem body gets one.
+/// Any error the framework or a layer produced without a problem body gets one; a page's own
+/// error page (HTML: a job's page that is gone) stays as it is.
 async fn problem_fallback(req: Request, next: Next) -> Response {
     // `/readyz` answers 503 with its checks, which say what is not ready.
     let readiness = req.uri().path() == "/readyz";
@@ -295,11 +299,10 @@ async fn problem_fallback(req: Request, next: Next) -> Response {
         return res;
     }
     let status = res.status();
-    let is_problem = res
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
-    if (status.is_client_error() || status.is_server_error()) && !is_problem {
+    let kept = res.headers().get(header::CONTENT_TYPE).is_some_and(|v| {
+        v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()) || v.as_bytes().starts_with(b"text/html")
+    });
+    if (status.is_client_error() || status.is_server_error()) && !kept {
         let allow = res.headers().get(header::ALLOW).cloned();
         let mut replaced = ApiError::from_status(status).into_response();
         if let Some(allow) = allow {

@@ -3,7 +3,7 @@
 use super::error::Problem;
 use super::{
     accounts, admin, admin_jobs, alerts, applications, companies, console, jobs, notifications,
-    ops, search, unsubscribe,
+    ops, pages, search, unsubscribe,
 };
 use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -215,6 +215,7 @@ impl Modify for CommonResponses {
         console::console, console::console_css, console::console_js, console::favicon,
         admin::queue, admin::dead_letters, admin::redrive, admin::purge, admin::event,
         admin_jobs::list, admin_jobs::approve, admin_jobs::reject,
+        pages::job::job_page, pages::job::pages_css,
     ),
     components(schemas(Problem, search::CacheResult, search::SearchOrder)),
     modifiers(&BearerAuth, &CommonResponses),
@@ -226,6 +227,7 @@ impl Modify for CommonResponses {
         (name = "notifications", description = "The unsubscribe links of the digest emails (RFC 8058 one-click): public, the signed token in the link is the authority"),
         (name = "alerts", description = "Job alerts: a candidate's saved searches, each emailed as a daily or weekly digest of the new jobs that match it"),
         (name = "operations", description = "Health, readiness, metrics, and the pages the binary serves: the API reference and the operator console"),
+        (name = "pages", description = "The board on the open web: a page per job with its JobPosting data, the sitemap, robots.txt and Atom feeds of searches; HTML and XML for people, crawlers and feed readers, outside /api"),
         (name = "operators", description = "The queue, dead letters and events, and the review of jobs under moderation, for accounts with operator rights (`jobboard admin grant`); 404 to anyone else"),
     )
 )]

@@ -19,6 +19,7 @@ pub mod events;
 pub mod idempotency;
 pub mod job_upkeep;
 pub mod joblog;
+pub mod pages;
 mod postgres;
 mod query;
 mod rows;
@@ -38,6 +39,7 @@ pub use events::*;
 pub use idempotency::*;
 pub use job_upkeep::JobUpkeepStore;
 pub use joblog::*;
+pub use pages::*;
 pub use query::*;
 pub use rows::*;
 pub use sqs_dead_letters::*;
@@ -60,6 +62,7 @@ pub trait Store:
     + ConsoleStore
     + JobLogStore
     + AlertStore
+    + PageStore
     + Send
     + Sync
     + 'static
@@ -76,6 +79,7 @@ impl<T> Store for T where
         + ConsoleStore
         + JobLogStore
         + AlertStore
+        + PageStore
         + Send
         + Sync
         + 'static

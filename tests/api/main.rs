@@ -35,6 +35,8 @@ mod notifications;
 mod openapi;
 mod ops;
 mod overload;
+mod pages;
+mod pages_browser;
 mod panics;
 mod proxy;
 mod query_rules;

@@ -54,7 +54,8 @@ fn digest_token(user: &User) -> String {
 /// application, `{m}` / `{m2}` the member's / other member's user id, `{u}` the token of the
 /// member's digest unsubscribe link, `{member_email}`,
 /// `{candidate_email}`, `{other_candidate_email}`, `{other_member_email}`, `{new_email}`
-/// (a fresh address each time), `{al}` the candidate's alert, `{jc}` a closed job of `{c}`, and
+/// (a fresh address each time), `{al}` the candidate's alert, `{jc}` a closed job of `{c}`,
+/// `{jd}` a deleted one, and
 /// on the operators' rows `{e}` (the application's status-change event), `{d}` (a dead letter
 /// of a message no worker could read) and `{jp}` (a job of `{c}` waiting for review).
 #[derive(Clone)]
@@ -278,6 +279,12 @@ fn table() -> Vec<Row> {
         (M::GET, "/docs", vec![base(Anonymous, "/docs", None, 200)]),
         (M::GET, "/docs/docs.css", vec![base(Anonymous, "/docs/docs.css", None, 200)]),
         (M::GET, "/docs/docs.js", vec![base(Anonymous, "/docs/docs.js", None, 200)]),
+        (M::GET, "/jobs/{id}", vec![
+            case(Anonymous, "/jobs/{jc}", None, 200),
+            case(Anonymous, "/jobs/{jd}", None, 410),
+            base(Anonymous, "/jobs/{j}", None, 200),
+        ]),
+        (M::GET, "/pages/pages.css", vec![base(Anonymous, "/pages/pages.css", None, 200)]),
         (M::GET, "/console", vec![base(Anonymous, "/console", None, 200)]),
         (M::GET, "/console/console.css", vec![base(Anonymous, "/console/console.css", None, 200)]),
         (M::GET, "/console/console.js", vec![base(Anonymous, "/console/console.js", None, 200)]),
@@ -340,6 +347,11 @@ const UNPROVOKED: &[(&str, &str, &str)] = &[
         "/api/jobs",
         "503: needs a search index that cannot follow the job-change log (tests/api/index.rs)",
     ),
+    (
+        "GET",
+        "/jobs/{id}",
+        "301: the walk's client follows redirects to the canonical page (tests/api/pages.rs)",
+    ),
 ];
 
 /// The pages and their assets answer 304 to an `If-None-Match` naming their ETag, a header the
@@ -351,6 +363,8 @@ const REVALIDATED: &[&str] = &[
     "/console",
     "/console/console.css",
     "/console/console.js",
+    "/jobs/{id}",
+    "/pages/pages.css",
 ];
 
 fn unprovoked(method: &str, path: &str, status: u16) -> bool {
@@ -487,20 +501,29 @@ fn operations(doc: &Value) -> Vec<(String, String, &Value)> {
     out
 }
 
-/// The paths of every `.route("…", …)` in `src/http/`.
+/// The paths of every `.route("…", …)` in `src/http/` and its folders.
 fn routed_paths() -> BTreeSet<String> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http");
-    let mut paths = BTreeSet::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let file = entry.unwrap().path();
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (i, _) in text.match_indices(".route(") {
-            let rest = text[i + ".route(".len()..].trim_start();
-            if let Some(rest) = rest.strip_prefix('"') {
-                paths.insert(rest[..rest.find('"').unwrap()].to_string());
+    fn walk(dir: &std::path::Path, paths: &mut BTreeSet<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let file = entry.unwrap().path();
+            if file.is_dir() {
+                walk(&file, paths);
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (i, _) in text.match_indices(".route(") {
+                let rest = text[i + ".route(".len()..].trim_start();
+                if let Some(rest) = rest.strip_prefix('"') {
+                    paths.insert(rest[..rest.find('"').unwrap()].to_string());
+                }
             }
         }
     }
+    let mut paths = BTreeSet::new();
+    walk(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http"),
+        &mut paths,
+    );
     paths
 }
 
@@ -754,6 +777,8 @@ struct World {
     al: i64,
     /// A closed job of `c`.
     jc: i64,
+    /// A deleted job of `c`.
+    jd: i64,
     /// On the operators' rows: the operator, an event id, a dead letter's id and a job waiting
     /// for review.
     operator: Option<User>,
@@ -797,6 +822,13 @@ impl World {
         )
         .await
         .expect(200);
+        let deleted = app
+            .job(&s.employer, s.company_id, json!({"title": "Deleted"}))
+            .await;
+        let jd = deleted["id"].as_i64().expect("job id");
+        app.delete(&format!("/api/jobs/{jd}"), Some(&s.employer.token))
+            .await
+            .expect(204);
         let (mut operator, mut e, mut d, mut jp) = (None, String::new(), String::new(), 0);
         if operators {
             operator = Some(app.operator().await);
@@ -860,6 +892,7 @@ impl World {
             e,
             d,
             jc,
+            jd,
             jp,
             c: s.company_id,
             j: s.job_id,
@@ -882,6 +915,7 @@ impl World {
             .replace("{c2}", &self.c2.to_string())
             .replace("{c3}", &self.c3.to_string())
             .replace("{jc}", &self.jc.to_string())
+            .replace("{jd}", &self.jd.to_string())
             .replace("{jp}", &self.jp.to_string())
             .replace("{j}", &self.j.to_string())
             .replace("{al}", &self.al.to_string())

@@ -113,6 +113,14 @@ impl S {
             .execute(&mut *tx)
             .await
             .with_step(|| format!("forgetting the expiry of job {id}"))?;
+        // Its page answers 410 from now on, and its sitemap file's date moves.
+        let deleted_at = Self::clock(&mut *tx).await?;
+        sqlx::query(super::pages::DELETED_INSERT)
+            .bind(id)
+            .bind(deleted_at)
+            .execute(&mut *tx)
+            .await
+            .with_step(|| format!("recording the deletion of job {id}"))?;
         Self::log_change(&mut tx, Changed::Job(id)).await?;
         Self::commit_with(tx, idem, &()).await
     }

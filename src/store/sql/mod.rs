@@ -25,6 +25,7 @@ mod idempotency;
 mod job_upkeep;
 mod joblog;
 mod jobs;
+mod pages;
 mod sqs_dead_letters;
 mod statements;
 mod store_impl;
