@@ -462,8 +462,10 @@ async fn wait_for_week(
                     .lines()
                     .find(|l| l.contains(&format!("alert digests of {label} are matched")))
                     .and_then(|l| number_after(l, "indexed the "));
+                // The window's line names the period too: the run's is the one that says
+                // what it wrote.
                 log.lines()
-                    .find(|l| l.contains(&wrote))
+                    .find(|l| l.contains(&wrote) && l.contains("\"wrote "))
                     .and_then(|l| number_after(l, "wrote "))
                     .map(|n| (n, window))
             })
