@@ -11,6 +11,7 @@ use super::error::Problem;
 use super::error::{ApiError, ApiResult};
 use super::extract::{Caller, MaybeUser};
 use super::idempotency::Idempotent;
+use super::pages::markup::html as escape;
 use crate::domain::alert::{Frequency, describe};
 use crate::http::AppState;
 use crate::store::{AlertRow, Notifications, StoreError};
@@ -320,22 +321,6 @@ fn html(main: String) -> Response {
         body,
     )
         .into_response()
-}
-
-/// `text` with the characters HTML gives a meaning replaced by references.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Whether the client asks for HTML: a browser submitting the page's form does; a mail client's

@@ -1,10 +1,10 @@
-//! Writing text into markup: HTML and XML escaping, JSON that can sit in a `<script>` data
-//! block, paragraphs from lines, and HTTP dates.
+//! Writing text into markup: HTML escaping (the unsubscribe pages' too), JSON that can sit in a
+//! `<script>` data block, paragraphs from lines, and HTTP dates.
 
 use chrono::{DateTime, Utc};
 
 /// Text as HTML (content or a quoted attribute value): `& < > " '` escaped.
-pub(super) fn html(text: &str) -> String {
+pub(in crate::http) fn html(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     for c in text.chars() {
         match c {

@@ -12,7 +12,7 @@
 pub(super) mod job;
 mod jsonld;
 mod listing;
-mod markup;
+pub(super) mod markup;
 
 use super::Asset;
 use crate::cache::Lookup;
