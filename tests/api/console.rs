@@ -10,7 +10,7 @@
 
 use crate::helpers::*;
 use crate::worker::{Harness, wait_until};
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::{Client, Locator};
 use jobboard::worker::Outcome;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -30,57 +30,14 @@ struct Browser {
 
 impl Browser {
     async fn start(case: &'static str) -> Browser {
-        let chromium = std::env::var("JOBBOARD_TEST_CHROMIUM")
-            .unwrap_or_else(|_| "/usr/bin/chromium".to_string());
-        let chromedriver = std::env::var("JOBBOARD_TEST_CHROMEDRIVER")
-            .unwrap_or_else(|_| "/usr/bin/chromedriver".to_string());
-        for path in [&chromium, &chromedriver] {
-            assert!(
-                std::path::Path::new(path).exists(),
-                "{path} is required for the console's browser tests; scripts/services installs \
-                 Debian's chromium and chromium-driver"
-            );
-        }
-        // ChromeDriver binds port 0 and says which port it got.
-        let mut driver = tokio::process::Command::new(&chromedriver)
-            .arg("--port=0")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start chromedriver");
-        let port = announced_port(
-            driver.stdout.take().unwrap(),
-            "ChromeDriver was started successfully on port ",
+        let session = crate::browser::start(
+            "the console's browser tests",
+            &["--window-size=1280,1000"],
+            serde_json::Map::new(),
+            serde_json::Map::new(),
         )
         .await;
-        let webdriver = format!("http://127.0.0.1:{port}");
-        let status = format!("{webdriver}/status");
-        wait_until("ChromeDriver answers", || async {
-            reqwest::get(&status)
-                .await
-                .is_ok_and(|r| r.status().is_success())
-        })
-        .await;
-        let profile = tempfile::tempdir().unwrap();
-        let mut caps = serde_json::Map::new();
-        caps.insert(
-            "goog:chromeOptions".into(),
-            json!({
-                "binary": chromium,
-                "args": [
-                    "--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                    "--no-first-run", "--window-size=1280,1000",
-                    format!("--user-data-dir={}", profile.path().display()),
-                ],
-            }),
-        );
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        let client = ClientBuilder::new(connector)
-            .capabilities(caps)
-            .connect(&webdriver)
-            .await
-            .expect("a WebDriver session of headless Chromium");
+        let (client, driver, profile) = (session.client, session.driver, session.profile);
         let screens = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screens");
         std::fs::create_dir_all(&screens).unwrap();
         Browser {

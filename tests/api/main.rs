@@ -13,6 +13,7 @@ mod alerts;
 mod applications;
 mod architecture;
 mod authz;
+mod browser;
 mod cli;
 mod clock;
 mod companies;

@@ -6,8 +6,7 @@
 
 use crate::helpers::*;
 use crate::pages::{BASE, board, canonical_page, google_problems, log_change};
-use crate::worker::wait_until;
-use fantoccini::{Client, ClientBuilder};
+use fantoccini::Client;
 use serde_json::{Value, json};
 
 /// ChromeDriver's log of the browser (the console and the network), since the last read.
@@ -37,60 +36,17 @@ struct Browser {
 impl Browser {
     /// A session at a phone's size (390 × 844) that keeps every entry of the browser's log.
     async fn start() -> Browser {
-        let chromium = std::env::var("JOBBOARD_TEST_CHROMIUM")
-            .unwrap_or_else(|_| "/usr/bin/chromium".to_string());
-        let chromedriver = std::env::var("JOBBOARD_TEST_CHROMEDRIVER")
-            .unwrap_or_else(|_| "/usr/bin/chromedriver".to_string());
-        for path in [&chromium, &chromedriver] {
-            assert!(
-                std::path::Path::new(path).exists(),
-                "{path} is required for the pages' browser tests; scripts/services installs \
-                 Debian's chromium and chromium-driver"
-            );
-        }
-        let mut driver = tokio::process::Command::new(&chromedriver)
-            .arg("--port=0")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start chromedriver");
-        let port = announced_port(
-            driver.stdout.take().unwrap(),
-            "ChromeDriver was started successfully on port ",
-        )
-        .await;
-        let webdriver = format!("http://127.0.0.1:{port}");
-        let status = format!("{webdriver}/status");
-        wait_until("ChromeDriver answers", || async {
-            reqwest::get(&status)
-                .await
-                .is_ok_and(|r| r.status().is_success())
-        })
-        .await;
-        let profile = tempfile::tempdir().unwrap();
-        let mut caps = serde_json::Map::new();
-        caps.insert(
-            "goog:chromeOptions".into(),
-            json!({
-                "binary": chromium,
-                "args": [
-                    "--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                    "--no-first-run",
-                    format!("--user-data-dir={}", profile.path().display()),
-                ],
-                // A phone's screen, which honours the page's viewport (a window of a desktop
-                // browser is never this narrow).
-                "mobileEmulation": {"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 3.0, "touch": true}},
-            }),
+        let mut options = serde_json::Map::new();
+        // A phone's screen, which honours the page's viewport (a window of a desktop browser is
+        // never this narrow).
+        options.insert(
+            "mobileEmulation".into(),
+            json!({"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 3.0, "touch": true}}),
         );
+        let mut caps = serde_json::Map::new();
         caps.insert("goog:loggingPrefs".into(), json!({"browser": "ALL"}));
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        let client = ClientBuilder::new(connector)
-            .capabilities(caps)
-            .connect(&webdriver)
-            .await
-            .expect("a WebDriver session of headless Chromium");
+        let session = crate::browser::start("the pages' browser tests", &[], options, caps).await;
+        let (client, driver, profile) = (session.client, session.driver, session.profile);
         Browser {
             client,
             _driver: driver,
