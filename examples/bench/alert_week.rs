@@ -20,14 +20,13 @@
 use crate::Opts;
 use crate::alerts::{
     SeedJob, WORDS, generate_alerts, insert_pg_alerts, insert_pg_candidates, insert_pg_companies,
-    insert_pg_jobs, lit, word, words, zipf,
+    insert_pg_jobs, lit, seed_job, word, words, zipf,
 };
 use crate::common::{Child, FreshDb, progress, record_failure};
 use crate::report::{Section, Target};
 use crate::worker::{CONCURRENCY, POOL, Sink, SmtpSink, database_url, sqlx_scalar_i64};
 use anyhow::{Context, Result, bail, ensure};
 use chrono::Duration as ChronoDuration;
-use jobboard::domain::EmploymentType;
 use jobboard::domain::alert::Frequency;
 use jobboard::domain::event::{EventKind, parse_event};
 use rand::rngs::StdRng;
@@ -202,25 +201,16 @@ fn generate_jobs(
                 }
                 description.push_str(&word(zipf(rng, WORDS)));
             }
-            let salary_max = rng.gen_bool(0.8).then(|| rng.gen_range(30..=250) * 1_000);
-            SeedJob {
-                search_terms: jobboard::domain::search::document_terms(&[
-                    &title,
-                    &description,
-                    &companies[company],
-                ]),
-                title_terms: jobboard::domain::search::document_terms(&[&title]),
+            seed_job(
+                rng,
+                companies,
+                locations,
                 company,
                 title,
                 description,
-                location: locations[zipf(rng, locations.len())].clone(),
-                remote: rng.gen_bool(0.3),
-                salary_min: salary_max.map(|m| m / 2),
-                salary_max,
-                employment_type: EmploymentType::ALL[zipf(rng, 4)].as_str(),
                 created_at,
-                expires_at: created_at + ChronoDuration::days(60),
-            }
+                60,
+            )
         })
         .collect()
 }

@@ -156,6 +156,44 @@ pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
     Ok(sections)
 }
 
+/// A job of an alerts board: its company, title, description and creation as given, then its
+/// pay, place, `remote` and kind drawn (in that order) as every alerts seed draws them; open for
+/// `open_days`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn seed_job(
+    rng: &mut StdRng,
+    companies: &[String],
+    locations: &[String],
+    company: usize,
+    title: String,
+    description: String,
+    created_at: DateTime<Utc>,
+    open_days: i64,
+) -> SeedJob {
+    let salary_max = rng.gen_bool(0.8).then(|| rng.gen_range(30..=250) * 1_000);
+    let location = locations[zipf(rng, locations.len())].clone();
+    let remote = rng.gen_bool(0.3);
+    let employment_type = EmploymentType::ALL[zipf(rng, 4)].as_str();
+    SeedJob {
+        search_terms: jobboard::domain::search::document_terms(&[
+            &title,
+            &description,
+            &companies[company],
+        ]),
+        title_terms: jobboard::domain::search::document_terms(&[&title]),
+        company,
+        title,
+        description,
+        location,
+        remote,
+        salary_min: salary_max.map(|m| m / 2),
+        salary_max,
+        employment_type,
+        created_at,
+        expires_at: created_at + ChronoDuration::days(open_days),
+    }
+}
+
 /// The `i`-th word of the vocabulary: letters only, never ending in `s` (so never a plural).
 pub(crate) fn word(i: usize) -> String {
     const SYLLABLES: &[&str] = &[
@@ -243,26 +281,16 @@ fn generate_jobs(
             } else {
                 words(rng, 5, 12)
             };
-            let salary_max = rng.gen_bool(0.8).then(|| rng.gen_range(30..=250) * 1_000);
-            let location = locations[zipf(rng, locations.len())].clone();
-            SeedJob {
-                search_terms: jobboard::domain::search::document_terms(&[
-                    &title,
-                    &description,
-                    &companies[company],
-                ]),
-                title_terms: jobboard::domain::search::document_terms(&[&title]),
+            seed_job(
+                rng,
+                companies,
+                locations,
                 company,
                 title,
                 description,
-                location,
-                remote: rng.gen_bool(0.3),
-                salary_min: salary_max.map(|m| m / 2),
-                salary_max,
-                employment_type: EmploymentType::ALL[zipf(rng, 4)].as_str(),
                 created_at,
-                expires_at: created_at + ChronoDuration::days(90),
-            }
+                90,
+            )
         })
         .collect();
     jobs.sort_by_key(|j| j.created_at);
