@@ -276,6 +276,7 @@ fn backoff(failures: u32) -> Duration {
 /// [`MAX_BACKOFF`]), nudged or not. Each round's outcome is recorded for `/readyz`.
 pub async fn follow(index: Arc<SearchIndex>, feed: Arc<dyn JobFeed>, stop: CancellationToken) {
     let mut failures: u32 = 0;
+    let mut said = Said::default();
     loop {
         match round(&index, &*feed).await {
             Ok(newest) => {
@@ -283,6 +284,7 @@ pub async fn follow(index: Arc<SearchIndex>, feed: Arc<dyn JobFeed>, stop: Cance
                 if failures > 0 {
                     tracing::info!("the search index follows the job-change log again");
                     failures = 0;
+                    said = Said::default();
                 }
                 if !index.caught_up.swap(true, Ordering::SeqCst) {
                     tracing::info!(
@@ -309,9 +311,11 @@ pub async fn follow(index: Arc<SearchIndex>, feed: Arc<dyn JobFeed>, stop: Cance
                     }
                 };
                 index.record_round(true, newest);
-                if failures == 0 {
+                let error = format!("{e:#}");
+                if said.is_new(&error) {
                     tracing::error!(
-                        error = format!("{e:#}"),
+                        error,
+                        failures,
                         "applying the job-change log to the search index failed; retrying after \
                          250 ms, doubling to every 5 s while it fails"
                     );
@@ -334,9 +338,43 @@ pub async fn follow(index: Arc<SearchIndex>, feed: Arc<dyn JobFeed>, stop: Cance
     }
 }
 
+/// What a failing follower has logged: each different error once while the failures last, so
+/// that a write of the index failing after a read of the database failed is not hidden behind
+/// the first, and a failure repeated every 5 s is not logged every 5 s.
+#[derive(Default)]
+struct Said {
+    errors: Vec<String>,
+}
+
+impl Said {
+    /// Whether `error` has not been logged since the follower last succeeded (and records it).
+    fn is_new(&mut self, error: &str) -> bool {
+        if self.errors.iter().any(|e| e == error) {
+            return false;
+        }
+        // A bound, for errors that differ every time (a number in the text).
+        if self.errors.len() < 16 {
+            self.errors.push(error.to_string());
+        }
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failing_follower_logs_each_different_error_once() {
+        let mut said = Said::default();
+        assert!(said.is_new("reading the changed jobs: Too many open files"));
+        assert!(!said.is_new("reading the changed jobs: Too many open files"));
+        assert!(said.is_new("committing the search index: Too many open files"));
+        assert!(!said.is_new("reading the changed jobs: Too many open files"));
+        assert!(!said.is_new("committing the search index: Too many open files"));
+        let mut said = Said::default();
+        assert!(said.is_new("reading the changed jobs: Too many open files"));
+    }
 
     #[test]
     fn a_failing_follower_waits_250_ms_doubling_to_5_s() {
