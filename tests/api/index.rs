@@ -286,8 +286,8 @@ async fn search_commands_read_and_rebuild_the_index(app: TestApp) {
     assert!(stdout.contains("3 documents"), "{stdout}");
 }
 
-/// An index that cannot follow the log (its job reads fail) makes a search that must see a
-/// newer change wait a second and answer 503 with `Retry-After`, never an older page; once
+/// An index that cannot follow the log (its job reads fail) makes a search (and a feed) that
+/// must see a newer change wait a second and answer 503 with `Retry-After`, never an older page; once
 /// the log can be applied again, the search answers with the change.
 async fn a_search_waits_for_the_index_then_answers_503(app: TestApp) {
     let e = app.user("employer").await;
@@ -312,6 +312,10 @@ async fn a_search_waits_for_the_index_then_answers_503(app: TestApp) {
         waited >= std::time::Duration::from_millis(900),
         "it waited for the index first: {waited:?}"
     );
+    // A feed is the same search, and waits the same way.
+    let r = app.get("/jobs.atom?q=painter", None).await;
+    r.expect_problem(503, "search-index-behind");
+    assert_eq!(r.header("retry-after"), Some("1"), "{}", r.text);
     app.exec("ALTER TABLE jobs_away RENAME TO jobs").await;
     let mut answered = None;
     for _ in 0..50 {

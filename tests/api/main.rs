@@ -23,6 +23,7 @@ mod digest_bounds;
 mod docs;
 mod errors;
 mod events;
+mod feeds;
 mod headers;
 mod idempotency;
 mod index;

@@ -285,6 +285,16 @@ fn table() -> Vec<Row> {
             base(Anonymous, "/jobs/{j}", None, 200),
         ]),
         (M::GET, "/pages/pages.css", vec![base(Anonymous, "/pages/pages.css", None, 200)]),
+        (M::GET, "/jobs.atom", vec![
+            case(Anonymous, "/jobs.atom?page=2", None, 422),
+            base(Anonymous, "/jobs.atom?q=engineer", None, 200),
+        ]),
+        (M::GET, "/sitemap.xml", vec![base(Anonymous, "/sitemap.xml", None, 200)]),
+        (M::GET, "/sitemaps/{file}", vec![
+            case(Anonymous, "/sitemaps/jobs-999.xml", None, 404),
+            base(Anonymous, "/sitemaps/jobs-1.xml", None, 200),
+        ]),
+        (M::GET, "/robots.txt", vec![base(Anonymous, "/robots.txt", None, 200)]),
         (M::GET, "/console", vec![base(Anonymous, "/console", None, 200)]),
         (M::GET, "/console/console.css", vec![base(Anonymous, "/console/console.css", None, 200)]),
         (M::GET, "/console/console.js", vec![base(Anonymous, "/console/console.js", None, 200)]),
@@ -352,10 +362,16 @@ const UNPROVOKED: &[(&str, &str, &str)] = &[
         "/jobs/{id}",
         "301: the walk's client follows redirects to the canonical page (tests/api/pages.rs)",
     ),
+    (
+        "GET",
+        "/jobs.atom",
+        "503: needs a search index that cannot follow the job-change log (tests/api/index.rs)",
+    ),
 ];
 
 /// The pages and their assets answer 304 to an `If-None-Match` naming their ETag, a header the
-/// walk does not send (tests/api/console.rs revalidates each of them).
+/// walk does not send (tests/api/console.rs revalidates the console's and the docs', pages.rs
+/// the job pages', feeds.rs the sitemap's and the feeds').
 const REVALIDATED: &[&str] = &[
     "/docs",
     "/docs/docs.css",
@@ -365,6 +381,9 @@ const REVALIDATED: &[&str] = &[
     "/console/console.js",
     "/jobs/{id}",
     "/pages/pages.css",
+    "/jobs.atom",
+    "/sitemap.xml",
+    "/sitemaps/{file}",
 ];
 
 fn unprovoked(method: &str, path: &str, status: u16) -> bool {
@@ -416,7 +435,14 @@ fn enum_inputs() -> Vec<(
             job_statuses.clone(),
         ),
         ("get", "/api/admin/jobs", "query", "status", job_statuses),
-        ("get", "/api/jobs", "query", "employment_type", kinds),
+        (
+            "get",
+            "/api/jobs",
+            "query",
+            "employment_type",
+            kinds.clone(),
+        ),
+        ("get", "/jobs.atom", "query", "employment_type", kinds),
         (
             "get",
             "/api/jobs",
@@ -461,6 +487,8 @@ const FREE_TEXT_QUERY: &[(&str, &str, &str)] = &[
     ("get", "/api/jobs", "ids"),
     // An opaque cursor, the `next` of the page before.
     ("get", "/api/jobs", "after"),
+    ("get", "/jobs.atom", "q"),
+    ("get", "/jobs.atom", "location"),
 ];
 
 /// Fields sent only when the request asks for them (`schema`, `field`).

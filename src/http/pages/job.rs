@@ -263,7 +263,7 @@ fn time(at: DateTime<Utc>) -> String {
 }
 
 /// The description's start on one line, for the meta description: cut at a word, with `…`.
-fn summary(description: &str) -> String {
+pub(super) fn summary(description: &str) -> String {
     let line = fold_one_line(description);
     if line.chars().count() <= SUMMARY_MAX {
         return line;

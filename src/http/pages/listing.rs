@@ -148,10 +148,7 @@ impl Listing {
     /// The last segment of the page's canonical path: `{id}-{slug}`, or `{id}` for a title
     /// with no letter or digit to make one of.
     pub fn path_key(&self) -> String {
-        match slug(&self.title) {
-            s if s.is_empty() => self.id.to_string(),
-            s => format!("{}-{s}", self.id),
-        }
+        path_key(self.id, &self.title)
     }
 
     /// The places in words: `Berlin`, `Remote, from Berlin; Paris`, `Hybrid: Berlin`.
@@ -217,6 +214,15 @@ fn thousands(n: i64) -> String {
         out.push(c);
     }
     if n < 0 { format!("-{out}") } else { out }
+}
+
+/// The last segment of a job's canonical path: `{id}-{slug}`, or `{id}` for a title with no
+/// letter or digit to make one of.
+pub(super) fn path_key(id: i64, title: &str) -> String {
+    match slug(&fold_one_line(title)) {
+        s if s.is_empty() => id.to_string(),
+        s => format!("{id}-{s}"),
+    }
 }
 
 /// A title's slug: its letters and digits in lower-case ASCII (accents dropped: `Développeur`

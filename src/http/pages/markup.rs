@@ -1,5 +1,6 @@
-//! Writing text into markup: HTML escaping (the unsubscribe pages' too), JSON that can sit in a
-//! `<script>` data block, paragraphs from lines, and HTTP dates.
+//! Writing text into markup: HTML escaping (the unsubscribe pages' too), XML escaping (the
+//! sitemap's and the feeds'), JSON that can sit in a `<script>` data block, paragraphs from
+//! lines, and HTTP dates.
 
 use chrono::{DateTime, Utc};
 
@@ -13,6 +14,26 @@ pub(in crate::http) fn html(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text as XML 1.0 (content or a quoted attribute value): `& < > " '` escaped, and the
+/// characters XML 1.0 cannot carry at all (the C0 controls but tab, LF and CR; U+FFFE, U+FFFF)
+/// dropped, so that no stored text can make a feed or a sitemap unreadable.
+pub(super) fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if c < ' ' || matches!(c, '\u{FFFE}' | '\u{FFFF}') => {}
             c => out.push(c),
         }
     }
@@ -95,6 +116,18 @@ mod tests {
         assert_eq!(
             html(hostile),
             "&lt;/script&gt;&lt;!-- &quot;q&quot; &#39;a&#39; &amp; &lt;b&gt;"
+        );
+    }
+
+    #[test]
+    fn escaped_xml_holds_no_markup_and_only_what_xml_can_carry() {
+        assert_eq!(
+            xml("</title><!-- \"q\" 'a' & ]]>"),
+            "&lt;/title&gt;&lt;!-- &quot;q&quot; &apos;a&apos; &amp; ]]&gt;"
+        );
+        assert_eq!(
+            xml("a\u{0}b\u{1b}c\td\ne\u{FFFF}\u{202E}"),
+            "abc\td\ne\u{202E}"
         );
     }
 

@@ -1,6 +1,7 @@
 //! The board on the open web (docs/api.md, "Public pages"): a server-rendered page per job
-//! with its `JobPosting` data (`job.rs`, `jsonld.rs`). Anonymous, outside `/api`: a token sent
-//! along is not read.
+//! with its `JobPosting` data (`job.rs`, `jsonld.rs`), the sitemap and `robots.txt`
+//! (`sitemap.rs`) and Atom feeds of searches (`feed.rs`). Anonymous, outside `/api`: a token
+//! sent along is not read.
 //!
 //! Every answer is rendered once per state of the jobs and kept in the search cache under its
 //! versioned keys (`crate::cache`): a job page under the newest job change in the database's
@@ -9,10 +10,12 @@
 //! first `expires_at` that changes it. Each carries a strong `ETag` (a hash of its bytes) and a
 //! `Last-Modified`, and a conditional request that names them is answered 304.
 
+pub(super) mod feed;
 pub(super) mod job;
 mod jsonld;
 mod listing;
 pub(super) mod markup;
+pub(super) mod sitemap;
 
 use super::Asset;
 use crate::cache::Lookup;
@@ -33,6 +36,10 @@ pub(super) static PAGES_CSS: Asset = Asset::new(
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/jobs/{id}", get(job::job_page))
+        .route("/jobs.atom", get(feed::jobs_feed))
+        .route("/sitemap.xml", get(sitemap::sitemap_index))
+        .route("/sitemaps/{file}", get(sitemap::sitemap_file))
+        .route("/robots.txt", get(sitemap::robots_txt))
         .route("/pages/pages.css", get(job::pages_css))
 }
 
