@@ -19,11 +19,12 @@
 
 use crate::Opts;
 use crate::alerts::{
-    SeedJob, WORDS, generate_alerts, insert_pg_alerts, insert_pg_candidates, insert_pg_companies,
-    insert_pg_jobs, lit, seed_job, word, words, zipf,
+    WORDS, generate_alerts, insert_pg_alerts, insert_pg_candidates, lit, seed_job, word, words,
+    zipf,
 };
 use crate::common::{Child, FreshDb, progress, record_failure};
 use crate::report::{Section, Target};
+use crate::seed::{SeedJob, insert_pg_companies, insert_pg_jobs};
 use crate::worker::{CONCURRENCY, POOL, Sink, SmtpSink, database_url, sqlx_scalar_i64};
 use anyhow::{Context, Result, bail, ensure};
 use chrono::Duration as ChronoDuration;

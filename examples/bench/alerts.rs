@@ -16,6 +16,9 @@ use crate::Opts;
 use crate::alert_week;
 use crate::common::{FreshDb, progress, record_failure};
 use crate::report::{Section, Target};
+use crate::seed::{
+    SeedJob, insert_pg_companies, insert_pg_jobs, insert_sqlite_companies, insert_sqlite_jobs,
+};
 use crate::worker::{
     CONCURRENCY, POOL, Sink, SmtpSink, database_url, sqlx_scalar_i64, sqlx_strings, start_workers,
     wait_for_emails,
@@ -180,6 +183,7 @@ pub(crate) fn seed_job(
             &description,
             &companies[company],
         ]),
+        core_len: description.len(),
         title_terms: jobboard::domain::search::document_terms(&[&title]),
         company,
         title,
@@ -190,7 +194,7 @@ pub(crate) fn seed_job(
         salary_max,
         employment_type,
         created_at,
-        expires_at: created_at + ChronoDuration::days(open_days),
+        expires_at: Some(created_at + ChronoDuration::days(open_days)),
     }
 }
 
@@ -222,22 +226,6 @@ pub(crate) fn words(rng: &mut StdRng, fewest: usize, most: usize) -> String {
         .map(|_| word(zipf(rng, WORDS)))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// A seeded job.
-pub(crate) struct SeedJob {
-    pub(crate) company: usize,
-    pub(crate) title: String,
-    pub(crate) description: String,
-    pub(crate) location: String,
-    pub(crate) remote: bool,
-    pub(crate) salary_min: Option<i64>,
-    pub(crate) salary_max: Option<i64>,
-    pub(crate) employment_type: &'static str,
-    pub(crate) search_terms: String,
-    pub(crate) title_terms: String,
-    pub(crate) created_at: DateTime<Utc>,
-    pub(crate) expires_at: DateTime<Utc>,
 }
 
 /// A seeded alert.
@@ -545,77 +533,6 @@ async fn seed_pg(
     .await
 }
 
-/// The companies, their ids in the order of `companies`.
-pub(crate) async fn insert_pg_companies(
-    pool: &sqlx::PgPool,
-    companies: &[String],
-) -> Result<Vec<i64>> {
-    // Inserted in order, so that sorted ids are the companies' by rank.
-    let mut company_ids: Vec<i64> = sqlx::query_scalar(
-        "INSERT INTO companies (name, website, description, created_at) \
-         SELECT n, NULL, 'A seeded company.', $2 FROM UNNEST($1::text[]) WITH ORDINALITY \
-         AS t(n, k) ORDER BY k RETURNING id",
-    )
-    .bind(companies.to_vec())
-    .bind(Utc::now())
-    .fetch_all(pool)
-    .await
-    .context("inserting companies")?;
-    company_ids.sort();
-    Ok(company_ids)
-}
-
-/// Open jobs, in the order given (ids follow it).
-pub(crate) async fn insert_pg_jobs(
-    pool: &sqlx::PgPool,
-    company_ids: &[i64],
-    chunk: &[SeedJob],
-) -> Result<()> {
-    let strings =
-        |f: &dyn Fn(&SeedJob) -> &str| chunk.iter().map(|j| f(j).to_string()).collect::<Vec<_>>();
-    sqlx::query(
-        "INSERT INTO jobs (company_id, title, description, location, location_key, remote, \
-         salary_min, salary_max, employment_type, status, search_terms, title_terms, \
-         expires_at, created_at, updated_at) \
-         SELECT t.company_id, t.title, t.description, t.location, t.location_key, t.remote, \
-         t.salary_min, t.salary_max, t.employment_type, 'open', t.search_terms, \
-         t.title_terms, t.expires_at, t.created_at, t.created_at \
-         FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], \
-         $6::bool[], $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[], \
-         $12::timestamptz[], $13::timestamptz[]) WITH ORDINALITY AS t(company_id, title, \
-         description, location, location_key, remote, salary_min, salary_max, \
-         employment_type, search_terms, title_terms, expires_at, created_at, n) \
-         ORDER BY t.n",
-    )
-    .bind(
-        chunk
-            .iter()
-            .map(|j| company_ids[j.company])
-            .collect::<Vec<_>>(),
-    )
-    .bind(strings(&|j| &j.title))
-    .bind(strings(&|j| &j.description))
-    .bind(strings(&|j| &j.location))
-    .bind(
-        chunk
-            .iter()
-            .map(|j| j.location.to_lowercase())
-            .collect::<Vec<_>>(),
-    )
-    .bind(chunk.iter().map(|j| j.remote).collect::<Vec<_>>())
-    .bind(chunk.iter().map(|j| j.salary_min).collect::<Vec<_>>())
-    .bind(chunk.iter().map(|j| j.salary_max).collect::<Vec<_>>())
-    .bind(strings(&|j| j.employment_type))
-    .bind(strings(&|j| &j.search_terms))
-    .bind(strings(&|j| &j.title_terms))
-    .bind(chunk.iter().map(|j| j.expires_at).collect::<Vec<_>>())
-    .bind(chunk.iter().map(|j| j.created_at).collect::<Vec<_>>())
-    .execute(pool)
-    .await
-    .context("inserting jobs")?;
-    Ok(())
-}
-
 /// The candidates of `alerts` alerts ([`candidates`]), their ids in order.
 pub(crate) async fn insert_pg_candidates(pool: &sqlx::PgPool, alerts: usize) -> Result<Vec<i64>> {
     let emails = candidates(alerts);
@@ -686,52 +603,8 @@ async fn seed_sqlite(
     day_start: DateTime<Utc>,
 ) -> Result<()> {
     let now = Utc::now();
-    let mut tx = pool.begin().await?;
-    let mut company_ids = Vec::new();
-    for name in companies {
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO companies (name, website, description, created_at) \
-             VALUES ($1, NULL, 'A seeded company.', $2) RETURNING id",
-        )
-        .bind(name)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
-        company_ids.push(id);
-    }
-    tx.commit().await?;
-    for group in jobs.chunks(50_000) {
-        let mut tx = pool.begin().await?;
-        for chunk in group.chunks(2_000) {
-            let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                "INSERT INTO jobs (company_id, title, description, location, location_key, \
-                 remote, salary_min, salary_max, employment_type, status, search_terms, \
-                 title_terms, expires_at, created_at, updated_at) ",
-            );
-            qb.push_values(chunk, |mut b, j| {
-                b.push_bind(company_ids[j.company])
-                    .push_bind(&j.title)
-                    .push_bind(&j.description)
-                    .push_bind(&j.location)
-                    .push_bind(j.location.to_lowercase())
-                    .push_bind(j.remote)
-                    .push_bind(j.salary_min)
-                    .push_bind(j.salary_max)
-                    .push_bind(j.employment_type)
-                    .push_bind("open")
-                    .push_bind(&j.search_terms)
-                    .push_bind(&j.title_terms)
-                    .push_bind(j.expires_at)
-                    .push_bind(j.created_at)
-                    .push_bind(j.created_at);
-            });
-            qb.build()
-                .execute(&mut *tx)
-                .await
-                .context("inserting jobs into SQLite")?;
-        }
-        tx.commit().await?;
-    }
+    let company_ids = insert_sqlite_companies(pool, companies).await?;
+    insert_sqlite_jobs(pool, &company_ids, jobs, 50_000).await?;
     let mut tx = pool.begin().await?;
     let mut user_ids = Vec::new();
     for chunk in candidates(alerts.len()).chunks(2_000) {

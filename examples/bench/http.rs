@@ -10,6 +10,7 @@ use crate::Opts;
 use crate::ceilings::Ceilings;
 use crate::common::{self, Child, FreshDb, LuaValue, Wrk, WrkResult};
 use crate::report::{Section, Target};
+use crate::seed::{self, SeedJob};
 use anyhow::{Context, Result, bail, ensure};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use futures::StreamExt;
@@ -63,8 +64,6 @@ fn order() -> Vec<&'static str> {
 
 /// The searches of search_broad prepared per run (distinct; they repeat past this many).
 const BROAD_QUERIES: usize = 400_000;
-/// Rows per INSERT while seeding SQLite (its statements take at most 32 766 parameters).
-const SQLITE_SEED_CHUNK: usize = 2_000;
 /// Rows per transaction while seeding SQLite.
 const SQLITE_SEED_TX: usize = 100_000;
 
@@ -950,7 +949,7 @@ impl<'a> Bench<'a> {
                     .execute(pool)
                     .await?;
                 for chunk in jobs.chunks(SEED_CHUNK) {
-                    insert_jobs(pool, &company_ids, chunk).await?;
+                    seed::insert_pg_jobs(pool, &company_ids, chunk).await?;
                 }
                 self.seed_steps.push(("insert", t.elapsed().as_secs_f64()));
                 let t = Instant::now();
@@ -963,13 +962,7 @@ impl<'a> Bench<'a> {
             (None, Some((_, pool))) => {
                 // Through the table, so the triggers index every job (both full-text indexes);
                 // one transaction per SQLITE_SEED_TX rows.
-                for group in jobs.chunks(SQLITE_SEED_TX) {
-                    let mut tx = pool.begin().await?;
-                    for chunk in group.chunks(SQLITE_SEED_CHUNK) {
-                        insert_jobs_sqlite(&mut tx, &company_ids, chunk).await?;
-                    }
-                    tx.commit().await?;
-                }
+                seed::insert_sqlite_jobs(pool, &company_ids, &jobs, SQLITE_SEED_TX).await?;
                 self.seed_steps
                     .push(("insert+index", t.elapsed().as_secs_f64()));
                 sqlx::query_as(IDS).fetch_one(pool).await?
@@ -2927,27 +2920,6 @@ const CITIES: &[&str] = &[
     "Remote",
 ];
 
-/// One generated job.
-struct SeedJob {
-    title: String,
-    description: String,
-    location: String,
-    remote: bool,
-    salary_min: Option<i64>,
-    salary_max: Option<i64>,
-    employment_type: &'static str,
-    /// Index into the seeded companies (0 is the one made through the API).
-    company: usize,
-    /// The terms of the title, the description's first paragraph (its length `core_len`) and
-    /// the company: what the searches are drawn from and the database's terms columns hold
-    /// (only a release before the index reads them). The rest of the description is the body
-    /// of [`add_body`], written in words no search of the mixes asks for.
-    search_terms: String,
-    core_len: usize,
-    title_terms: String,
-    created_at: DateTime<Utc>,
-}
-
 /// Each description's length in bytes, drawn uniformly: postings on job boards run to a few
 /// thousand characters (a first paragraph, responsibilities, requirements, what is offered,
 /// how to apply).
@@ -3225,6 +3197,7 @@ fn generate_jobs(n: usize, companies: &[String]) -> Result<Vec<SeedJob>> {
                 employment_type,
                 company,
                 created_at,
+                expires_at: None,
             }
         })
         .collect();
@@ -3234,147 +3207,21 @@ fn generate_jobs(n: usize, companies: &[String]) -> Result<Vec<SeedJob>> {
     Ok(jobs)
 }
 
-/// Inserts the companies of ranks 1.. (rank 0 exists already); returns every company's id by
-/// rank.
+/// Inserts the companies of ranks 1.. (rank 0, made through the API, exists already); returns
+/// every company's id by rank.
 async fn insert_companies(
     pg: Option<&sqlx::PgPool>,
     sqlite: Option<&sqlx::SqlitePool>,
     first_id: i64,
     names: &[String],
 ) -> Result<Vec<i64>> {
-    let now = Utc::now();
     let rest = names.get(1..).unwrap_or(&[]);
-    let rows: Vec<(i64, String)> = match (pg, sqlite) {
-        (Some(pool), _) => {
-            sqlx::query(
-                "INSERT INTO companies (name, website, description, created_at) \
-                 SELECT n, NULL, 'A seeded company.', $2 FROM UNNEST($1::text[]) AS t(n)",
-            )
-            .bind(rest.to_vec())
-            .bind(now)
-            .execute(pool)
-            .await
-            .context("inserting companies")?;
-            sqlx::query_as("SELECT id, name FROM companies")
-                .fetch_all(pool)
-                .await?
-        }
-        (None, Some(pool)) => {
-            for chunk in rest.chunks(5_000) {
-                let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                    "INSERT INTO companies (name, website, description, created_at) ",
-                );
-                qb.push_values(chunk, |mut b, n| {
-                    b.push_bind(n.clone())
-                        .push_bind(None::<String>)
-                        .push_bind("A seeded company.")
-                        .push_bind(now);
-                });
-                qb.build()
-                    .execute(pool)
-                    .await
-                    .context("inserting companies into SQLite")?;
-            }
-            sqlx::query_as("SELECT id, name FROM companies")
-                .fetch_all(pool)
-                .await?
-        }
+    let ids = match (pg, sqlite) {
+        (Some(pool), _) => seed::insert_pg_companies(pool, rest).await?,
+        (None, Some(pool)) => seed::insert_sqlite_companies(pool, rest).await?,
         (None, None) => bail!("no database"),
     };
-    let by_name: BTreeMap<String, i64> = rows.into_iter().map(|(id, n)| (n, id)).collect();
-    names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            if i == 0 {
-                Ok(first_id)
-            } else {
-                by_name
-                    .get(n)
-                    .copied()
-                    .with_context(|| format!("the company {n:?} was not inserted"))
-            }
-        })
-        .collect()
-}
-
-/// Inserts jobs into SQLite the way `create_job` writes them, through the table so that the
-/// triggers fill both full-text indexes (documents and titles).
-async fn insert_jobs_sqlite(
-    conn: &mut sqlx::SqliteConnection,
-    company_ids: &[i64],
-    jobs: &[SeedJob],
-) -> Result<()> {
-    let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-        "INSERT INTO jobs (company_id, title, description, location, location_key, remote, \
-         salary_min, salary_max, employment_type, status, search_terms, title_terms, created_at, \
-         updated_at) ",
-    );
-    qb.push_values(jobs, |mut b, j| {
-        b.push_bind(company_ids[j.company])
-            .push_bind(&j.title)
-            .push_bind(&j.description)
-            .push_bind(&j.location)
-            .push_bind(j.location.to_lowercase())
-            .push_bind(j.remote)
-            .push_bind(j.salary_min)
-            .push_bind(j.salary_max)
-            .push_bind(j.employment_type)
-            .push_bind("open")
-            .push_bind(&j.search_terms)
-            .push_bind(&j.title_terms)
-            .push_bind(j.created_at)
-            .push_bind(j.created_at);
-    });
-    qb.build()
-        .execute(&mut *conn)
-        .await
-        .context("inserting jobs into SQLite")?;
-    Ok(())
-}
-
-/// Inserts jobs the way `create_job` writes them (PostgreSQL computes `search_vector` from
-/// `search_terms` itself), in the order given, so ids grow with it.
-async fn insert_jobs(pool: &sqlx::PgPool, company_ids: &[i64], jobs: &[SeedJob]) -> Result<()> {
-    let strings =
-        |f: &dyn Fn(&SeedJob) -> &str| jobs.iter().map(|j| f(j).to_string()).collect::<Vec<_>>();
-    sqlx::query(
-        "INSERT INTO jobs (company_id, title, description, location, location_key, remote, \
-         salary_min, salary_max, employment_type, status, search_terms, title_terms, created_at, \
-         updated_at) \
-         SELECT t.company_id, t.title, t.description, t.location, t.location_key, t.remote, \
-         t.salary_min, t.salary_max, t.employment_type, 'open', t.search_terms, t.title_terms, \
-         t.created_at, t.created_at \
-         FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], \
-         $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::timestamptz[]) \
-         WITH ORDINALITY AS t(company_id, title, description, location, location_key, remote, \
-         salary_min, salary_max, employment_type, search_terms, title_terms, created_at, n) \
-         ORDER BY t.n",
-    )
-    .bind(
-        jobs.iter()
-            .map(|j| company_ids[j.company])
-            .collect::<Vec<_>>(),
-    )
-    .bind(strings(&|j| &j.title))
-    .bind(strings(&|j| &j.description))
-    .bind(strings(&|j| &j.location))
-    .bind(
-        jobs.iter()
-            .map(|j| j.location.to_lowercase())
-            .collect::<Vec<_>>(),
-    )
-    .bind(jobs.iter().map(|j| j.remote).collect::<Vec<_>>())
-    .bind(jobs.iter().map(|j| j.salary_min).collect::<Vec<_>>())
-    .bind(jobs.iter().map(|j| j.salary_max).collect::<Vec<_>>())
-    .bind(strings(&|j| j.employment_type))
-    .bind(strings(&|j| &j.search_terms))
-    .bind(strings(&|j| &j.title_terms))
-    .bind(jobs.iter().map(|j| j.created_at).collect::<Vec<_>>())
-    .execute(pool)
-    .await
-    .context("inserting jobs")?;
-    Ok(())
+    Ok(std::iter::once(first_id).chain(ids).collect())
 }
 
 /// The words uncached searches combine: what people search a job board for (titles,
