@@ -25,7 +25,9 @@ use crate::alerts::{
 use crate::common::{Child, FreshDb, progress, record_failure};
 use crate::report::{Section, Target};
 use crate::seed::{SeedJob, insert_pg_companies, insert_pg_jobs};
-use crate::worker::{CONCURRENCY, POOL, Sink, SmtpSink, database_url, sqlx_scalar_i64};
+use crate::worker::sinks::{Sink, SmtpSink};
+use crate::worker::sql::{database_url, sqlx_scalar_i64};
+use crate::worker::{CONCURRENCY, POOL};
 use anyhow::{Context, Result, bail, ensure};
 use chrono::Duration as ChronoDuration;
 use jobboard::domain::alert::Frequency;

@@ -19,10 +19,10 @@ use crate::report::{Section, Target};
 use crate::seed::{
     SeedJob, insert_pg_companies, insert_pg_jobs, insert_sqlite_companies, insert_sqlite_jobs,
 };
-use crate::worker::{
-    CONCURRENCY, POOL, Sink, SmtpSink, database_url, sqlx_scalar_i64, sqlx_strings, start_workers,
-    wait_for_emails,
-};
+use crate::worker::phases::{start_workers, wait_for_emails};
+use crate::worker::sinks::{Sink, SmtpSink};
+use crate::worker::sql::{database_url, sqlx_scalar_i64, sqlx_strings};
+use crate::worker::{CONCURRENCY, POOL};
 use anyhow::{Context, Result, ensure};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use jobboard::domain::EmploymentType;
