@@ -2,9 +2,8 @@
 //! its search index built from the seeded tables, and what the run found along the way; stopped
 //! and dropped by [`Bench::finish`].
 
-use super::mix_queries::{Mix, MixQuery};
-use super::searches::BroadQuery;
-use super::{CACHED_QUERY, Kind, SECTION};
+use super::queries::{BroadQuery, MixQuery};
+use super::rows::{CACHED_QUERY, Kind, Mix, SECTION};
 use crate::Opts;
 use crate::common::{self, Child, FreshDb};
 use crate::report::Section;

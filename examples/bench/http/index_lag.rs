@@ -1,21 +1,12 @@
 //! The index-lag step: how far the API's search index runs behind job writes.
 
 use super::bench::{Bench, api};
-use super::{Kind, SECTION};
+use super::rows::{SECTION, lag_row};
 use crate::common;
 use crate::report::{Section, Target};
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::json;
 use std::time::{Duration, Instant};
-
-/// The index-lag step of this kind of run (not a wrk row: selected by `--scenario` like one).
-pub(super) fn lag_row(kind: Kind) -> &'static str {
-    if kind == Kind::Sqlite {
-        "index_lag_sqlite"
-    } else {
-        "index_lag_pg"
-    }
-}
 
 /// Job writes per second, and seconds, of the index-lag step.
 const LAG_WRITES_PER_SEC: u64 = 100;

@@ -1,9 +1,9 @@
 //! The pages the mixes' ids rows and cursor rows ask for, walked once through the API before
 //! the runs: each search's page by its job ids, and pages reached by the `next` cursor.
 
-use super::SECTION;
 use super::bench::{Bench, api};
-use super::mix_queries::{Mix, MixQuery};
+use super::queries::MixQuery;
+use super::rows::{Mix, SECTION};
 use crate::common;
 use anyhow::{Context, Result, ensure};
 use serde_json::json;

@@ -18,8 +18,9 @@ mod console;
 mod corpus;
 mod index_lag;
 mod mix_pages;
-mod mix_queries;
+mod queries;
 mod reads;
+mod rows;
 mod scenario;
 mod search_mixes;
 mod searches;
@@ -34,104 +35,13 @@ use crate::common;
 use crate::report::Section;
 use bench::Bench;
 use console::{CONSOLE_DEAD_LETTERS, CONSOLE_EVENTS};
-use index_lag::lag_row;
 use mix_pages::IDS_PAGES_PER_MIX;
-use mix_queries::MIXES;
+use rows::{CACHED_QUERY, Kind, SECTION, order};
 use scenario::Measured;
-use search_mixes::{cursor_ids_row, cursor_row, facets_row, ids_row, mix_detail_row};
 use searches::UNCACHED_PAGES;
 use serde_json::json;
 use std::time::Instant;
 use targets::targets;
-
-const SECTION: &str = "http";
-
-/// The query of the cached-search scenarios.
-const CACHED_QUERY: &str = "/api/jobs?q=senior+engineer";
-
-/// The order scenarios are reported in.
-fn order() -> Vec<&'static str> {
-    let mut order = vec![
-        "search_cached_memory",
-        "search_cached_redis",
-        "search_uncached",
-        "search_broad",
-        "search_uncached_scale",
-        "search_broad_scale",
-        "search_uncached_sqlite",
-        "search_broad_sqlite",
-    ];
-    for kind in [Kind::Scale, Kind::Sqlite] {
-        order.push(mix_detail_row(kind));
-        order.push(ids_row(kind));
-        order.extend(MIXES.iter().flat_map(|m| [m.ids_row(kind), m.row(kind)]));
-        order.push(facets_row(kind));
-        order.extend([cursor_ids_row(kind), cursor_row(kind)]);
-    }
-    order.extend([
-        "job_detail",
-        "apply",
-        "status_change",
-        "console_queue",
-        "console_dead_letters",
-    ]);
-    order
-}
-
-/// What one server of this section measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// PostgreSQL with `--jobs` jobs: every scenario, at every connection level.
-    Main,
-    /// PostgreSQL with `--scale-jobs` jobs: the uncached searches at 16 connections.
-    Scale,
-    /// SQLite with `--jobs` jobs: the uncached searches at 16 connections.
-    Sqlite,
-}
-
-impl Kind {
-    fn jobs(self, opts: &Opts) -> usize {
-        match self {
-            Kind::Scale => opts.scale_jobs,
-            Kind::Sqlite if opts.scale_jobs > 0 => opts.scale_jobs,
-            _ => opts.jobs,
-        }
-    }
-
-    /// Every row this kind of run can report.
-    fn rows(self) -> Vec<&'static str> {
-        match self {
-            Kind::Main => vec![
-                "search_cached_memory",
-                "search_cached_redis",
-                "search_uncached",
-                "search_broad",
-                "job_detail",
-                "apply",
-                "status_change",
-                "console_queue",
-                "console_dead_letters",
-            ],
-            _ => {
-                let (a, b) = self.search_names();
-                let mut rows = vec![a, b, mix_detail_row(self), ids_row(self), lag_row(self)];
-                rows.extend(MIXES.iter().flat_map(|m| [m.ids_row(self), m.row(self)]));
-                rows.push(facets_row(self));
-                rows.extend([cursor_ids_row(self), cursor_row(self)]);
-                rows
-            }
-        }
-    }
-
-    /// The names of its uncached search rows (search_uncached, search_broad).
-    fn search_names(self) -> (&'static str, &'static str) {
-        match self {
-            Kind::Main => ("search_uncached", "search_broad"),
-            Kind::Scale => ("search_uncached_scale", "search_broad_scale"),
-            Kind::Sqlite => ("search_uncached_sqlite", "search_broad_sqlite"),
-        }
-    }
-}
 
 pub async fn run(opts: &Opts, ceilings: Option<&Ceilings>) -> Section {
     let mut section = Section {

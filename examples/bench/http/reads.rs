@@ -1,8 +1,8 @@
 //! The read rows of the main run: the cached search (`search_cached_memory`,
 //! `search_cached_redis`) and `job_detail` (also measured beside the mixes).
 
-use super::CACHED_QUERY;
 use super::bench::Bench;
+use super::rows::CACHED_QUERY;
 use super::scenario::{Measured, Scenario};
 use crate::common::{self, LuaValue};
 use crate::report::Section;

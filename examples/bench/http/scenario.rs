@@ -1,8 +1,8 @@
 //! A load scenario, and how one is measured: a warm-up and a measured run of wrk at each
 //! connection level, with the API's RSS and its search-cache hits.
 
-use super::SECTION;
 use super::bench::Bench;
+use super::rows::SECTION;
 use crate::common::{self, Wrk, WrkResult};
 use crate::report::Section;
 use anyhow::{Context, Result, ensure};

@@ -1,10 +1,10 @@
 //! The search mixes at scale: each mix's row beside its pages asked for by their ids (its
 //! ceiling), every mix with facets, pages walked by cursor, and `job_detail` on the same server.
 
-use super::Kind;
 use super::bench::Bench;
-use super::mix_queries::{MIXES, Mix, MixQuery};
+use super::queries::MixQuery;
 use super::reads::JobDetail;
+use super::rows::{MIXES, Mix, cursor_ids_row, cursor_row, facets_row, ids_row, mix_detail_row};
 use super::scenario::{Measured, Scenario, requests_numbered};
 use crate::common::{self, LuaValue, WrkResult};
 use crate::report::Section;
@@ -15,56 +15,9 @@ use std::path::{Path, PathBuf};
 /// Connection levels of every mix row: loaded, then one request at a time.
 const MIX_LEVELS: [u32; 2] = [16, 1];
 
-/// The `job_detail` row measured beside the mixes of this kind of run.
-pub(super) fn mix_detail_row(kind: Kind) -> &'static str {
-    if kind == Kind::Sqlite {
-        "mix_job_detail_sqlite"
-    } else {
-        "mix_job_detail_pg"
-    }
-}
-
-/// The row of the mixes' pages asked for by their job ids (`ids=`), on this kind of run: the
-/// ceiling a search is judged against (the same pages read and rendered, nothing to find).
-pub(super) fn ids_row(kind: Kind) -> &'static str {
-    if kind == Kind::Sqlite {
-        "mix_ids_page_sqlite"
-    } else {
-        "mix_ids_page_pg"
-    }
-}
-
-/// The row of every mix's searches with [`FACETS`], on this kind of run.
-pub(super) fn facets_row(kind: Kind) -> &'static str {
-    if kind == Kind::Sqlite {
-        "mix_facets_sqlite"
-    } else {
-        "mix_facets_pg"
-    }
-}
-
 /// The facets the `mix_facets` rows ask for: every one there is (the commas encoded, since
 /// the wrk script's list of paths is comma-separated).
 const FACETS: &str = "employment_type%2Cremote%2Ccompany";
-
-/// The row of pages 2–50 of the word mixes' searches asked for by cursor (`after=`), on this kind
-/// of run.
-pub(super) fn cursor_row(kind: Kind) -> &'static str {
-    if kind == Kind::Sqlite {
-        "mix_cursor_sqlite"
-    } else {
-        "mix_cursor_pg"
-    }
-}
-
-/// The cursor row's pages asked for by their ids: its ceiling.
-pub(super) fn cursor_ids_row(kind: Kind) -> &'static str {
-    if kind == Kind::Sqlite {
-        "mix_cursor_ids_sqlite"
-    } else {
-        "mix_cursor_ids_pg"
-    }
-}
 
 impl Bench<'_> {
     /// The search mixes (those `--scenario` keeps), each with a sample without load and the

@@ -2,25 +2,18 @@
 //! (`search_broad`), and the unloaded sample every search row starts with.
 
 use super::bench::{Bench, api};
+use super::queries::BroadQuery;
 use super::scenario::{Measured, Scenario, advance};
-use super::vocabulary::{CITIES, DOMAINS, OTHER_ROLES, ROLES, SKILLS, TECH};
 use crate::common::{self, LuaValue, WrkResult};
 use crate::report::Section;
-use crate::seed::SeedJob;
 use anyhow::{Result, ensure};
 use jobboard::store::{JobSearch, Page};
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde_json::json;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Pages 1..=this in the uncached searches.
 pub(super) const UNCACHED_PAGES: u64 = 4;
-
-/// The searches of search_broad prepared per run (distinct; they repeat past this many).
-pub(super) const BROAD_QUERIES: usize = 400_000;
 
 impl Bench<'_> {
     /// The uncached searches: word pairs (search_uncached) and broad words with a pay filter
@@ -130,27 +123,6 @@ impl Bench<'_> {
             "plans": plans,
         });
     }
-}
-
-/// The words uncached searches combine: what people search a job board for (titles,
-/// technologies, skills, industries, places) from the seed vocabulary, as the tokenizer makes
-/// them; ASCII only (they go into URLs as they are), at least three letters, and not in more
-/// than half of the jobs (such words, like "team", act as stop words of this corpus).
-pub(super) fn query_words(df: &HashMap<String, usize>, njobs: usize) -> Vec<String> {
-    let mut words = BTreeSet::new();
-    for list in [TECH, ROLES, OTHER_ROLES, DOMAINS, SKILLS, CITIES] {
-        for phrase in list {
-            for w in jobboard::domain::search::words(phrase) {
-                if w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphanumeric()) {
-                    words.insert(w);
-                }
-            }
-        }
-    }
-    words
-        .into_iter()
-        .filter(|w| df.get(w.as_str()).copied().unwrap_or(0) * 2 <= njobs)
-        .collect()
 }
 
 struct Uncached {
@@ -277,83 +249,6 @@ impl Scenario for Uncached {
 
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
-}
-
-/// One broad search: a common word of the seeded text, a pay filter and a page.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) struct BroadQuery {
-    word: String,
-    salary_min: i64,
-    page: i64,
-}
-
-impl BroadQuery {
-    fn path(&self) -> String {
-        format!(
-            "/api/jobs?q={}&salary_min={}&page={}",
-            self.word, self.salary_min, self.page
-        )
-    }
-
-    fn search(&self) -> JobSearch {
-        JobSearch {
-            terms: jobboard::domain::search::query_terms(&self.word).unwrap_or_default(),
-            salary_min: Some(self.salary_min),
-            page: Page {
-                page: self.page,
-                size: 20,
-            },
-            ..JobSearch::default()
-        }
-    }
-}
-
-/// `n` distinct broad searches: words drawn from the seeded titles and descriptions weighted by
-/// how often they occur there, among those in at least 1 % of the jobs (hundreds to all of the
-/// jobs match each), with `salary_min` a multiple of 500 from 20 000 to 200 000 and pages 1–3.
-pub(super) fn broad_queries(
-    jobs: &[SeedJob],
-    df: &HashMap<String, usize>,
-    n: usize,
-) -> Vec<BroadQuery> {
-    let mut occurrences: BTreeMap<String, u64> = BTreeMap::new();
-    for job in jobs {
-        for text in [&job.title, &job.description[..job.core_len]] {
-            for w in jobboard::domain::search::words(text) {
-                *occurrences.entry(w).or_default() += 1;
-            }
-        }
-    }
-    let common: Vec<(&str, u64)> = occurrences
-        .iter()
-        .filter(|(w, _)| {
-            w.chars().all(|c| c.is_ascii_alphanumeric())
-                && df.get(w.as_str()).copied().unwrap_or(0) * 100 >= jobs.len()
-        })
-        .map(|(w, count)| (w.as_str(), *count))
-        .collect();
-    if common.is_empty() {
-        return Vec::new();
-    }
-    let weights = rand::distributions::WeightedIndex::new(common.iter().map(|c| c.1));
-    let Ok(weights) = weights else {
-        return Vec::new();
-    };
-    let mut rng = StdRng::seed_from_u64(14);
-    let space = common.len() * 361 * 3;
-    let mut seen = std::collections::HashSet::new();
-    let mut out = Vec::new();
-    while out.len() < n.min(space / 2) {
-        let q = BroadQuery {
-            word: common[rng.sample(&weights)].0.to_string(),
-            salary_min: 20_000 + 500 * rng.gen_range(0..361),
-            page: rng.gen_range(1..=3),
-        };
-        if seen.insert(q.clone()) {
-            out.push(q);
-        }
-    }
-    out
 }
 
 /// search_broad: the prepared broad searches in order, continuing from the previous run.

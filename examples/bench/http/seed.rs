@@ -4,9 +4,8 @@
 
 use super::bench::{Bench, api};
 use super::corpus::{COMPANY, company_count, company_names, document_frequencies, generate_jobs};
-use super::mix_queries::{MIX_QUERIES, mix_queries};
-use super::searches::{BROAD_QUERIES, broad_queries, query_words};
-use super::{CACHED_QUERY, Kind, SECTION};
+use super::queries::{BROAD_QUERIES, MIX_QUERIES, broad_queries, mix_queries, query_words};
+use super::rows::{CACHED_QUERY, Kind, SECTION};
 use crate::common;
 use crate::seed;
 use anyhow::{Context, Result, bail, ensure};

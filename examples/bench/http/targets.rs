@@ -1,9 +1,7 @@
 //! The HTTP section's targets, judged on the figures of its rows.
 
-use super::Kind;
-use super::mix_queries::MIXES;
+use super::rows::{Kind, MIXES, cursor_ids_row, cursor_row, facets_row, ids_row, mix_detail_row};
 use super::scenario::Measured;
-use super::search_mixes::{cursor_ids_row, cursor_row, facets_row, ids_row, mix_detail_row};
 use crate::ceilings::Ceilings;
 use crate::common;
 use crate::report::{Section, Target};

@@ -1,8 +1,8 @@
 //! The write rows: `apply` (a candidate applies to a job) and `status_change` (the employer
 //! moves the applications apply made).
 
-use super::SECTION;
 use super::bench::Bench;
+use super::rows::SECTION;
 use super::scenario::{Measured, Scenario, advance};
 use crate::common::{self, LuaValue, WrkResult};
 use crate::report::Section;

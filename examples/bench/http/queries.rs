@@ -1,92 +1,123 @@
-//! What the search mixes search for: each mix's distinct searches, drawn from what the seeded
-//! jobs hold, and the rows they are reported under.
+//! What the searches search for, drawn from what the seeded jobs hold: the words
+//! `search_uncached` combines, the broad searches of `search_broad`, and each mix's distinct
+//! searches.
 
-use super::Kind;
 use super::corpus::{TAIL_WORDS, TOWN_WORDS_FROM, TOWNS, pseudo_word};
-use super::vocabulary::{BENEFITS, LEVELS, OBJECTS, OTHER_ROLES, ROLES, SKILLS, TECH};
+use super::rows::{MIXES, Mix};
+use super::vocabulary::{
+    BENEFITS, CITIES, DOMAINS, LEVELS, OBJECTS, OTHER_ROLES, ROLES, SKILLS, TECH,
+};
+use crate::seed::SeedJob;
 use chrono::Utc;
 use jobboard::store::{JobSearch, Page, PostedWithin, SearchSort};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-/// The search mixes measured at scale, each a row of its own beside `job_detail` in the same
-/// run on the same database.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Mix {
-    /// One word of the long tail, in 0.005–0.05 % of the jobs.
-    Rare,
-    /// One word in 5–50 % of the jobs.
-    Common,
-    /// Two words that occur together (`account executive`, `machine learning`).
-    Pair,
-    /// A common word and a selective filter: a company, or a place few jobs are in.
-    Filter,
-    /// `sort=relevance` with one or two words of the titles.
-    Relevance,
-    /// Page 400 of 20 (results 7 981–8 000) of a word with enough matches to fill it.
-    DeepPage,
-    /// A common word with `posted_within_days` 1, 2, 3, 7, 14, 30 or 90.
-    Posted,
+/// The words uncached searches combine: what people search a job board for (titles,
+/// technologies, skills, industries, places) from the seed vocabulary, as the tokenizer makes
+/// them; ASCII only (they go into URLs as they are), at least three letters, and not in more
+/// than half of the jobs (such words, like "team", act as stop words of this corpus).
+pub(super) fn query_words(df: &HashMap<String, usize>, njobs: usize) -> Vec<String> {
+    let mut words = BTreeSet::new();
+    for list in [TECH, ROLES, OTHER_ROLES, DOMAINS, SKILLS, CITIES] {
+        for phrase in list {
+            for w in jobboard::domain::search::words(phrase) {
+                if w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphanumeric()) {
+                    words.insert(w);
+                }
+            }
+        }
+    }
+    words
+        .into_iter()
+        .filter(|w| df.get(w.as_str()).copied().unwrap_or(0) * 2 <= njobs)
+        .collect()
 }
 
-pub(super) const MIXES: [Mix; 7] = [
-    Mix::Rare,
-    Mix::Common,
-    Mix::Pair,
-    Mix::Filter,
-    Mix::Relevance,
-    Mix::DeepPage,
-    Mix::Posted,
-];
+/// The searches of search_broad prepared per run (distinct; they repeat past this many).
+pub(super) const BROAD_QUERIES: usize = 400_000;
+
+/// One broad search: a common word of the seeded text, a pay filter and a page.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct BroadQuery {
+    word: String,
+    salary_min: i64,
+    page: i64,
+}
+
+impl BroadQuery {
+    pub(super) fn path(&self) -> String {
+        format!(
+            "/api/jobs?q={}&salary_min={}&page={}",
+            self.word, self.salary_min, self.page
+        )
+    }
+
+    pub(super) fn search(&self) -> JobSearch {
+        JobSearch {
+            terms: jobboard::domain::search::query_terms(&self.word).unwrap_or_default(),
+            salary_min: Some(self.salary_min),
+            page: Page {
+                page: self.page,
+                size: 20,
+            },
+            ..JobSearch::default()
+        }
+    }
+}
+
+/// `n` distinct broad searches: words drawn from the seeded titles and descriptions weighted by
+/// how often they occur there, among those in at least 1 % of the jobs (hundreds to all of the
+/// jobs match each), with `salary_min` a multiple of 500 from 20 000 to 200 000 and pages 1–3.
+pub(super) fn broad_queries(
+    jobs: &[SeedJob],
+    df: &HashMap<String, usize>,
+    n: usize,
+) -> Vec<BroadQuery> {
+    let mut occurrences: BTreeMap<String, u64> = BTreeMap::new();
+    for job in jobs {
+        for text in [&job.title, &job.description[..job.core_len]] {
+            for w in jobboard::domain::search::words(text) {
+                *occurrences.entry(w).or_default() += 1;
+            }
+        }
+    }
+    let common: Vec<(&str, u64)> = occurrences
+        .iter()
+        .filter(|(w, _)| {
+            w.chars().all(|c| c.is_ascii_alphanumeric())
+                && df.get(w.as_str()).copied().unwrap_or(0) * 100 >= jobs.len()
+        })
+        .map(|(w, count)| (w.as_str(), *count))
+        .collect();
+    if common.is_empty() {
+        return Vec::new();
+    }
+    let weights = rand::distributions::WeightedIndex::new(common.iter().map(|c| c.1));
+    let Ok(weights) = weights else {
+        return Vec::new();
+    };
+    let mut rng = StdRng::seed_from_u64(14);
+    let space = common.len() * 361 * 3;
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    while out.len() < n.min(space / 2) {
+        let q = BroadQuery {
+            word: common[rng.sample(&weights)].0.to_string(),
+            salary_min: 20_000 + 500 * rng.gen_range(0..361),
+            page: rng.gen_range(1..=3),
+        };
+        if seen.insert(q.clone()) {
+            out.push(q);
+        }
+    }
+    out
+}
 
 /// Searches prepared per mix (distinct; they repeat past this many).
 pub(super) const MIX_QUERIES: usize = 150_000;
-
-impl Mix {
-    /// The row of this mix's pages asked for by their ids (its ceiling), on this kind of run.
-    pub(super) fn ids_row(self, kind: Kind) -> &'static str {
-        let pg = kind != Kind::Sqlite;
-        match (self, pg) {
-            (Mix::Rare, true) => "mix_rare_word_ids_pg",
-            (Mix::Rare, false) => "mix_rare_word_ids_sqlite",
-            (Mix::Common, true) => "mix_common_word_ids_pg",
-            (Mix::Common, false) => "mix_common_word_ids_sqlite",
-            (Mix::Pair, true) => "mix_pair_ids_pg",
-            (Mix::Pair, false) => "mix_pair_ids_sqlite",
-            (Mix::Filter, true) => "mix_word_filter_ids_pg",
-            (Mix::Filter, false) => "mix_word_filter_ids_sqlite",
-            (Mix::Relevance, true) => "mix_relevance_ids_pg",
-            (Mix::Relevance, false) => "mix_relevance_ids_sqlite",
-            (Mix::DeepPage, true) => "mix_deep_page_ids_pg",
-            (Mix::DeepPage, false) => "mix_deep_page_ids_sqlite",
-            (Mix::Posted, true) => "mix_posted_within_ids_pg",
-            (Mix::Posted, false) => "mix_posted_within_ids_sqlite",
-        }
-    }
-
-    /// The row's name on this kind of run.
-    pub(super) fn row(self, kind: Kind) -> &'static str {
-        let pg = kind != Kind::Sqlite;
-        match (self, pg) {
-            (Mix::Rare, true) => "mix_rare_word_pg",
-            (Mix::Rare, false) => "mix_rare_word_sqlite",
-            (Mix::Common, true) => "mix_common_word_pg",
-            (Mix::Common, false) => "mix_common_word_sqlite",
-            (Mix::Pair, true) => "mix_pair_pg",
-            (Mix::Pair, false) => "mix_pair_sqlite",
-            (Mix::Filter, true) => "mix_word_filter_pg",
-            (Mix::Filter, false) => "mix_word_filter_sqlite",
-            (Mix::Relevance, true) => "mix_relevance_pg",
-            (Mix::Relevance, false) => "mix_relevance_sqlite",
-            (Mix::DeepPage, true) => "mix_deep_page_pg",
-            (Mix::DeepPage, false) => "mix_deep_page_sqlite",
-            (Mix::Posted, true) => "mix_posted_within_pg",
-            (Mix::Posted, false) => "mix_posted_within_sqlite",
-        }
-    }
-}
 
 /// One search of a mix.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
