@@ -1,6 +1,9 @@
 //! The seeded boards' rows, inserted in bulk the way the store writes them: companies and open
 //! jobs on PostgreSQL and on SQLite. The HTTP section's board and the alert scenarios' boards
-//! draw their jobs differently and insert them here.
+//! draw their jobs differently and insert them here; the alert scenarios' boards themselves are
+//! [`alert_board`].
+
+pub(crate) mod alert_board;
 
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};

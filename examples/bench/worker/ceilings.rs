@@ -1,9 +1,8 @@
 //! The ceilings the scenarios are held against: pgbench running the worker's per-event work,
 //! and the SQS test server's own rates with no worker.
 
-use super::scenarios::Db;
+use super::scenarios::{Db, POOL, SECTION};
 use super::seed::{Seed, copy_seed};
-use super::{POOL, SECTION};
 use crate::Opts;
 use crate::common::progress;
 use anyhow::{Context, Result, bail};

@@ -26,7 +26,7 @@
 
 mod ceilings;
 pub(crate) mod phases;
-mod scenarios;
+pub(crate) mod scenarios;
 pub(crate) mod seed;
 pub(crate) mod sinks;
 pub(crate) mod sql;
@@ -36,38 +36,11 @@ use crate::common::{progress, record_failure};
 use crate::report::{Section, Target};
 use anyhow::Result;
 use ceilings::{pgbench_worker_shaped, sqs_ceiling};
-use phases::run_scenario;
-use scenarios::{Db, Mail, Scenario};
+use phases::{Figures, run_scenario};
+use scenarios::{CONCURRENCY, Db, Mail, POOL, SECTION, Scenario};
 use seed::seed;
 use serde_json::json;
 use std::collections::HashMap;
-
-/// Database connections per worker process, and pgbench clients for the worker-shaped ceiling.
-pub(crate) const POOL: u32 = 8;
-
-/// Events in flight per worker process.
-pub(crate) const CONCURRENCY: usize = 64;
-
-const SECTION: &str = "worker";
-
-/// What one scenario measured.
-#[derive(Debug, Default, serde::Serialize)]
-struct Figures {
-    events: usize,
-    /// From the first email accepted to the last.
-    seconds: f64,
-    /// From the processes' start to the first email.
-    startup_seconds: f64,
-    events_per_sec: f64,
-    /// PostgreSQL transactions committed in the database during the drain, per event.
-    commits_per_event: Option<f64>,
-    latency_events: usize,
-    offered_per_sec: f64,
-    latency_p50_ms: f64,
-    latency_p99_ms: f64,
-    duplicates: usize,
-    losses: usize,
-}
 
 pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
     let events = opts

@@ -2,11 +2,10 @@
 //! worker processes and the wait for their emails, which the alert and upkeep parts use too.
 
 use super::ceilings::{create_queue, sqs_client};
-use super::scenarios::{Db, Mail, Scenario};
+use super::scenarios::{CONCURRENCY, Db, Mail, POOL, SECTION, Scenario};
 use super::seed::{Seed, copy_seed};
 use super::sinks::{SesSink, Sink, SmtpSink};
 use super::sql::{database_url, sqlx_exec, sqlx_scalar_i64, sqlx_strings};
-use super::{CONCURRENCY, Figures, POOL, SECTION};
 use crate::Opts;
 use crate::common::{Child, progress};
 use anyhow::{Context, Result, bail};
@@ -14,6 +13,25 @@ use jobboard::domain::{Actor, ApplicationStatus};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
+
+/// What one scenario measured.
+#[derive(Debug, Default, serde::Serialize)]
+pub(super) struct Figures {
+    pub(super) events: usize,
+    /// From the first email accepted to the last.
+    pub(super) seconds: f64,
+    /// From the processes' start to the first email.
+    pub(super) startup_seconds: f64,
+    pub(super) events_per_sec: f64,
+    /// PostgreSQL transactions committed in the database during the drain, per event.
+    pub(super) commits_per_event: Option<f64>,
+    pub(super) latency_events: usize,
+    pub(super) offered_per_sec: f64,
+    pub(super) latency_p50_ms: f64,
+    pub(super) latency_p99_ms: f64,
+    pub(super) duplicates: usize,
+    pub(super) losses: usize,
+}
 
 pub(super) async fn run_scenario(
     opts: &Opts,

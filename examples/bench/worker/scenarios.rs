@@ -1,6 +1,15 @@
 //! The worker scenarios: what each one sets (database, queue, mail, claim mode, batching,
 //! processes), its name, and the list of them in the order they run.
 
+/// Database connections per worker process, and pgbench clients for the worker-shaped ceiling.
+pub(crate) const POOL: u32 = 8;
+
+/// Events in flight per worker process.
+pub(crate) const CONCURRENCY: usize = 64;
+
+/// The section's name, in the report and the progress lines.
+pub(super) const SECTION: &str = "worker";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Db {
     Postgres,

@@ -1,5 +1,5 @@
-//! One statement on a database by its URL (PostgreSQL or SQLite), and the URL as the
-//! configuration reads it.
+//! One statement on a database by its URL (PostgreSQL or SQLite), the URL as the
+//! configuration reads it, and a time as an SQL literal.
 
 use anyhow::Result;
 use std::collections::{HashMap, HashSet};
@@ -44,4 +44,12 @@ pub(crate) async fn sqlx_strings(url: &str, sql: &str) -> Result<HashSet<String>
 pub(crate) async fn sqlite_connect(url: &str) -> Result<sqlx::SqliteConnection> {
     use sqlx::Connection;
     Ok(sqlx::SqliteConnection::connect(url).await?)
+}
+
+/// A time as the store writes it, as an SQL literal (SQLite compares the text).
+pub(crate) fn lit(t: chrono::DateTime<chrono::Utc>) -> String {
+    format!(
+        "'{}'",
+        t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
+    )
 }
