@@ -6,12 +6,13 @@
 //! in-process cache); a second one with `REDIS_URL` runs `search_cached_redis`. Each scenario
 //! runs at 16, 64 and 256 connections, each run after a warm-up.
 //!
-//! A run's state (the database, the API on it) is [`bench`]; its seeding [`seed`], of the jobs
-//! [`corpus`] draws from the lists of [`vocabulary`]; how a scenario is run at a connection level
-//! [`scenario`]. The rows: [`reads`] (the cached searches, job_detail), [`writes`] (apply,
-//! status_change), [`console`], [`searches`] (search_uncached, search_broad), [`search_mixes`]
-//! (the mixes of [`mix_queries`] at scale, with their ids and cursor rows of [`mix_pages`]) and
-//! [`index_lag`]; [`targets`] judges them.
+//! [`rows`] names the kinds of run and their rows, in the report's order. A run's state (the
+//! database, the API on it) is [`bench`]; its seeding [`seed`], of the jobs [`corpus`] draws from
+//! the lists of [`vocabulary`]; what the searches search for [`queries`]; how a scenario is run at
+//! a connection level [`scenario`]. The rows: [`reads`] (the cached searches, job_detail),
+//! [`writes`] (apply, status_change), [`console`], [`searches`] (search_uncached, search_broad),
+//! [`search_mixes`] (the mixes at scale, with the pages of their ids and cursor rows from
+//! [`mix_pages`]) and [`index_lag`]; [`targets`] judges them.
 
 mod bench;
 mod console;

@@ -187,7 +187,7 @@ pub(super) fn ids_row(kind: Kind) -> &'static str {
     }
 }
 
-/// The row of every mix's searches with [`FACETS`], on this kind of run.
+/// The row of every mix's searches with facets, on this kind of run.
 pub(super) fn facets_row(kind: Kind) -> &'static str {
     if kind == Kind::Sqlite {
         "mix_facets_sqlite"

@@ -22,6 +22,8 @@ const SEED_CHUNK: usize = 5_000;
 const SQLITE_SEED_TX: usize = 100_000;
 
 impl Bench<'_> {
+    /// The employer, the companies, the jobs (and the searches drawn from them) and the
+    /// candidates.
     pub(super) async fn seed(&mut self) -> Result<()> {
         let client = common::http_client();
         // The employer and the company, through the API.
