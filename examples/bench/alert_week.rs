@@ -18,13 +18,17 @@
 //! worker's peak RSS against the memory limit of `deploy/kubernetes/worker-deployment.yaml`.
 
 use crate::Opts;
-use crate::alerts::{
-    SeedJob, WORDS, generate_alerts, insert_pg_alerts, insert_pg_candidates, insert_pg_companies,
-    insert_pg_jobs, lit, seed_job, word, words, zipf,
-};
+
 use crate::common::{Child, FreshDb, progress, record_failure};
 use crate::report::{Section, Target};
-use crate::worker::{CONCURRENCY, POOL, Sink, SmtpSink, database_url, sqlx_scalar_i64};
+use crate::seed::alert_board::{
+    WORDS, generate_alerts, insert_pg_alerts, insert_pg_candidates, places_and_companies, seed_job,
+    word, words, zipf,
+};
+use crate::seed::{SeedJob, insert_pg_companies, insert_pg_jobs};
+use crate::worker::scenarios::{CONCURRENCY, POOL};
+use crate::worker::sinks::{Sink, SmtpSink};
+use crate::worker::sql::{database_url, lit, sqlx_scalar_i64};
 use anyhow::{Context, Result, bail, ensure};
 use chrono::Duration as ChronoDuration;
 use jobboard::domain::alert::Frequency;
@@ -228,8 +232,7 @@ async fn run_week(opts: &Opts) -> Result<Figures> {
     // Seed.
     let t = Instant::now();
     let mut rng = StdRng::seed_from_u64(20_261_207);
-    let locations: Vec<String> = (0..300).map(|i| format!("{} City", word(i))).collect();
-    let companies: Vec<String> = (0..500).map(|i| format!("{} Corp", word(i + 50))).collect();
+    let (locations, companies) = places_and_companies();
     let total = opts.alert_week_jobs;
     let pool = fresh.pool(4).await?;
     let company_ids = insert_pg_companies(&pool, &companies).await?;

@@ -16,13 +16,19 @@ use crate::Opts;
 use crate::alert_week;
 use crate::common::{FreshDb, progress, record_failure};
 use crate::report::{Section, Target};
-use crate::worker::{
-    CONCURRENCY, POOL, Sink, SmtpSink, database_url, sqlx_scalar_i64, sqlx_strings, start_workers,
-    wait_for_emails,
+use crate::seed::alert_board::{
+    SeedAlert, candidates, generate_alerts, insert_pg_alerts, insert_pg_candidates,
+    places_and_companies, seed_job, words, zipf,
 };
+use crate::seed::{
+    SeedJob, insert_pg_companies, insert_pg_jobs, insert_sqlite_companies, insert_sqlite_jobs,
+};
+use crate::worker::phases::{start_workers, wait_for_emails};
+use crate::worker::scenarios::{CONCURRENCY, POOL};
+use crate::worker::sinks::{Sink, SmtpSink};
+use crate::worker::sql::{database_url, lit, sqlx_scalar_i64, sqlx_strings};
 use anyhow::{Context, Result, ensure};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
-use jobboard::domain::EmploymentType;
 use jobboard::domain::alert::Frequency;
 use jobboard::store::Store;
 use rand::rngs::StdRng;
@@ -35,8 +41,6 @@ use std::time::{Duration, Instant};
 const SECTION: &str = "alerts";
 /// Jobs opened in the day whose digests are written.
 const NEW_JOBS: usize = 10_000;
-/// Distinct words of the vocabulary.
-pub(crate) const WORDS: usize = 20_000;
 /// The target: every digest written within this.
 const WRITE_TARGET_SECS: f64 = 300.0;
 
@@ -156,100 +160,6 @@ pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
     Ok(sections)
 }
 
-/// A job of an alerts board: its company, title, description and creation as given, then its
-/// pay, place, `remote` and kind drawn (in that order) as every alerts seed draws them; open for
-/// `open_days`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn seed_job(
-    rng: &mut StdRng,
-    companies: &[String],
-    locations: &[String],
-    company: usize,
-    title: String,
-    description: String,
-    created_at: DateTime<Utc>,
-    open_days: i64,
-) -> SeedJob {
-    let salary_max = rng.gen_bool(0.8).then(|| rng.gen_range(30..=250) * 1_000);
-    let location = locations[zipf(rng, locations.len())].clone();
-    let remote = rng.gen_bool(0.3);
-    let employment_type = EmploymentType::ALL[zipf(rng, 4)].as_str();
-    SeedJob {
-        search_terms: jobboard::domain::search::document_terms(&[
-            &title,
-            &description,
-            &companies[company],
-        ]),
-        title_terms: jobboard::domain::search::document_terms(&[&title]),
-        company,
-        title,
-        description,
-        location,
-        remote,
-        salary_min: salary_max.map(|m| m / 2),
-        salary_max,
-        employment_type,
-        created_at,
-        expires_at: created_at + ChronoDuration::days(open_days),
-    }
-}
-
-/// The `i`-th word of the vocabulary: letters only, never ending in `s` (so never a plural).
-pub(crate) fn word(i: usize) -> String {
-    const SYLLABLES: &[&str] = &[
-        "ka", "lo", "mi", "nu", "pe", "ri", "to", "va", "ze", "du", "fo", "gi", "bo", "xa", "le",
-        "ro",
-    ];
-    let mut w = String::new();
-    let mut i = i + SYLLABLES.len();
-    while i > 0 {
-        w.push_str(SYLLABLES[i % SYLLABLES.len()]);
-        i /= SYLLABLES.len();
-    }
-    w
-}
-
-/// A Zipf-like pick among `n` items: rank `r` (from 0) with weight 1 / (r + 1).
-pub(crate) fn zipf(rng: &mut StdRng, n: usize) -> usize {
-    let x = ((n as f64 + 1.0).ln() * rng.r#gen::<f64>()).exp();
-    (x as usize - 1).min(n - 1)
-}
-
-/// Between `fewest` and `most` words of the vocabulary, drawn Zipf-like.
-pub(crate) fn words(rng: &mut StdRng, fewest: usize, most: usize) -> String {
-    let n = rng.gen_range(fewest..=most);
-    (0..n)
-        .map(|_| word(zipf(rng, WORDS)))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// A seeded job.
-pub(crate) struct SeedJob {
-    pub(crate) company: usize,
-    pub(crate) title: String,
-    pub(crate) description: String,
-    pub(crate) location: String,
-    pub(crate) remote: bool,
-    pub(crate) salary_min: Option<i64>,
-    pub(crate) salary_max: Option<i64>,
-    pub(crate) employment_type: &'static str,
-    pub(crate) search_terms: String,
-    pub(crate) title_terms: String,
-    pub(crate) created_at: DateTime<Utc>,
-    pub(crate) expires_at: DateTime<Utc>,
-}
-
-/// A seeded alert.
-pub(crate) struct SeedAlert {
-    q: Option<String>,
-    location: Option<String>,
-    remote: Option<bool>,
-    company: Option<usize>,
-    salary_min: Option<i64>,
-    employment_type: Option<&'static str>,
-}
-
 /// `n` jobs, the last [`NEW_JOBS`] in `[start, end)`, the others in the 60 days before, oldest
 /// first (ids follow creation, as the store keeps them).
 fn generate_jobs(
@@ -297,33 +207,6 @@ fn generate_jobs(
     jobs
 }
 
-pub(crate) fn generate_alerts(
-    rng: &mut StdRng,
-    n: usize,
-    locations: &[String],
-    companies: usize,
-) -> Vec<SeedAlert> {
-    (0..n)
-        .map(|_| {
-            let q = rng.gen_bool(0.8).then(|| words(rng, 1, 2));
-            let location = (q.is_none() || rng.gen_bool(0.2)).then(|| {
-                let l = &locations[zipf(rng, locations.len())];
-                l[..l.len().min(rng.gen_range(3..=8))].to_lowercase()
-            });
-            SeedAlert {
-                q,
-                location,
-                remote: rng.gen_bool(0.15).then(|| rng.gen_bool(0.5)),
-                company: rng.gen_bool(0.1).then(|| zipf(rng, companies)),
-                salary_min: rng.gen_bool(0.2).then(|| rng.gen_range(20..=200) * 1_000),
-                employment_type: rng
-                    .gen_bool(0.15)
-                    .then(|| EmploymentType::ALL[rng.gen_range(0..4)].as_str()),
-            }
-        })
-        .collect()
-}
-
 /// The database of one run: a fresh PostgreSQL database, or a SQLite file in a folder of its
 /// own; removed when dropped.
 enum Place {
@@ -360,8 +243,7 @@ async fn run_db(opts: &Opts, db: Db) -> Result<Figures> {
     let day = Frequency::Daily.last_ended(now - jobboard::worker::DIGEST_GRACE);
     let t = Instant::now();
     let mut rng = StdRng::seed_from_u64(20_261_204);
-    let locations: Vec<String> = (0..300).map(|i| format!("{} City", word(i))).collect();
-    let companies: Vec<String> = (0..500).map(|i| format!("{} Corp", word(i + 50))).collect();
+    let (locations, companies) = places_and_companies();
     let njobs = opts.alert_jobs.max(NEW_JOBS);
     progress(
         SECTION,
@@ -507,21 +389,6 @@ async fn run_db(opts: &Opts, db: Db) -> Result<Figures> {
     })
 }
 
-/// A time as the store writes it, as an SQL literal (SQLite compares the text).
-pub(crate) fn lit(t: DateTime<Utc>) -> String {
-    format!(
-        "'{}'",
-        t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false)
-    )
-}
-
-/// Candidates: one per 20 alerts.
-fn candidates(alerts: usize) -> Vec<String> {
-    (0..alerts.div_ceil(20))
-        .map(|i| format!("candidate{i}@bench.example"))
-        .collect()
-}
-
 async fn seed_pg(
     pool: &sqlx::PgPool,
     companies: &[String],
@@ -545,139 +412,6 @@ async fn seed_pg(
     .await
 }
 
-/// The companies, their ids in the order of `companies`.
-pub(crate) async fn insert_pg_companies(
-    pool: &sqlx::PgPool,
-    companies: &[String],
-) -> Result<Vec<i64>> {
-    // Inserted in order, so that sorted ids are the companies' by rank.
-    let mut company_ids: Vec<i64> = sqlx::query_scalar(
-        "INSERT INTO companies (name, website, description, created_at) \
-         SELECT n, NULL, 'A seeded company.', $2 FROM UNNEST($1::text[]) WITH ORDINALITY \
-         AS t(n, k) ORDER BY k RETURNING id",
-    )
-    .bind(companies.to_vec())
-    .bind(Utc::now())
-    .fetch_all(pool)
-    .await
-    .context("inserting companies")?;
-    company_ids.sort();
-    Ok(company_ids)
-}
-
-/// Open jobs, in the order given (ids follow it).
-pub(crate) async fn insert_pg_jobs(
-    pool: &sqlx::PgPool,
-    company_ids: &[i64],
-    chunk: &[SeedJob],
-) -> Result<()> {
-    let strings =
-        |f: &dyn Fn(&SeedJob) -> &str| chunk.iter().map(|j| f(j).to_string()).collect::<Vec<_>>();
-    sqlx::query(
-        "INSERT INTO jobs (company_id, title, description, location, location_key, remote, \
-         salary_min, salary_max, employment_type, status, search_terms, title_terms, \
-         expires_at, created_at, updated_at) \
-         SELECT t.company_id, t.title, t.description, t.location, t.location_key, t.remote, \
-         t.salary_min, t.salary_max, t.employment_type, 'open', t.search_terms, \
-         t.title_terms, t.expires_at, t.created_at, t.created_at \
-         FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], \
-         $6::bool[], $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[], \
-         $12::timestamptz[], $13::timestamptz[]) WITH ORDINALITY AS t(company_id, title, \
-         description, location, location_key, remote, salary_min, salary_max, \
-         employment_type, search_terms, title_terms, expires_at, created_at, n) \
-         ORDER BY t.n",
-    )
-    .bind(
-        chunk
-            .iter()
-            .map(|j| company_ids[j.company])
-            .collect::<Vec<_>>(),
-    )
-    .bind(strings(&|j| &j.title))
-    .bind(strings(&|j| &j.description))
-    .bind(strings(&|j| &j.location))
-    .bind(
-        chunk
-            .iter()
-            .map(|j| j.location.to_lowercase())
-            .collect::<Vec<_>>(),
-    )
-    .bind(chunk.iter().map(|j| j.remote).collect::<Vec<_>>())
-    .bind(chunk.iter().map(|j| j.salary_min).collect::<Vec<_>>())
-    .bind(chunk.iter().map(|j| j.salary_max).collect::<Vec<_>>())
-    .bind(strings(&|j| j.employment_type))
-    .bind(strings(&|j| &j.search_terms))
-    .bind(strings(&|j| &j.title_terms))
-    .bind(chunk.iter().map(|j| j.expires_at).collect::<Vec<_>>())
-    .bind(chunk.iter().map(|j| j.created_at).collect::<Vec<_>>())
-    .execute(pool)
-    .await
-    .context("inserting jobs")?;
-    Ok(())
-}
-
-/// The candidates of `alerts` alerts ([`candidates`]), their ids in order.
-pub(crate) async fn insert_pg_candidates(pool: &sqlx::PgPool, alerts: usize) -> Result<Vec<i64>> {
-    let emails = candidates(alerts);
-    let mut user_ids: Vec<i64> = sqlx::query_scalar(
-        "INSERT INTO users (email, email_key, name, role, password_hash, created_at) \
-         SELECT e, e, 'Candidate', 'candidate', 'not-a-login', $2 \
-         FROM UNNEST($1::text[]) WITH ORDINALITY AS t(e, k) ORDER BY k RETURNING id",
-    )
-    .bind(&emails)
-    .bind(Utc::now())
-    .fetch_all(pool)
-    .await
-    .context("inserting candidates")?;
-    user_ids.sort();
-    Ok(user_ids)
-}
-
-/// The alerts of `frequency`, 20 to a candidate, made 30 days before `watermark`, each with its
-/// watermark there (its digest of the period before written).
-pub(crate) async fn insert_pg_alerts(
-    pool: &sqlx::PgPool,
-    company_ids: &[i64],
-    user_ids: &[i64],
-    alerts: &[SeedAlert],
-    frequency: Frequency,
-    watermark: DateTime<Utc>,
-) -> Result<()> {
-    for (c, chunk) in alerts.chunks(10_000).enumerate() {
-        let first = c * 10_000;
-        sqlx::query(
-            "INSERT INTO alerts (user_id, q, location, remote, company_id, salary_min, \
-             employment_type, frequency, created_at, watermark_created_at, watermark_job_id) \
-             SELECT t.u, t.q, t.l, t.r, t.c, t.s, t.e, $10, $8, $9, 0 \
-             FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bool[], $5::bigint[], \
-             $6::bigint[], $7::text[]) AS t(u, q, l, r, c, s, e)",
-        )
-        .bind(
-            (first..first + chunk.len())
-                .map(|i| user_ids[i / 20])
-                .collect::<Vec<_>>(),
-        )
-        .bind(chunk.iter().map(|a| a.q.clone()).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|a| a.location.clone()).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|a| a.remote).collect::<Vec<_>>())
-        .bind(
-            chunk
-                .iter()
-                .map(|a| a.company.map(|c| company_ids[c]))
-                .collect::<Vec<_>>(),
-        )
-        .bind(chunk.iter().map(|a| a.salary_min).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|a| a.employment_type).collect::<Vec<_>>())
-        .bind(watermark - ChronoDuration::days(30))
-        .bind(watermark)
-        .bind(frequency.as_str())
-        .execute(pool)
-        .await
-        .context("inserting alerts")?;
-    }
-    Ok(())
-}
-
 async fn seed_sqlite(
     pool: &sqlx::SqlitePool,
     companies: &[String],
@@ -686,52 +420,8 @@ async fn seed_sqlite(
     day_start: DateTime<Utc>,
 ) -> Result<()> {
     let now = Utc::now();
-    let mut tx = pool.begin().await?;
-    let mut company_ids = Vec::new();
-    for name in companies {
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO companies (name, website, description, created_at) \
-             VALUES ($1, NULL, 'A seeded company.', $2) RETURNING id",
-        )
-        .bind(name)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
-        company_ids.push(id);
-    }
-    tx.commit().await?;
-    for group in jobs.chunks(50_000) {
-        let mut tx = pool.begin().await?;
-        for chunk in group.chunks(2_000) {
-            let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                "INSERT INTO jobs (company_id, title, description, location, location_key, \
-                 remote, salary_min, salary_max, employment_type, status, search_terms, \
-                 title_terms, expires_at, created_at, updated_at) ",
-            );
-            qb.push_values(chunk, |mut b, j| {
-                b.push_bind(company_ids[j.company])
-                    .push_bind(&j.title)
-                    .push_bind(&j.description)
-                    .push_bind(&j.location)
-                    .push_bind(j.location.to_lowercase())
-                    .push_bind(j.remote)
-                    .push_bind(j.salary_min)
-                    .push_bind(j.salary_max)
-                    .push_bind(j.employment_type)
-                    .push_bind("open")
-                    .push_bind(&j.search_terms)
-                    .push_bind(&j.title_terms)
-                    .push_bind(j.expires_at)
-                    .push_bind(j.created_at)
-                    .push_bind(j.created_at);
-            });
-            qb.build()
-                .execute(&mut *tx)
-                .await
-                .context("inserting jobs into SQLite")?;
-        }
-        tx.commit().await?;
-    }
+    let company_ids = insert_sqlite_companies(pool, companies).await?;
+    insert_sqlite_jobs(pool, &company_ids, jobs, 50_000).await?;
     let mut tx = pool.begin().await?;
     let mut user_ids = Vec::new();
     for chunk in candidates(alerts.len()).chunks(2_000) {

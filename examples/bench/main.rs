@@ -20,6 +20,7 @@ mod common;
 mod http;
 mod migrate;
 mod report;
+mod seed;
 mod upkeep;
 mod worker;
 

@@ -18,7 +18,8 @@
 use crate::Opts;
 use crate::common::{FreshDb, progress, record_failure};
 use crate::report::Section;
-use crate::worker::{Sink, SmtpSink, start_workers, wait_for_emails};
+use crate::worker::phases::{start_workers, wait_for_emails};
+use crate::worker::sinks::{Sink, SmtpSink};
 use anyhow::{Context, Result};
 use jobboard::domain::Role;
 use jobboard::domain::values::Email;
@@ -187,9 +188,10 @@ async fn run_db(
 /// rows: `notices` of them expire in two days (within the notice time), the others in 30.
 async fn seed(url: &str, jobs: usize, notices: usize) -> Result<Arc<dyn Store>> {
     let store =
-        jobboard::store::connect_with_pool(&crate::worker::database_url(url)?, Some(POOL)).await?;
+        jobboard::store::connect_with_pool(&crate::worker::sql::database_url(url)?, Some(POOL))
+            .await?;
     store.migrate().await?;
-    let (_, template) = crate::worker::employer_with_job(
+    let (_, template) = crate::worker::seed::employer_with_job(
         &*store,
         NewUser {
             email: Email::parse("member@bench.example").expect("a valid email"),
@@ -203,7 +205,7 @@ async fn seed(url: &str, jobs: usize, notices: usize) -> Result<Arc<dyn Store>> 
     // Every column but the id, copied from the template; `expires_at` set per row.
     let columns: Vec<String> = if sqlite {
         sqlx::query_scalar("SELECT name FROM pragma_table_info('jobs') WHERE name <> 'id'")
-            .fetch_all(&mut crate::worker::sqlite_connect(url).await?)
+            .fetch_all(&mut crate::worker::sql::sqlite_connect(url).await?)
             .await?
     } else {
         sqlx::query_scalar(
@@ -256,7 +258,7 @@ async fn seed(url: &str, jobs: usize, notices: usize) -> Result<Arc<dyn Store>> 
         template.id
     );
     if sqlite {
-        let mut c = crate::worker::sqlite_connect(url).await?;
+        let mut c = crate::worker::sql::sqlite_connect(url).await?;
         sqlx::query(&insert)
             .bind(soon_at)
             .bind(later_at)
@@ -281,7 +283,7 @@ async fn seed(url: &str, jobs: usize, notices: usize) -> Result<Arc<dyn Store>> 
 
 /// The ids of the events the upkeep wrote.
 async fn event_ids(url: &str) -> Result<HashSet<String>> {
-    crate::worker::sqlx_strings(
+    crate::worker::sql::sqlx_strings(
         url,
         "SELECT event_id FROM events WHERE type = 'job.expiring'",
     )
