@@ -19,6 +19,7 @@ mod console;
 mod corpus;
 mod index_lag;
 mod mix_pages;
+mod pages;
 mod queries;
 mod reads;
 mod rows;
@@ -89,6 +90,7 @@ pub async fn run(opts: &Opts, ceilings: Option<&Ceilings>) -> Section {
                     _ => {
                         bench.run_searches(&mut section, &mut measured, &[16]).await;
                         bench.run_mixes(&mut section, &mut measured).await;
+                        bench.run_pages(&mut section, &mut measured).await;
                         bench.run_index_lag(&mut section).await;
                     }
                 }
@@ -258,6 +260,19 @@ fn notes(opts: &Opts, words: &[String]) -> Vec<String> {
          of its list) one at a time, not part of any row: what they find and how long one takes."
             .into(),
         "job_detail: GET /api/jobs/{id} of a random seeded job.".into(),
+        "page_*_pg / page_*_sqlite, on the mixes' server and database, after the mixes: \
+         page_sitemap reads /sitemap.xml and every file it lists, one after the other, before \
+         anything else asks for them (so each is made, not read from the cache), with the API's \
+         RSS before and its peak (reset first); page_job_uncached: GET /jobs/{id}-{slug} over \
+         20 000 seeded jobs drawn at random (their addresses found by following each job's \
+         301 once), many times what the 8 MB in-process cache holds, so nearly every request \
+         renders; page_job_cached: the first 100 of them, again and again; page_feed: GET \
+         /jobs.atom?q=<common word>&salary_min=<n>, every request distinct (every seeded \
+         salary_max is higher, so each finds the jobs the word finds); page_feed_search: the \
+         same searches on GET /api/jobs with page_size=50. Targets: the job pages >= 0.5x \
+         mix_job_detail's req/s, the feed >= 0.5x page_feed_search's, the sitemap made in <= \
+         10 s with the RSS rising by <= 20 MB."
+            .into(),
         "apply: POST /api/jobs/{id}/applications {\"cover_letter\":…} as one of the candidates \
          (rotating), never the same candidate and job twice across threads and runs; a row with \
          more than 1 % non-2xx fails."

@@ -150,6 +150,11 @@ impl MixQuery {
         }
     }
 
+    /// The words searched for, separated by single spaces.
+    pub(super) fn words(&self) -> &str {
+        &self.q
+    }
+
     pub(super) fn path(&self) -> String {
         let mut p = format!("/api/jobs?q={}", self.q.replace(' ', "+"));
         if let Some(l) = &self.location {

@@ -28,6 +28,7 @@ pub(super) fn order() -> Vec<&'static str> {
         order.extend(MIXES.iter().flat_map(|m| [m.ids_row(kind), m.row(kind)]));
         order.push(facets_row(kind));
         order.extend([cursor_ids_row(kind), cursor_row(kind)]);
+        order.extend(super::pages::page_rows(kind));
     }
     order.extend([
         "job_detail",
@@ -79,6 +80,7 @@ impl Kind {
                 rows.extend(MIXES.iter().flat_map(|m| [m.ids_row(self), m.row(self)]));
                 rows.push(facets_row(self));
                 rows.extend([cursor_ids_row(self), cursor_row(self)]);
+                rows.extend(super::pages::page_rows(self));
                 rows
             }
         }

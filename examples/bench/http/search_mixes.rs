@@ -210,7 +210,7 @@ impl Bench<'_> {
 }
 
 /// A search mix: its prepared searches in order, each run continuing where the last stopped.
-struct MixScenario {
+pub(super) struct MixScenario {
     name: &'static str,
     script: PathBuf,
     params: PathBuf,
@@ -219,6 +219,26 @@ struct MixScenario {
     base: u64,
     /// Whether a repeat is as good as a new request (pages by ids, which are never cached).
     repeats_ok: bool,
+}
+
+impl MixScenario {
+    /// A row of `paths`, sent in order from the first.
+    pub(super) fn new(
+        name: &'static str,
+        script: PathBuf,
+        params: PathBuf,
+        paths: Vec<String>,
+        repeats_ok: bool,
+    ) -> MixScenario {
+        MixScenario {
+            name,
+            script,
+            params,
+            paths,
+            base: 0,
+            repeats_ok,
+        }
+    }
 }
 
 impl Scenario for MixScenario {

@@ -105,6 +105,9 @@ pub(super) fn targets(section: &mut Section, measured: &[Measured], ceilings: Op
         ));
     }
     for kind in [Kind::Scale, Kind::Sqlite] {
+        section
+            .targets
+            .extend(super::pages::page_targets(kind, measured));
         let detail_name = mix_detail_row(kind);
         let detail = find(detail_name, 16);
         let ids_name = ids_row(kind);
