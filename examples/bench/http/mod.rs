@@ -12,7 +12,8 @@
 //! a connection level [`scenario`]. The rows: [`reads`] (the cached searches, job_detail),
 //! [`writes`] (apply, status_change), [`console`], [`searches`] (search_uncached, search_broad),
 //! [`search_mixes`] (the mixes at scale, with the pages of their ids and cursor rows from
-//! [`mix_pages`]) and [`index_lag`]; [`targets`] judges them.
+//! [`mix_pages`]), [`index_lag`] and [`pages`] (the job pages, the feeds, the sitemap);
+//! [`targets`] judges them.
 
 mod bench;
 mod console;
