@@ -9,6 +9,9 @@ WORKDIR /src
 # Cargo.toml or Cargo.lock change. The registry and git caches persist across builds. The dummy
 # crate's own artefacts are removed so that the real sources are always compiled afresh.
 COPY Cargo.toml Cargo.lock ./
+# The tests' path dependency: cargo reads its manifest to load Cargo.toml, even for a build
+# that does not compile it.
+COPY tests/model/protocol ./tests/model/protocol
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/usr/local/cargo/git \
     mkdir -p src \
