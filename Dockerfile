@@ -5,28 +5,26 @@
 FROM rust:1-bookworm AS build
 WORKDIR /src
 
-# Dependencies first: with only the manifests and an empty main, this layer is rebuilt only when
-# Cargo.toml or Cargo.lock change. The registry and git caches persist across builds. The dummy
-# crate's own artefacts are removed so that the real sources are always compiled afresh.
+# The manifests, the sources, and the manifest of the test-only path dependency
+# (tests/model/protocol), without which cargo cannot read Cargo.toml.
 COPY Cargo.toml Cargo.lock ./
-# The tests' path dependency: cargo reads its manifest to load Cargo.toml, even for a build
-# that does not compile it.
 COPY tests/model/protocol ./tests/model/protocol
-RUN --mount=type=cache,target=/usr/local/cargo/registry \
-    --mount=type=cache,target=/usr/local/cargo/git \
-    mkdir -p src \
-    && echo 'fn main() {}' > src/main.rs \
-    && touch src/lib.rs \
-    && cargo build --release --locked --bin jobboard \
-    && rm -rf src target/release/jobboard* target/release/deps/jobboard-* target/release/deps/libjobboard-* \
-       target/release/.fingerprint/jobboard-*
-
 COPY src ./src
 COPY migrations ./migrations
 COPY assets ./assets
+# The registry, the git checkouts and target/ are cache mounts: they persist across builds but
+# are never part of a layer. A rebuild compiles only what changed (after a source change none of
+# the dependencies, after a Cargo.lock change only the changed crates), so no dependencies-first
+# layer is needed and the build stage's layers stay small. The crate itself is always compiled
+# afresh (its fingerprints are removed first): cargo notices changed sources by their
+# timestamps, which a copy into the build context need not advance, and it does not track the
+# migrations compiled into the binary (sqlx::migrate!) at all. `sharing=locked`: one build at a
+# time uses target/.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/usr/local/cargo/git \
-    cargo build --release --locked --bin jobboard \
+    --mount=type=cache,target=/src/target,sharing=locked \
+    rm -rf target/release/.fingerprint/jobboard-* \
+    && cargo build --release --locked --bin jobboard \
     && install -D -m 0755 target/release/jobboard /out/jobboard
 
 # Runtime stage: glibc and CA certificates, no shell, no package manager, uid 65532.
