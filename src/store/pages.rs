@@ -30,11 +30,13 @@ pub trait PageStore: Send + Sync {
     /// The jobs open at `now` (not past their `expires_at`): how many, and the first to expire.
     async fn open_jobs(&self, now: DateTime<Utc>) -> StoreResult<OpenJobs>;
 
-    /// Up to `limit` of the jobs open at `now`, by id, after the first `skip` of them.
+    /// Up to `limit` of the jobs open at `now`, by id, after the first `skip` of them, each
+    /// given to `each` as it is read.
     async fn open_jobs_by_id(
         &self,
         now: DateTime<Utc>,
         skip: i64,
         limit: i64,
-    ) -> StoreResult<Vec<SitemapJob>>;
+        each: &mut (dyn FnMut(SitemapJob) + Send),
+    ) -> StoreResult<()>;
 }

@@ -118,7 +118,7 @@ pub(in crate::http) async fn jobs_feed(
     let found = tokio::task::spawn_blocking(move || index.search(&search))
         .await
         .map_err(|e| ApiError::internal(anyhow::anyhow!("a feed's search panicked: {e}")))??;
-    let jobs: Vec<Listing> = found.rows.iter().map(|j| Listing::of(j, now)).collect();
+    let jobs: Vec<Listing> = found.rows.iter().map(|j| Listing::brief(j, now)).collect();
     let page = render(&st, &id, &filters, posted_within_days, &jobs, now);
     let key = format!("pages:feed:{computed_at}:{search_key}");
     keep(&st, version, &key, &page, found.valid_until).await;

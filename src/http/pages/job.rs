@@ -4,7 +4,7 @@
 //! none at all) 404. Any other form of the address than the canonical one (no slug, a stale
 //! slug, a zero in front) is 301 to it.
 
-use super::listing::{Listing, day};
+use super::listing::{Listing, SUMMARY_MAX, day, head};
 use super::markup::{html, paragraphs, script_json, w3c};
 use super::{PAGES_CSS, Rendered, base, cached, jsonld, keep, respond};
 use crate::domain::JobStatus;
@@ -18,9 +18,6 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 
 const HTML: &str = "text/html; charset=utf-8";
-
-/// The meta description's length, in characters.
-const SUMMARY_MAX: usize = 160;
 
 /// A job's page.
 #[utoipa::path(get, operation_id = "get_job_page", path = "/jobs/{id}", tag = "pages",
@@ -264,7 +261,12 @@ fn time(at: DateTime<Utc>) -> String {
 
 /// The description's start on one line, for the meta description: cut at a word, with `…`.
 pub(super) fn summary(description: &str) -> String {
-    let line = fold_one_line(description);
+    // Only the start can show: it is folded alone, unless it folds to no more than a summary.
+    let start = head(description, 8 * SUMMARY_MAX);
+    let mut line = fold_one_line(start);
+    if start.len() < description.len() && line.chars().count() <= SUMMARY_MAX {
+        line = fold_one_line(description);
+    }
     if line.chars().count() <= SUMMARY_MAX {
         return line;
     }

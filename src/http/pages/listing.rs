@@ -104,9 +104,33 @@ pub(super) struct Listing {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
+/// How much of a description a list of jobs cleans: its start, enough for a summary of
+/// [`SUMMARY_MAX`] characters unless it is mostly blanks.
+const BRIEF_BYTES: usize = 8 * SUMMARY_MAX;
+
+/// The longest summary, in characters (a page's meta description, a feed entry's summary).
+pub(super) const SUMMARY_MAX: usize = 160;
+
 impl Listing {
     /// The job as it reads at `now`.
     pub fn of(job: &JobRow, now: DateTime<Utc>) -> Listing {
+        Listing::with_description(job, now, clean_lines(&job.description))
+    }
+
+    /// The job as [`of`](Self::of) makes it, with only as much of its description as its
+    /// summary shows: for lists of jobs, which never show a whole description.
+    pub fn brief(job: &JobRow, now: DateTime<Utc>) -> Listing {
+        let start = head(&job.description, BRIEF_BYTES);
+        let mut description = clean_lines(start);
+        if start.len() < job.description.len()
+            && fold_one_line(&description).chars().count() <= SUMMARY_MAX
+        {
+            description = clean_lines(&job.description);
+        }
+        Listing::with_description(job, now, description)
+    }
+
+    fn with_description(job: &JobRow, now: DateTime<Utc>, description: String) -> Listing {
         let location = fold_one_line(&job.location);
         let places = if location.is_empty() {
             vec![]
@@ -129,7 +153,7 @@ impl Listing {
             company_id: job.company_id,
             company: fold_one_line(&job.company_name),
             title: fold_one_line(&job.title),
-            description: clean_lines(&job.description),
+            description,
             workplace: if job.remote {
                 Workplace::Remote
             } else {
@@ -223,6 +247,18 @@ pub(super) fn path_key(id: i64, title: &str) -> String {
         s if s.is_empty() => id.to_string(),
         s => format!("{id}-{s}"),
     }
+}
+
+/// The start of `text`, at most `bytes` long, cut at a character.
+pub(super) fn head(text: &str, bytes: usize) -> &str {
+    if text.len() <= bytes {
+        return text;
+    }
+    let mut end = bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// A title's slug: its letters and digits in lower-case ASCII (accents dropped: `Développeur`

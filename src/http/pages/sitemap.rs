@@ -1,8 +1,9 @@
 //! `GET /sitemap.xml`, `GET /sitemaps/jobs-{n}.xml` and `GET /robots.txt`: how crawlers find the
 //! job pages. The sitemap is an index of files of at most [`PER_FILE`] open jobs each, by id,
 //! each job's canonical page with its `updated_at` as `lastmod` (the sitemap protocol,
-//! sitemaps.org). A file is made from one read of its own jobs, so what a request holds is
-//! bounded by a file, never by the board; each answer is kept in the search cache under the
+//! sitemaps.org). A file is made from its own jobs, streamed from the database as they are
+//! written out, after a walk of the index of open jobs by id to where it starts, so what a
+//! request holds is bounded by a file, never by the board; each answer is kept in the search cache under the
 //! newest job change, like a job's page, and not past the first `expires_at` of an open job.
 
 use super::listing::path_key;
@@ -82,26 +83,24 @@ pub(in crate::http) async fn sitemap_file(
             if n > files(open.count) {
                 return Err(ApiError::not_found());
             }
-            let jobs = st
-                .store
-                .open_jobs_by_id(now, (n - 1) * PER_FILE, PER_FILE)
-                .await?;
             let base = base(&st);
-            let mut body = String::with_capacity(64 + jobs.len() * 120);
+            let jobs = (open.count - (n - 1) * PER_FILE).clamp(0, PER_FILE) as usize;
+            let mut body = String::with_capacity(128 + jobs * (base.len() + 100));
             let _ = write!(
                 body,
                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"{SITEMAP_NS}\">\n"
             );
-            for job in &jobs {
-                let _ = writeln!(
-                    body,
-                    "<url><loc>{}</loc><lastmod>{}</lastmod></url>",
-                    xml(&format!("{base}/jobs/{}", path_key(job.id, &job.title))),
-                    w3c(job.updated_at)
-                );
-            }
+            st.store
+                .open_jobs_by_id(now, (n - 1) * PER_FILE, PER_FILE, &mut |job| {
+                    let _ = writeln!(
+                        body,
+                        "<url><loc>{}</loc><lastmod>{}</lastmod></url>",
+                        xml(&format!("{base}/jobs/{}", path_key(job.id, &job.title))),
+                        w3c(job.updated_at)
+                    );
+                })
+                .await?;
             body.push_str("</urlset>\n");
-            drop(jobs);
             let page = Rendered::new(body, now, None);
             keep(&st, version, &key, &page, open.first_expiry).await;
             page

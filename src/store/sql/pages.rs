@@ -4,6 +4,7 @@ use super::{Db, S};
 use crate::store::*;
 use anyhow::Context;
 use chrono::{DateTime, Utc};
+use futures::TryStreamExt;
 
 /// Recorded in a job's deletion transaction (see `jobs.rs`).
 pub(super) const DELETED_INSERT: &str =
@@ -12,11 +13,15 @@ const DELETED: &str = "SELECT EXISTS (SELECT 1 FROM deleted_jobs WHERE id = $1)"
 /// Open as the jobs read at `$1`: an open job past its date is expired.
 const OPEN_COUNT: &str = "SELECT COUNT(*), MIN(expires_at) FROM jobs \
      WHERE status = 'open' AND (expires_at IS NULL OR expires_at > $1)";
-/// By the primary key, so that a file of the sitemap costs a walk of the key to its start and
-/// its own rows, whatever the size of the board.
-const OPEN_BY_ID: &str = "SELECT id, title, updated_at, expires_at FROM jobs \
+/// Where the open jobs after the first `$2` start: a walk of the index of open jobs by id
+/// (migration 0024), no job's row read.
+const OPEN_START: &str = "SELECT id FROM jobs \
      WHERE status = 'open' AND (expires_at IS NULL OR expires_at > $1) \
-     ORDER BY id LIMIT $2 OFFSET $3";
+     ORDER BY id LIMIT 1 OFFSET $2";
+/// Up to `$3` open jobs from id `$2` on: their rows only.
+const OPEN_FROM: &str = "SELECT id, title, updated_at, expires_at FROM jobs \
+     WHERE status = 'open' AND (expires_at IS NULL OR expires_at > $1) AND id >= $2 \
+     ORDER BY id LIMIT $3";
 
 #[async_trait::async_trait]
 impl PageStore for S {
@@ -45,23 +50,36 @@ impl PageStore for S {
         now: DateTime<Utc>,
         skip: i64,
         limit: i64,
-    ) -> StoreResult<Vec<SitemapJob>> {
-        let rows =
-            sqlx::query_as::<Db, (i64, String, DateTime<Utc>, Option<DateTime<Utc>>)>(OPEN_BY_ID)
+        each: &mut (dyn FnMut(SitemapJob) + Send),
+    ) -> StoreResult<()> {
+        let start: Option<i64> = sqlx::query_scalar::<Db, i64>(OPEN_START)
+            .bind(now)
+            .bind(skip)
+            .fetch_optional(&self.pool)
+            .await
+            .with_context(|| format!("finding the open job after the first {skip}"))?;
+        let Some(start) = start else {
+            return Ok(());
+        };
+        // Streamed, so that a file's jobs are never all in memory beside what is made of them.
+        let mut rows =
+            sqlx::query_as::<Db, (i64, String, DateTime<Utc>, Option<DateTime<Utc>>)>(OPEN_FROM)
                 .bind(now)
+                .bind(start)
                 .bind(limit)
-                .bind(skip)
-                .fetch_all(&self.pool)
-                .await
-                .with_context(|| format!("reading {limit} open jobs after the first {skip}"))?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, title, updated_at, expires_at)| SitemapJob {
+                .fetch(&self.pool);
+        while let Some((id, title, updated_at, expires_at)) = rows
+            .try_next()
+            .await
+            .with_context(|| format!("reading {limit} open jobs from id {start}"))?
+        {
+            each(SitemapJob {
                 id,
                 title,
                 updated_at,
                 expires_at,
-            })
-            .collect())
+            });
+        }
+        Ok(())
     }
 }
