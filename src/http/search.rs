@@ -63,7 +63,7 @@ pub struct CompanyFacet {
 }
 
 /// A search waits at most this long for the index to apply the changes it must see.
-const INDEX_WAIT: Duration = Duration::from_secs(1);
+pub(super) const INDEX_WAIT: Duration = Duration::from_secs(1);
 
 fn facets_out(f: crate::search::FacetCounts) -> SearchFacets {
     let map =

@@ -5,14 +5,13 @@
 
 use super::bench::Bench;
 use super::rows::{Kind, Mix, mix_detail_row};
-use super::scenario::{Measured, Scenario};
+use super::scenario::Measured;
 use super::search_mixes::MixScenario;
-use crate::common::{self, LuaValue, WrkResult};
+use crate::common;
 use crate::report::{Section, Target};
 use anyhow::{Context, Result, bail, ensure};
 use futures::StreamExt;
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Job pages in the uncached row's sample: with descriptions of 2–5 KB a page is 6–9 KB, so the
@@ -89,11 +88,13 @@ impl Bench<'_> {
                         }
                         match common::wrk_script(&dir, name, include_str!("wrk_search_mix.lua")) {
                             Ok(s) => {
-                                let mut sc = Paths::new(
+                                // Pages, unlike searches, are meant to be asked for again.
+                                let mut sc = MixScenario::new(
                                     name,
                                     s,
                                     dir.join(format!("{name}.params.lua")),
                                     paths,
+                                    true,
                                 );
                                 self.run_levels(&mut sc, section, out, &[16]).await;
                             }
@@ -246,53 +247,6 @@ impl Bench<'_> {
             secs,
             grew,
         ))
-    }
-}
-
-/// Page requests over a list of paths, in order across threads, again from the start when the
-/// list runs out (pages, unlike searches, are meant to be asked for again).
-struct Paths {
-    name: &'static str,
-    script: PathBuf,
-    params: PathBuf,
-    paths: Vec<String>,
-    base: u64,
-}
-
-impl Paths {
-    fn new(name: &'static str, script: PathBuf, params: PathBuf, paths: Vec<String>) -> Paths {
-        Paths {
-            name,
-            script,
-            params,
-            paths,
-            base: 0,
-        }
-    }
-}
-
-impl Scenario for Paths {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-    fn script(&self) -> &Path {
-        &self.script
-    }
-    fn prepare(&mut self, conns: u32, _secs: u64, _warmup: bool) -> Result<Vec<String>> {
-        ensure!(!self.paths.is_empty(), "no pages for {}", self.name);
-        common::lua_params(
-            &self.params,
-            &[
-                ("paths", LuaValue::Str(self.paths.join(","))),
-                ("nthreads", LuaValue::Int(common::wrk_threads(conns) as i64)),
-                ("base", LuaValue::Int(self.base as i64)),
-            ],
-        )?;
-        Ok(vec![self.params.display().to_string()])
-    }
-    fn finish(&mut self, r: &WrkResult, _warmup: bool) -> Result<Vec<String>> {
-        self.base += super::scenario::requests_numbered(&r.counts);
-        Ok(Vec::new())
     }
 }
 

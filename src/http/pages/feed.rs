@@ -16,6 +16,7 @@ use crate::http::AppState;
 use crate::http::error::{ApiError, ApiResult, FieldErrors, Problem};
 use crate::http::extract::QueryParams;
 use crate::http::filters::search_filters;
+use crate::http::search::INDEX_WAIT;
 use crate::store::{JobSearch, Page, PostedWithin, SearchSort};
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -23,13 +24,9 @@ use axum::response::Response;
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use std::fmt::Write;
-use std::time::Duration;
 
 /// How many of the newest matches a feed lists.
 pub(super) const FEED_SIZE: i64 = 50;
-
-/// As long as a search waits for the index (`GET /api/jobs`).
-const INDEX_WAIT: Duration = Duration::from_secs(1);
 
 const ATOM: &str = "application/atom+xml; charset=utf-8";
 
