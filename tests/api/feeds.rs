@@ -6,7 +6,7 @@
 //! the last write.
 
 use crate::helpers::*;
-use crate::pages::{BASE, board, fetch, log_change};
+use crate::pages::{BASE, board, fetch, hostile_description, log_change};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -357,10 +357,7 @@ async fn hostile_text_leaves_a_feed_readable(app: TestApp) {
     let company = app.company(&employer, "Acme & <Sons>").await;
     let title = r#"]]></title><entry><id>x</id></entry> "Lead" 'Dev' <!-- & -->"#;
     let line = "]]></summary></entry></feed><!-- <b>\"quoted\" & 'single'</b> -->\n";
-    let mut description = line.repeat(20_000 / line.chars().count());
-    while description.chars().count() < 20_000 {
-        description.push('x');
-    }
+    let description = hostile_description(line);
     let id = id_of(
         &app.job(
             &employer,

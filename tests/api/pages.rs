@@ -120,6 +120,16 @@ pub async fn canonical_page(app: &TestApp, id: i64) -> (String, Page) {
     (key, page)
 }
 
+/// A description of 20 000 characters: `line` again and again, then `x` up to the length.
+pub fn hostile_description(line: &str) -> String {
+    let mut description = line.repeat(20_000 / line.chars().count());
+    while description.chars().count() < 20_000 {
+        description.push('x');
+    }
+    assert_eq!(description.chars().count(), 20_000);
+    description
+}
+
 /// The page's `JobPosting` block, parsed; none when it has none.
 pub fn job_posting(html: &str) -> Option<Value> {
     let open = "<script type=\"application/ld+json\">";
@@ -461,11 +471,7 @@ async fn hostile_text_stays_text(app: TestApp) {
     // What the text rules let through: markup, comment openers, quotes; 20 000 characters.
     let title = r#"</script><script>alert(1)</script> "Lead" 'Dev' <!-- & -->"#;
     let line = "</script><!-- <b>\"quoted\" & 'single'</b> -->\n";
-    let mut description = line.repeat(20_000 / line.chars().count());
-    while description.chars().count() < 20_000 {
-        description.push('x');
-    }
-    assert_eq!(description.chars().count(), 20_000);
+    let description = hostile_description(line);
     let id = id_of(
         &app.job(
             &employer,
