@@ -30,13 +30,16 @@ pub trait PageStore: Send + Sync {
     /// The jobs open at `now` (not past their `expires_at`): how many, and the first to expire.
     async fn open_jobs(&self, now: DateTime<Utc>) -> StoreResult<OpenJobs>;
 
-    /// Up to `limit` of the jobs open at `now`, by id, after the first `skip` of them, each
-    /// given to `each` as it is read.
-    async fn open_jobs_by_id(
+    /// Where each run of `every` jobs open at `now`, by id, starts: the ids of the first, the
+    /// `every + 1`-th, the `2 × every + 1`-th … of them, in one walk of the open jobs.
+    async fn open_job_starts(&self, now: DateTime<Utc>, every: i64) -> StoreResult<Vec<i64>>;
+
+    /// Up to `limit` of the jobs open at `now` with ids from `from` and below `before`, by id.
+    async fn open_jobs_in(
         &self,
         now: DateTime<Utc>,
-        skip: i64,
+        from: i64,
+        before: i64,
         limit: i64,
-        each: &mut (dyn FnMut(SitemapJob) + Send),
-    ) -> StoreResult<()>;
+    ) -> StoreResult<Vec<SitemapJob>>;
 }

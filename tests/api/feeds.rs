@@ -201,10 +201,35 @@ async fn the_sitemap_lists_every_open_job_in_files_of_50_000(app: TestApp) {
             "{path}"
         );
     }
-    // Conditional requests.
+    // Conditional requests, of the index and of a file (a file's answer is streamed: its ETag
+    // is known before its jobs are read).
     let etag = index.header("etag").expect("ETag").to_string();
     let again = fetch(&app, "/sitemap.xml", &[("if-none-match", &etag)]).await;
     assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+    let file = fetch(&app, "/sitemaps/jobs-2.xml", &[]).await;
+    let file_etag = file.header("etag").expect("a file's ETag").to_string();
+    let last_modified = file
+        .header("last-modified")
+        .expect("Last-Modified")
+        .to_string();
+    let again = fetch(
+        &app,
+        "/sitemaps/jobs-2.xml",
+        &[("if-none-match", &file_etag)],
+    )
+    .await;
+    assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+    assert_eq!(again.header("etag"), Some(file_etag.as_str()));
+    assert_eq!(again.text, "");
+    let again = fetch(
+        &app,
+        "/sitemaps/jobs-2.xml",
+        &[("if-modified-since", &last_modified)],
+    )
+    .await;
+    assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+    let other = fetch(&app, "/sitemaps/jobs-3.xml", &[]).await;
+    assert_ne!(other.header("etag"), Some(file_etag.as_str()));
 
     // robots.txt names the index.
     let robots = fetch(&app, "/robots.txt", &[]).await;
@@ -437,9 +462,10 @@ async fn never_older_than_the_last_write(app: TestApp) {
             .collect()
     };
     assert_eq!(entry_ids(&feed(&app, &query).await).len(), 2);
-    let file = fetch(&app, "/sitemaps/jobs-1.xml", &[]).await.text;
-    assert_eq!(sitemap_ids(&file), ids);
-    // Closed: gone from both at the next request.
+    let first = fetch(&app, "/sitemaps/jobs-1.xml", &[]).await;
+    assert_eq!(sitemap_ids(&first.text), ids);
+    let first_etag = first.header("etag").expect("ETag").to_string();
+    // Closed: gone from both at the next request, and the file's old ETag is not current.
     app.patch(
         &format!("/api/jobs/{}", ids[0]),
         Some(&employer.token),
@@ -451,8 +477,15 @@ async fn never_older_than_the_last_write(app: TestApp) {
         entry_ids(&feed(&app, &query).await),
         [format!("{BASE}/jobs/{}", ids[1])]
     );
-    let file = fetch(&app, "/sitemaps/jobs-1.xml", &[]).await.text;
-    assert_eq!(sitemap_ids(&file), [ids[1]]);
+    let file = fetch(
+        &app,
+        "/sitemaps/jobs-1.xml",
+        &[("if-none-match", &first_etag)],
+    )
+    .await;
+    assert_eq!(file.status, StatusCode::OK);
+    assert_eq!(sitemap_ids(&file.text), [ids[1]]);
+    let closed_etag = file.header("etag").expect("ETag").to_string();
     // Renamed: the new title in both.
     app.patch(
         &format!("/api/jobs/{}", ids[1]),
@@ -463,10 +496,22 @@ async fn never_older_than_the_last_write(app: TestApp) {
     .expect(200);
     let read = feed(&app, &query).await;
     assert_eq!(read["entries"][0]["title"], "Pipe Fitter – Acme");
-    let file = fetch(&app, "/sitemaps/jobs-1.xml", &[]).await.text;
+    let file = fetch(
+        &app,
+        "/sitemaps/jobs-1.xml",
+        &[("if-none-match", &closed_etag)],
+    )
+    .await;
+    assert_eq!(
+        file.status,
+        StatusCode::OK,
+        "a rename is a new state of the file"
+    );
     assert!(
-        file.contains(&format!("/jobs/{}-pipe-fitter</loc>", ids[1])),
-        "{file}"
+        file.text
+            .contains(&format!("/jobs/{}-pipe-fitter</loc>", ids[1])),
+        "{}",
+        file.text
     );
     // None open: an empty index, and no file.
     app.delete(&format!("/api/jobs/{}", ids[1]), Some(&employer.token))

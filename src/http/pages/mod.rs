@@ -21,6 +21,7 @@ use super::Asset;
 use crate::cache::Lookup;
 use crate::http::AppState;
 use axum::Router;
+use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -137,11 +138,29 @@ pub(super) fn respond(
     page: &Rendered,
     content_type: &'static str,
 ) -> Response {
+    respond_with(
+        request,
+        &page.etag,
+        page.last_modified,
+        content_type,
+        || Body::from(page.body.clone()),
+    )
+}
+
+/// [`respond`] for an answer whose validators are known before its body is made: `body` is
+/// called only when the answer is not 304.
+pub(super) fn respond_with(
+    request: &HeaderMap,
+    etag: &str,
+    last_modified: DateTime<Utc>,
+    content_type: &'static str,
+    body: impl FnOnce() -> Body,
+) -> Response {
     let mut headers = HeaderMap::new();
-    if let Ok(v) = HeaderValue::from_str(&page.etag) {
+    if let Ok(v) = HeaderValue::from_str(etag) {
         headers.insert(header::ETAG, v);
     }
-    if let Ok(v) = HeaderValue::from_str(&markup::http_date(page.last_modified)) {
+    if let Ok(v) = HeaderValue::from_str(&markup::http_date(last_modified)) {
         headers.insert(header::LAST_MODIFIED, v);
     }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -151,14 +170,14 @@ pub(super) fn respond(
             HeaderValue::from_static(super::PAGE_CSP),
         );
     }
-    if not_modified(request, page) {
+    if not_modified(request, etag, last_modified) {
         return (StatusCode::NOT_MODIFIED, headers).into_response();
     }
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    (headers, page.body.clone()).into_response()
+    (headers, body()).into_response()
 }
 
-fn not_modified(request: &HeaderMap, page: &Rendered) -> bool {
+fn not_modified(request: &HeaderMap, etag: &str, last_modified: DateTime<Utc>) -> bool {
     let mut tags = request
         .get_all(header::IF_NONE_MATCH)
         .iter()
@@ -168,13 +187,13 @@ fn not_modified(request: &HeaderMap, page: &Rendered) -> bool {
         .peekable();
     if tags.peek().is_some() {
         // Weak comparison (RFC 9110 §13.1.2); `If-Modified-Since` is then not read.
-        return tags.any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == page.etag);
+        return tags.any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag);
     }
     request
         .get(header::IF_MODIFIED_SINCE)
         .and_then(|v| v.to_str().ok())
         .and_then(markup::parse_http_date)
-        .is_some_and(|since| page.last_modified.timestamp() <= since.timestamp())
+        .is_some_and(|since| last_modified.timestamp() <= since.timestamp())
 }
 
 /// `PUBLIC_BASE_URL`, which every absolute link of the pages is built on.

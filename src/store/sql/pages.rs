@@ -4,7 +4,6 @@ use super::{Db, S};
 use crate::store::*;
 use anyhow::Context;
 use chrono::{DateTime, Utc};
-use futures::TryStreamExt;
 
 /// Recorded in a job's deletion transaction (see `jobs.rs`).
 pub(super) const DELETED_INSERT: &str =
@@ -13,15 +12,15 @@ const DELETED: &str = "SELECT EXISTS (SELECT 1 FROM deleted_jobs WHERE id = $1)"
 /// Open as the jobs read at `$1`: an open job past its date is expired.
 const OPEN_COUNT: &str = "SELECT COUNT(*), MIN(expires_at) FROM jobs \
      WHERE status = 'open' AND (expires_at IS NULL OR expires_at > $1)";
-/// Where the open jobs after the first `$2` start: a walk of the index of open jobs by id
+/// Where each run of `$2` open jobs by id starts: one walk of the index of open jobs by id
 /// (migration 0024), no job's row read.
-const OPEN_START: &str = "SELECT id FROM jobs \
-     WHERE status = 'open' AND (expires_at IS NULL OR expires_at > $1) \
-     ORDER BY id LIMIT 1 OFFSET $2";
-/// Up to `$3` open jobs from id `$2` on: their rows only.
-const OPEN_FROM: &str = "SELECT id, title, updated_at, expires_at FROM jobs \
-     WHERE status = 'open' AND (expires_at IS NULL OR expires_at > $1) AND id >= $2 \
-     ORDER BY id LIMIT $3";
+const OPEN_STARTS: &str = "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS n \
+     FROM jobs WHERE status = 'open' AND (expires_at IS NULL OR expires_at > $1)) AS open_jobs \
+     WHERE (n - 1) % $2 = 0 ORDER BY id";
+/// Up to `$4` open jobs with ids in [`$2`, `$3`): a range of the index, and their rows only.
+const OPEN_IN: &str = "SELECT id, title, updated_at, expires_at FROM jobs \
+     WHERE status = 'open' AND (expires_at IS NULL OR expires_at > $1) AND id >= $2 AND id < $3 \
+     ORDER BY id LIMIT $4";
 
 #[async_trait::async_trait]
 impl PageStore for S {
@@ -45,41 +44,39 @@ impl PageStore for S {
         })
     }
 
-    async fn open_jobs_by_id(
+    async fn open_job_starts(&self, now: DateTime<Utc>, every: i64) -> StoreResult<Vec<i64>> {
+        Ok(sqlx::query_scalar::<Db, i64>(OPEN_STARTS)
+            .bind(now)
+            .bind(every.max(1))
+            .fetch_all(&self.pool)
+            .await
+            .with_context(|| format!("finding where each {every} open jobs start"))?)
+    }
+
+    async fn open_jobs_in(
         &self,
         now: DateTime<Utc>,
-        skip: i64,
+        from: i64,
+        before: i64,
         limit: i64,
-        each: &mut (dyn FnMut(SitemapJob) + Send),
-    ) -> StoreResult<()> {
-        let start: Option<i64> = sqlx::query_scalar::<Db, i64>(OPEN_START)
-            .bind(now)
-            .bind(skip)
-            .fetch_optional(&self.pool)
-            .await
-            .with_context(|| format!("finding the open job after the first {skip}"))?;
-        let Some(start) = start else {
-            return Ok(());
-        };
-        // Streamed, so that a file's jobs are never all in memory beside what is made of them.
-        let mut rows =
-            sqlx::query_as::<Db, (i64, String, DateTime<Utc>, Option<DateTime<Utc>>)>(OPEN_FROM)
+    ) -> StoreResult<Vec<SitemapJob>> {
+        let rows =
+            sqlx::query_as::<Db, (i64, String, DateTime<Utc>, Option<DateTime<Utc>>)>(OPEN_IN)
                 .bind(now)
-                .bind(start)
+                .bind(from)
+                .bind(before)
                 .bind(limit)
-                .fetch(&self.pool);
-        while let Some((id, title, updated_at, expires_at)) = rows
-            .try_next()
-            .await
-            .with_context(|| format!("reading {limit} open jobs from id {start}"))?
-        {
-            each(SitemapJob {
+                .fetch_all(&self.pool)
+                .await
+                .with_context(|| format!("reading the open jobs from id {from} to {before}"))?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, title, updated_at, expires_at)| SitemapJob {
                 id,
                 title,
                 updated_at,
                 expires_at,
-            });
-        }
-        Ok(())
+            })
+            .collect())
     }
 }
