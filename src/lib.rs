@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | `run` | the subcommands and the wiring: config → store, search index, cache, queue, mailer, relay, worker, API state | `cli` `config` `http` `worker` `relay` `queue` `store` `search` `cache` `email` `auth` `unsubscribe` `domain` `telemetry` `shutdown` `timefmt` |
 //! | `cli` | the command line | `config` |
-//! | `http` | routes, extractors, problem+json, `AppState` and `serve` | `relay` `queue` `store` `search` `cache` `auth` `unsubscribe` `domain` `config` `telemetry` `timefmt` |
+//! | `http` | routes, extractors, problem+json, `AppState` and `serve` | `relay` `queue` `store` `search` `cache` `auth` `unsubscribe` `webhooks` `domain` `config` `telemetry` `timefmt` |
 //! | `worker` | receive → claim → send → record → ack, both claim modes; the upkeep's events (the alerts' digests matched by `search`'s alert matcher) | `queue` `store` `search` `email` `unsubscribe` `domain` `config` `telemetry` |
 //! | `relay` | publishes the outbox to SQS | `queue` `store` `telemetry` |
 //! | `queue` | the `Queue` trait; the database queue and SQS | `store` `domain` `timefmt` |
@@ -21,6 +21,7 @@
 //! | `email` | the `Mailer` trait; console, file, SMTP and Amazon SES | `unsubscribe` `domain` `config` |
 //! | `auth` | password hashing and access tokens | `config` |
 //! | `unsubscribe` | the signed tokens of unsubscribe links | |
+//! | `webhooks` | webhook URLs and the addresses a delivery may reach; Standard Webhooks signatures | |
 //! | `domain` | the rules: validated values, the status workflow, search terms, events, email data; no I/O | `timefmt` |
 //! | `config` | the environment, parsed and validated once | `domain` |
 //! | `telemetry` | logging and the metric names | `config` |
@@ -44,4 +45,5 @@ pub mod store;
 pub mod telemetry;
 pub mod timefmt;
 pub mod unsubscribe;
+pub mod webhooks;
 pub mod worker;
