@@ -247,6 +247,12 @@ pub struct Config {
           default_value = "false",
           value_parser = PossibleValuesParser::new(["true", "false"]).map(|s| s.eq_ignore_ascii_case("true")))]
     pub job_moderation: bool,
+    /// true: webhook URLs may be http and reach private, loopback and link-local addresses
+    /// (tests, private deployments); refused in production
+    #[arg(long, env = "WEBHOOK_ALLOW_PRIVATE", action = ArgAction::Set, ignore_case = true,
+          default_value = "false",
+          value_parser = PossibleValuesParser::new(["true", "false"]).map(|s| s.eq_ignore_ascii_case("true")))]
+    pub webhook_allow_private: bool,
     /// console prints (refused in production), file writes .eml files, smtp sends, ses sends
     /// through Amazon SES (API v2; AWS_REGION and the AWS credentials apply)
     #[arg(
@@ -422,6 +428,13 @@ impl Config {
             return Err(err(
                 "PROCESSED_EVENTS_RETENTION_DAYS",
                 parse::range_message(14, 36_500, &days.to_string()),
+            ));
+        }
+        if prod && self.webhook_allow_private {
+            return Err(err(
+                "WEBHOOK_ALLOW_PRIVATE",
+                "true is refused with APP_ENV=production: webhooks could reach the network the \
+                 board runs in",
             ));
         }
         if prod && self.email_backend == EmailBackend::Console {

@@ -11,6 +11,7 @@ pub mod search;
 pub mod status;
 pub mod validate;
 pub mod values;
+pub mod webhook;
 
 pub use job::{JobStatus, JobTransitionError};
 pub use status::{Actor, ApplicationStatus, TransitionError};
@@ -151,6 +152,8 @@ pub enum Conflict {
     JobNotOpen(JobStatus),
     /// A user has [`alert::MAX_ALERTS_PER_USER`] alerts already.
     TooManyAlerts,
+    /// A company has [`webhook::MAX_ENDPOINTS_PER_COMPANY`] webhook endpoints already.
+    TooManyWebhooks,
 }
 
 impl Conflict {
@@ -167,6 +170,7 @@ impl Conflict {
             Conflict::NotRenewable(_) => "not-renewable",
             Conflict::JobNotOpen(_) => "job-not-open",
             Conflict::TooManyAlerts => "too-many-alerts",
+            Conflict::TooManyWebhooks => "too-many-webhooks",
         }
     }
 
@@ -184,6 +188,7 @@ impl Conflict {
             Conflict::NotRenewable(_) => "Job not renewable",
             Conflict::JobNotOpen(_) => "Job not open",
             Conflict::TooManyAlerts => "Too many alerts",
+            Conflict::TooManyWebhooks => "Too many webhook endpoints",
         }
     }
 
@@ -214,6 +219,11 @@ impl Conflict {
             Conflict::TooManyAlerts => format!(
                 "you have {} alerts, the most one account may have; delete one first",
                 alert::MAX_ALERTS_PER_USER
+            ),
+            Conflict::TooManyWebhooks => format!(
+                "this company has {} webhook endpoints, the most one company may have; delete one \
+                 first",
+                webhook::MAX_ENDPOINTS_PER_COMPANY
             ),
         }
     }

@@ -25,6 +25,7 @@ pub mod search;
 mod serve;
 mod state;
 pub mod unsubscribe;
+pub mod webhooks;
 
 pub use refusals::{GuardedListener, guarded};
 pub use serve::{bind, serve};
@@ -159,6 +160,7 @@ pub fn router(state: AppState) -> Router {
         .merge(jobs::router())
         .merge(applications::router())
         .merge(alerts::router())
+        .merge(webhooks::router())
         .merge(ops::router())
         .route("/api/openapi.json", axum::routing::get(openapi::document))
         .merge(admin::router())

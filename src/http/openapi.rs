@@ -3,7 +3,7 @@
 use super::error::Problem;
 use super::{
     accounts, admin, admin_jobs, alerts, applications, companies, console, jobs, notifications,
-    ops, pages, search, unsubscribe,
+    ops, pages, search, unsubscribe, webhooks,
 };
 use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -211,6 +211,8 @@ impl Modify for CommonResponses {
         applications::apply, applications::list, applications::show, applications::change_status,
         applications::withdraw, applications::remove, applications::history,
         alerts::create, alerts::list, alerts::update, alerts::remove,
+        webhooks::create, webhooks::list, webhooks::show, webhooks::update, webhooks::remove,
+        webhooks::rotate_secret,
         ops::healthz, ops::readyz, ops::metrics, document, ops::docs, ops::docs_css, ops::docs_js,
         console::console, console::console_css, console::console_js, console::favicon,
         admin::queue, admin::dead_letters, admin::redrive, admin::purge, admin::event,
@@ -227,6 +229,7 @@ impl Modify for CommonResponses {
         (name = "applications", description = "Applications and their status workflow"),
         (name = "notifications", description = "The unsubscribe links of the digest emails (RFC 8058 one-click): public, the signed token in the link is the authority"),
         (name = "alerts", description = "Job alerts: a candidate's saved searches, each emailed as a daily or weekly digest of the new jobs that match it"),
+        (name = "webhooks", description = "Webhook endpoints: a company's own systems receive its events as signed HTTP requests (Standard Webhooks)"),
         (name = "operations", description = "Health, readiness, metrics, and the pages the binary serves: the API reference and the operator console"),
         (name = "pages", description = "The board on the open web: a page per job with its JobPosting data, the sitemap, robots.txt and Atom feeds of searches; HTML and XML for people, crawlers and feed readers, outside /api"),
         (name = "operators", description = "The queue, dead letters and events, and the review of jobs under moderation, for accounts with operator rights (`jobboard admin grant`); 404 to anyone else"),

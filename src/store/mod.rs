@@ -26,6 +26,7 @@ mod rows;
 mod sqlite;
 pub mod sqs_dead_letters;
 pub mod upkeep;
+pub mod webhooks;
 
 pub use alert_digests::*;
 pub use alerts::*;
@@ -43,6 +44,7 @@ pub use pages::*;
 pub use query::*;
 pub use rows::*;
 pub use sqs_dead_letters::*;
+pub use webhooks::*;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -63,6 +65,7 @@ pub trait Store:
     + JobLogStore
     + AlertStore
     + PageStore
+    + WebhookStore
     + Send
     + Sync
     + 'static
@@ -80,6 +83,8 @@ impl<T> Store for T where
         + JobLogStore
         + AlertStore
         + PageStore
+        + WebhookStore
+        + WebhookStore
         + Send
         + Sync
         + 'static

@@ -227,6 +227,21 @@ async fn bad_configuration_stops_with_one_line_naming_the_variable() {
         ),
         (vec![("WORKER_BATCH", "sometimes")], "WORKER_BATCH", None),
         (
+            vec![
+                ("APP_ENV", "production"),
+                ("JWT_SECRET", strong.as_str()),
+                ("EMAIL_BACKEND", "file"),
+                ("WEBHOOK_ALLOW_PRIVATE", "true"),
+            ],
+            "WEBHOOK_ALLOW_PRIVATE",
+            None,
+        ),
+        (
+            vec![("WEBHOOK_ALLOW_PRIVATE", "yes")],
+            "WEBHOOK_ALLOW_PRIVATE",
+            None,
+        ),
+        (
             vec![("PUBLIC_BASE_URL", "https://jobs.example.com/?from=mail")],
             "PUBLIC_BASE_URL",
             None,

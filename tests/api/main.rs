@@ -53,4 +53,5 @@ mod sqs;
 mod text_rules;
 mod timeouts;
 mod upkeep_mail;
+mod webhooks;
 mod worker;

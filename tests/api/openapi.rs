@@ -124,6 +124,7 @@ fn table() -> Vec<Row> {
     };
     let alert =
         || Some(json!({"search": {"q": "rust", "location": "Berlin"}, "frequency": "weekly"}));
+    let hook = || Some(json!({"url": "https://93.184.215.14/hook", "events": ["job.expired"]}));
     vec![
         (M::POST, "/api/auth/register", vec![
             base(Anonymous, "/api/auth/register", register("{new_email}"), 201),
@@ -271,6 +272,41 @@ fn table() -> Vec<Row> {
         (M::DELETE, "/api/alerts/{id}", vec![
             case(OtherCandidate, "/api/alerts/{al}", None, 404),
             base(Candidate, "/api/alerts/{al}", None, 204),
+        ]),
+        (M::GET, "/api/companies/{id}/webhooks", vec![
+            case(Candidate, "/api/companies/{c}/webhooks", None, 403),
+            case(OtherMember, "/api/companies/{c}/webhooks", None, 404),
+            case(Member, "/api/companies/{c}/webhooks?page_size=0", None, 422),
+            base(Member, "/api/companies/{c}/webhooks", None, 200),
+        ]),
+        (M::POST, "/api/companies/{id}/webhooks", vec![
+            case(Candidate, "/api/companies/{c}/webhooks", hook(), 403),
+            case(OtherMember, "/api/companies/{c}/webhooks", hook(), 404),
+            case(Member, "/api/companies/{c}/webhooks",
+                Some(json!({"url": "https://127.0.0.1/", "events": ["job.expired"]})), 422),
+            case(OtherMember, "/api/companies/{c3}/webhooks", hook(), 409).times(11),
+            base(Member, "/api/companies/{c}/webhooks", hook(), 201),
+        ]),
+        (M::GET, "/api/companies/{id}/webhooks/{wid}", vec![
+            case(Candidate, "/api/companies/{c}/webhooks/{wh}", None, 403),
+            case(OtherMember, "/api/companies/{c}/webhooks/{wh}", None, 404),
+            base(Member, "/api/companies/{c}/webhooks/{wh}", None, 200),
+        ]),
+        (M::PATCH, "/api/companies/{id}/webhooks/{wid}", vec![
+            case(Candidate, "/api/companies/{c}/webhooks/{wh}", Some(json!({"paused": true})), 403),
+            case(OtherMember, "/api/companies/{c}/webhooks/{wh}", Some(json!({"paused": true})), 404),
+            case(Member, "/api/companies/{c}/webhooks/{wh}", Some(json!({"paused": null})), 422),
+            base(Member, "/api/companies/{c}/webhooks/{wh}", Some(json!({"paused": true})), 200),
+        ]),
+        (M::POST, "/api/companies/{id}/webhooks/{wid}/rotate-secret", vec![
+            case(Candidate, "/api/companies/{c}/webhooks/{wh}/rotate-secret", None, 403),
+            case(OtherMember, "/api/companies/{c}/webhooks/{wh}/rotate-secret", None, 404),
+            base(Member, "/api/companies/{c}/webhooks/{wh}/rotate-secret", None, 200),
+        ]),
+        (M::DELETE, "/api/companies/{id}/webhooks/{wid}", vec![
+            case(Candidate, "/api/companies/{c}/webhooks/{wh2}", None, 403),
+            case(OtherMember, "/api/companies/{c}/webhooks/{wh2}", None, 404),
+            base(Member, "/api/companies/{c}/webhooks/{wh2}", None, 204),
         ]),
         (M::GET, "/healthz", vec![base(Anonymous, "/healthz", None, 200)]),
         (M::GET, "/readyz", vec![base(Anonymous, "/readyz", None, 200)]),
@@ -803,6 +839,9 @@ struct World {
     a: i64,
     /// An alert of the candidate's.
     al: i64,
+    /// Webhook endpoints of `c`; the second is deleted by the walk.
+    wh: i64,
+    wh2: i64,
     /// A closed job of `c`.
     jc: i64,
     /// A deleted job of `c`.
@@ -839,6 +878,21 @@ impl World {
             .expect(201)["id"]
             .as_i64()
             .expect("the alert's id");
+        let mut hooks = Vec::new();
+        for _ in 0..2 {
+            hooks.push(
+                app.post(
+                    &format!("/api/companies/{}/webhooks", s.company_id),
+                    Some(&s.employer.token),
+                    json!({"url": "https://93.184.215.14/walk", "events": ["job.expired"]}),
+                )
+                .await
+                .expect(201)["id"]
+                    .as_i64()
+                    .expect("the endpoint's id"),
+            );
+        }
+        let (wh, wh2) = (hooks[0], hooks[1]);
         let closed = app
             .job(&s.employer, s.company_id, json!({"title": "Closed"}))
             .await;
@@ -926,6 +980,8 @@ impl World {
             j: s.job_id,
             a: s.application_id,
             al,
+            wh,
+            wh2,
             member: s.employer,
             candidate: s.candidate,
             other_candidate,
@@ -947,6 +1003,8 @@ impl World {
             .replace("{jp}", &self.jp.to_string())
             .replace("{j}", &self.j.to_string())
             .replace("{al}", &self.al.to_string())
+            .replace("{wh2}", &self.wh2.to_string())
+            .replace("{wh}", &self.wh.to_string())
             .replace("{a}", &self.a.to_string())
             .replace("{m}", &self.member.id.to_string())
             .replace("{m2}", &self.other_member.id.to_string())
