@@ -9,10 +9,10 @@
 //!
 //! | module | what it is | may use |
 //! |---|---|---|
-//! | `run` | the subcommands and the wiring: config → store, search index, cache, queue, mailer, relay, worker, API state | `cli` `config` `http` `worker` `relay` `queue` `store` `search` `cache` `email` `auth` `unsubscribe` `domain` `telemetry` `shutdown` `timefmt` |
+//! | `run` | the subcommands and the wiring: config → store, search index, cache, queue, mailer, relay, worker, API state | `cli` `config` `http` `worker` `relay` `queue` `store` `search` `cache` `email` `auth` `unsubscribe` `webhooks` `domain` `telemetry` `shutdown` `timefmt` |
 //! | `cli` | the command line | `config` |
 //! | `http` | routes, extractors, problem+json, `AppState` and `serve` | `relay` `queue` `store` `search` `cache` `auth` `unsubscribe` `webhooks` `domain` `config` `telemetry` `timefmt` |
-//! | `worker` | receive → claim → send → record → ack, both claim modes; the upkeep's events (the alerts' digests matched by `search`'s alert matcher) | `queue` `store` `search` `email` `unsubscribe` `domain` `config` `telemetry` |
+//! | `worker` | receive → claim → send → record → ack, both claim modes; the upkeep's events (the alerts' digests matched by `search`'s alert matcher); the webhook deliveries, in lanes per endpoint | `queue` `store` `search` `email` `unsubscribe` `webhooks` `domain` `config` `telemetry` |
 //! | `relay` | publishes the outbox to SQS | `queue` `store` `telemetry` |
 //! | `queue` | the `Queue` trait; the database queue and SQS | `store` `domain` `timefmt` |
 //! | `search` | the search index (tantivy) of the open jobs, kept in step by the job-change log; the job-alert matcher | `store` `domain` `telemetry` |

@@ -34,6 +34,10 @@ pub const IDEMPOTENCY_FAILURES_TOTAL: &str = "idempotency_failures_total";
 pub const SEARCH_INDEX_LAG: &str = "search_index_lag";
 pub const SEARCH_INDEX_APPLY_SECONDS: &str = "search_index_apply_seconds";
 pub const SEARCH_INDEX_APPLIED_SEQ: &str = "search_index_applied_seq";
+pub const WEBHOOK_DELIVERIES_TOTAL: &str = "webhook_deliveries_total";
+pub const WEBHOOK_DELIVERY_SECONDS: &str = "webhook_delivery_seconds";
+pub const WEBHOOK_RETRIES_TOTAL: &str = "webhook_retries_total";
+pub const WEBHOOK_ENDPOINTS_DISABLED: &str = "webhook_endpoints_disabled";
 
 /// Installs the global log subscriber. `RUST_LOG` filters (default `info`).
 pub fn init_logging(format: LogFormat) {
@@ -263,6 +267,29 @@ fn describe() {
          wrote first is not counted)"
     );
     metrics::counter!(MAIL_SESSION_REFUSALS_TOTAL).increment(0);
+    for outcome in ["delivered", "failed", "disabled"] {
+        metrics::counter!(WEBHOOK_DELIVERIES_TOTAL, "outcome" => outcome).increment(0);
+    }
+    metrics::describe_counter!(
+        WEBHOOK_DELIVERIES_TOTAL,
+        "Webhook delivery attempts recorded, by outcome (delivered: a 2xx; failed: any other \
+         answer, a timeout or a connection that failed; disabled: the attempt disabled its \
+         endpoint)"
+    );
+    metrics::counter!(WEBHOOK_RETRIES_TOTAL).increment(0);
+    metrics::describe_counter!(
+        WEBHOOK_RETRIES_TOTAL,
+        "Failed webhook attempts that will be tried again (each retry repeats the webhook-id)"
+    );
+    metrics::counter!(WEBHOOK_ENDPOINTS_DISABLED).increment(0);
+    metrics::describe_counter!(
+        WEBHOOK_ENDPOINTS_DISABLED,
+        "Webhook endpoints disabled by their deliveries (a 410, or 5 days without a success)"
+    );
+    metrics::describe_histogram!(
+        WEBHOOK_DELIVERY_SECONDS,
+        "One webhook attempt, from the connection to the last byte of the answer read"
+    );
     for step in ["release", "read_response", "store_response"] {
         metrics::counter!(IDEMPOTENCY_FAILURES_TOTAL, "step" => step).increment(0);
     }

@@ -212,7 +212,7 @@ impl Modify for CommonResponses {
         applications::withdraw, applications::remove, applications::history,
         alerts::create, alerts::list, alerts::update, alerts::remove,
         webhooks::create, webhooks::list, webhooks::show, webhooks::update, webhooks::remove,
-        webhooks::rotate_secret,
+        webhooks::rotate_secret, webhooks::test, webhooks::attempts, webhooks::redeliver,
         ops::healthz, ops::readyz, ops::metrics, document, ops::docs, ops::docs_css, ops::docs_js,
         console::console, console::console_css, console::console_js, console::favicon,
         admin::queue, admin::dead_letters, admin::redrive, admin::purge, admin::event,

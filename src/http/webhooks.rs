@@ -10,7 +10,7 @@ use super::extract::{AuthUser, Body, Ids, JsonBody, QueryParams, double_option};
 use super::idempotency::Idempotent;
 use crate::domain::webhook::{self, MAX_ENDPOINTS_PER_COMPANY, MAX_URL_LEN};
 use crate::http::AppState;
-use crate::store::{EndpointChange, EndpointRow, NewEndpoint};
+use crate::store::{AttemptRow, EndpointChange, EndpointRow, NewEndpoint};
 use crate::webhooks::{address, sign};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -33,6 +33,12 @@ pub fn router() -> Router<AppState> {
         .route(
             "/api/companies/{id}/webhooks/{wid}/rotate-secret",
             post(rotate_secret),
+        )
+        .route("/api/companies/{id}/webhooks/{wid}/test", post(test))
+        .route("/api/companies/{id}/webhooks/{wid}/attempts", get(attempts))
+        .route(
+            "/api/companies/{id}/webhooks/{wid}/redeliver",
+            post(redeliver),
         )
 }
 
@@ -444,4 +450,141 @@ async fn rotate_secret(
         user.id()
     );
     Ok(Json(RotatedSecret { secret: row.secret }))
+}
+
+/// One attempt of a delivery to an endpoint.
+#[derive(Serialize, ToSchema)]
+pub struct AttemptOut {
+    /// The event the delivery reports (`data.event_id` of its body); what `redeliver` takes.
+    pub event_id: String,
+    /// The delivery's `webhook-id`, the same on every attempt.
+    pub webhook_id: String,
+    /// 1 for the first attempt of the delivery.
+    pub attempt: i64,
+    #[serde(with = "crate::timefmt")]
+    pub at: DateTime<Utc>,
+    /// The receiver's HTTP status; `null` when none came (a timeout, a refused address, a
+    /// connection that failed).
+    #[schema(required = true)]
+    pub status: Option<i64>,
+    pub duration_ms: i64,
+    /// What went wrong, in words; `null` for a 2xx.
+    #[schema(required = true)]
+    pub error: Option<String>,
+}
+
+impl From<AttemptRow> for AttemptOut {
+    fn from(a: AttemptRow) -> Self {
+        AttemptOut {
+            event_id: a.event_id,
+            webhook_id: a.webhook_id,
+            attempt: a.attempt,
+            at: a.at,
+            status: a.status,
+            duration_ms: a.duration_ms,
+            error: a.error,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AttemptList {
+    pub items: Vec<AttemptOut>,
+    pub page: i64,
+    pub page_size: i64,
+    pub total: i64,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct RedeliverIn {
+    /// The `event_id` of one of the endpoint's deliveries (as its attempts list it).
+    pub event_id: String,
+}
+
+impl JsonBody for RedeliverIn {
+    const FIELDS: &'static [&'static str] = &["event_id"];
+    const READ_ONLY: &'static [&'static str] = &[];
+}
+
+/// Send a `ping` to a webhook endpoint (members only), whatever events it takes:
+/// `{"type": "ping", "data": {"endpoint_id": …}}`, signed like every delivery (to a paused
+/// endpoint, once it is un-paused).
+#[utoipa::path(post, operation_id = "test_webhook", path = "/api/companies/{id}/webhooks/{wid}/test", tag = "webhooks", security(("bearer" = [])),
+    params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path), ("wid" = i64, Path)),
+    responses((status = 202, description = "the ping is queued; its attempts are listed like any delivery's"), (status = 400, description = "a malformed Idempotency-Key", body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
+async fn test(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+    idem: Idempotent,
+) -> ApiResult<StatusCode> {
+    let company = member_company(&st, &user, ids.0[0]).await?;
+    let endpoint = st.store.endpoint_of(company.id, ids.0[1]).await?;
+    let done = idem.completion(StatusCode::ACCEPTED, &|_: &()| String::new())?;
+    st.store
+        .queue_ping(company.id, endpoint.id, done.as_ref())
+        .await?;
+    Ok(StatusCode::ACCEPTED)
+}
+
+/// A webhook endpoint's recent attempts, newest first (members only).
+#[utoipa::path(get, operation_id = "list_webhook_attempts", path = "/api/companies/{id}/webhooks/{wid}/attempts", tag = "webhooks", security(("bearer" = [])),
+    params(("id" = i64, Path), ("wid" = i64, Path), ("page" = Option<i64>, Query, minimum = 1, maximum = 1000000, description = "from 1"), ("page_size" = Option<i64>, Query, minimum = 1, maximum = 100, description = "default 20")),
+    responses((status = 200, body = AttemptList), (status = 403, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn attempts(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+    q: QueryParams,
+) -> ApiResult<Json<AttemptList>> {
+    let company = member_company(&st, &user, ids.0[0]).await?;
+    let mut errors = FieldErrors::default();
+    let page = q.page(&mut errors);
+    errors.into_result()?;
+    let (rows, total) = st
+        .store
+        .endpoint_attempts(company.id, ids.0[1], page)
+        .await?;
+    Ok(Json(AttemptList {
+        items: rows.into_iter().map(AttemptOut::from).collect(),
+        page: page.page,
+        page_size: page.size,
+        total,
+    }))
+}
+
+/// Deliver an event to a webhook endpoint again (members only): due now, with the same
+/// `webhook-id`, retried as a new delivery would be.
+#[utoipa::path(post, operation_id = "redeliver_webhook", path = "/api/companies/{id}/webhooks/{wid}/redeliver", tag = "webhooks", security(("bearer" = [])),
+    params(("Idempotency-Key" = Option<String>, Header, description = "makes a retry of this request safe: 1-255 visible ASCII characters"), ("id" = i64, Path), ("wid" = i64, Path)),
+    request_body = RedeliverIn,
+    responses((status = 202, description = "the delivery is due again"), (status = 403, body = Problem),
+              (status = 404, description = "no such endpoint of the company's, or no delivery of that event to it", body = Problem),
+              (status = 422, body = Problem)))]
+async fn redeliver(
+    State(st): State<AppState>,
+    user: AuthUser,
+    ids: Ids,
+    idem: Idempotent<Body>,
+) -> ApiResult<StatusCode> {
+    let company = member_company(&st, &user, ids.0[0]).await?;
+    let endpoint = st.store.endpoint_of(company.id, ids.0[1]).await?;
+    let input: RedeliverIn = idem.body.json(false)?;
+    if !crate::domain::event::valid_event_id(&input.event_id) {
+        return Err(ApiError::field(
+            "event_id",
+            "must be 1-64 characters of A-Z, a-z, 0-9, '.', '_' and '-'",
+        ));
+    }
+    let done = idem.completion(StatusCode::ACCEPTED, &|_: &()| String::new())?;
+    st.store
+        .redeliver(company.id, endpoint.id, &input.event_id, done.as_ref())
+        .await?;
+    tracing::info!(
+        endpoint_id = endpoint.id,
+        event_id = %input.event_id,
+        "user {} asked for a webhook delivery again",
+        user.id()
+    );
+    Ok(StatusCode::ACCEPTED)
 }

@@ -160,6 +160,7 @@ async fn serve(config: Config, migrate: bool, with_worker: bool) -> anyhow::Resu
     let stopping = state.stopping.clone();
     let worker_done = worker.map(|w| {
         tokio::spawn(w.clone().maintain(stopping.clone()));
+        tokio::spawn(w.clone().deliver_webhooks(stopping.clone()));
         tokio::spawn(w.run(stopping.clone()))
     });
     let mut clean = http::serve(listener, metrics_listener, state).await?;
@@ -221,7 +222,14 @@ async fn worker(config: Config) -> anyhow::Result<u8> {
         }
     });
     tokio::spawn(worker.clone().maintain(shutdown.clone()));
+    let webhooks = tokio::spawn(worker.clone().deliver_webhooks(shutdown.clone()));
     let clean = worker.run(shutdown).await;
+    // Deliveries in flight end within their deadline; their claims lapse if not recorded.
+    let _webhooks_stopped = tokio::time::timeout(
+        crate::webhooks::deliver::TIMEOUT + Duration::from_secs(2),
+        webhooks,
+    )
+    .await;
     // Connections still open after a second are dropped with the process.
     let _listener_stopped = tokio::time::timeout(Duration::from_secs(1), http).await;
     let listener_ok = !listener_failed.load(std::sync::atomic::Ordering::SeqCst);

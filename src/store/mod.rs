@@ -101,12 +101,17 @@ pub trait SqsQueueStore: EventStore + SqsDeadLetterStore {}
 impl<T: EventStore + SqsDeadLetterStore> SqsQueueStore for T {}
 
 /// What the worker uses: claims and records of events, the hourly digests, the alerts'
-/// digests, the jobs' upkeep, and a ping.
+/// digests, the jobs' upkeep, the webhook deliveries, and a ping.
 pub trait WorkerStore:
-    EventStore + DigestStore + AlertDigestStore + JobUpkeepStore + DatabaseStore
+    EventStore + DigestStore + AlertDigestStore + JobUpkeepStore + WebhookDeliveryStore + DatabaseStore
 {
 }
 impl<T> WorkerStore for T where
-    T: EventStore + DigestStore + AlertDigestStore + JobUpkeepStore + DatabaseStore
+    T: EventStore
+        + DigestStore
+        + AlertDigestStore
+        + JobUpkeepStore
+        + WebhookDeliveryStore
+        + DatabaseStore
 {
 }

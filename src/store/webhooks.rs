@@ -103,4 +103,132 @@ pub trait WebhookStore: Send + Sync {
         overlap: chrono::Duration,
         idem: Idem<'_, EndpointRow>,
     ) -> StoreResult<EndpointRow>;
+    /// A page of the endpoint's attempts, newest first, and their count; `NotFound` if there is
+    /// no such endpoint of the company.
+    async fn endpoint_attempts(
+        &self,
+        company_id: i64,
+        id: i64,
+        page: Page,
+    ) -> StoreResult<(Vec<AttemptRow>, i64)>;
+    /// Queues a `ping` delivery to the endpoint (a fresh `webhook-id` each time), whatever
+    /// events it takes; `NotFound` if there is none.
+    async fn queue_ping(&self, company_id: i64, id: i64, idem: Idem<'_, ()>) -> StoreResult<()>;
+    /// Makes the endpoint's delivery of `event_id` due now, with the same `webhook-id`, for
+    /// another `RETRY_FOR`; `NotFound` if the endpoint has no delivery of that event.
+    async fn redeliver(
+        &self,
+        company_id: i64,
+        id: i64,
+        event_id: &str,
+        idem: Idem<'_, ()>,
+    ) -> StoreResult<()>;
+}
+
+/// A delivery a worker claimed: what to send, where, signed with which secrets, and the lease
+/// that makes its outcome its own to record.
+#[derive(Clone)]
+pub struct DeliveryClaim {
+    pub id: i64,
+    pub webhook_id: String,
+    pub endpoint_id: i64,
+    /// The fact's key (`domain::webhook::Fact::key`).
+    pub event_id: String,
+    pub type_name: String,
+    pub body: String,
+    /// Attempts before this one.
+    pub attempts: i64,
+    pub url: String,
+    /// The endpoint's secret, and the previous one while it still signs.
+    pub secrets: Vec<String>,
+    pub lease_id: String,
+    /// Its previous claim's lease had lapsed: this claim is a reclaim.
+    pub reclaimed: bool,
+    /// When it was claimed, on the database's clock: its `webhook-timestamp`.
+    pub claimed_at: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for DeliveryClaim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeliveryClaim")
+            .field("id", &self.id)
+            .field("webhook_id", &self.webhook_id)
+            .field("endpoint_id", &self.endpoint_id)
+            .field("event_id", &self.event_id)
+            .field("attempts", &self.attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How an attempt ended, as the worker saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptResult {
+    /// A 2xx answer.
+    Delivered,
+    /// 410 Gone: the receiver asks for no more; the endpoint is disabled.
+    Gone,
+    /// Any other answer, a timeout, a refused address or a connection that failed: tried again
+    /// later, until the delivery is too old.
+    Failed,
+}
+
+/// One attempt, as recorded and listed.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub result: AttemptResult,
+    /// The HTTP status, when an answer came.
+    pub status: Option<u16>,
+    pub duration_ms: i64,
+    pub error: Option<String>,
+}
+
+/// What recording an attempt did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    Delivered,
+    /// Failed, to be tried again at the time given by the backoff.
+    Retrying,
+    /// Failed, and too old to try again.
+    GaveUp,
+    /// The endpoint was disabled by this attempt (a 410, or too long without a success).
+    Disabled,
+    /// The lease was no longer this claim's: nothing recorded.
+    LeaseLost,
+}
+
+/// An attempt as `GET …/webhooks/{wid}/attempts` lists it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AttemptRow {
+    pub event_id: String,
+    pub webhook_id: String,
+    pub attempt: i64,
+    pub at: DateTime<Utc>,
+    pub status: Option<i64>,
+    pub duration_ms: i64,
+    pub error: Option<String>,
+}
+
+/// The worker's side of webhooks: claiming due deliveries and recording their attempts.
+#[async_trait]
+pub trait WebhookDeliveryStore: Send + Sync {
+    /// Claims up to `limit` due deliveries of enabled endpoints, soonest first, each with a
+    /// lease of `lease_ms` on the database's clock, at most `lane` minus `in_flight[endpoint]`
+    /// of one endpoint. A delivery whose previous lease lapsed is claimed again (`reclaimed`).
+    async fn claim_deliveries(
+        &self,
+        limit: i64,
+        lease_ms: i64,
+        lane: usize,
+        in_flight: &std::collections::HashMap<i64, usize>,
+    ) -> StoreResult<Vec<DeliveryClaim>>;
+    /// Records an attempt of a claimed delivery, if its lease is still the claim's: the
+    /// attempt's row, the delivery's state (delivered, due again after `retry_delay`, or given
+    /// up past `RETRY_FOR`), and the endpoint's (its last success, or since when it fails, and
+    /// disabled on a 410 or after `DISABLE_AFTER` without a success).
+    async fn record_attempt(
+        &self,
+        claim: &DeliveryClaim,
+        attempt: &Attempt,
+        retry_delay: chrono::Duration,
+    ) -> StoreResult<Recorded>;
 }

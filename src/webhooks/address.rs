@@ -181,11 +181,22 @@ pub async fn resolve(target: &Target, allow_private: bool) -> Result<Vec<SocketA
         return Ok(vec![SocketAddr::new(ip, target.port)]);
     }
 
+    resolve_name(&target.host, target.port, allow_private).await
+}
+
+/// Looks a host name up and returns its addresses with `port`, each checked as [`resolve`]
+/// checks them (any refused address refuses the name, unless `allow_private`). The HTTP client
+/// of the deliveries resolves through this, so it connects only to an address that passed.
+pub async fn resolve_name(
+    host: &str,
+    port: u16,
+    allow_private: bool,
+) -> Result<Vec<SocketAddr>, Refused> {
     let unresolved = |reason: String| Refused::Unresolved {
-        host: target.host.clone(),
+        host: host.to_string(),
         reason,
     };
-    let found = tokio::net::lookup_host((target.host.as_str(), target.port))
+    let found = tokio::net::lookup_host((host, port))
         .await
         .map_err(|e| unresolved(e.to_string()))?;
 

@@ -2,4 +2,5 @@
 //! ([`address`]), and the Standard Webhooks signatures ([`sign`]).
 
 pub mod address;
+pub mod deliver;
 pub mod sign;

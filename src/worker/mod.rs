@@ -21,6 +21,7 @@ mod run_loop;
 mod transaction;
 mod upkeep;
 pub mod upkeep_jobs;
+pub mod webhooks;
 
 pub use alert_digests::{
     ALERTS_PER_BATCH, WINDOW_JOBS_PER_PAGE, write_alert_digests, write_alert_digests_paged,
@@ -134,6 +135,8 @@ pub struct Worker {
     /// signs them (`UNSUBSCRIBE_SECRET`, else `JWT_SECRET`; in one process, the API's own).
     /// Without a secret the API could check, digests go out without the link.
     links: Option<Links>,
+    /// `WEBHOOK_ALLOW_PRIVATE`: deliveries may reach private addresses over `http`.
+    webhook_allow_private: bool,
 }
 
 /// `PUBLIC_BASE_URL` and the secret that signs unsubscribe tokens.
@@ -169,6 +172,7 @@ impl Worker {
             mail_recoveries: AtomicU64::new(0),
             mail_recovered: tokio::sync::Notify::new(),
             jobs: upkeep_jobs::JobUpkeep::from_config(config),
+            webhook_allow_private: config.webhook_allow_private,
             links: (config.unsubscribe_secret.as_ref())
                 .or(config.jwt_secret.as_ref())
                 .map(|secret| Links {

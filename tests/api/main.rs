@@ -53,5 +53,6 @@ mod sqs;
 mod text_rules;
 mod timeouts;
 mod upkeep_mail;
+mod webhook_deliveries;
 mod webhooks;
 mod worker;

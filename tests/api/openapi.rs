@@ -303,6 +303,24 @@ fn table() -> Vec<Row> {
             case(OtherMember, "/api/companies/{c}/webhooks/{wh}/rotate-secret", None, 404),
             base(Member, "/api/companies/{c}/webhooks/{wh}/rotate-secret", None, 200),
         ]),
+        (M::POST, "/api/companies/{id}/webhooks/{wid}/test", vec![
+            case(Candidate, "/api/companies/{c}/webhooks/{wh}/test", None, 403),
+            case(OtherMember, "/api/companies/{c}/webhooks/{wh}/test", None, 404),
+            base(Member, "/api/companies/{c}/webhooks/{wh}/test", None, 202),
+        ]),
+        (M::GET, "/api/companies/{id}/webhooks/{wid}/attempts", vec![
+            case(Candidate, "/api/companies/{c}/webhooks/{wh}/attempts", None, 403),
+            case(OtherMember, "/api/companies/{c}/webhooks/{wh}/attempts", None, 404),
+            case(Member, "/api/companies/{c}/webhooks/{wh}/attempts?page=0", None, 422),
+            base(Member, "/api/companies/{c}/webhooks/{wh}/attempts", None, 200),
+        ]),
+        (M::POST, "/api/companies/{id}/webhooks/{wid}/redeliver", vec![
+            case(Candidate, "/api/companies/{c}/webhooks/{wh}/redeliver", Some(json!({"event_id": "e"})), 403),
+            case(OtherMember, "/api/companies/{c}/webhooks/{wh}/redeliver", Some(json!({"event_id": "e"})), 404),
+            case(Member, "/api/companies/{c}/webhooks/{wh}/redeliver", Some(json!({"event_id": "not valid"})), 422),
+            case(Member, "/api/companies/{c}/webhooks/{wh}/redeliver", Some(json!({"event_id": "no-such-event"})), 404),
+            base(Member, "/api/companies/{c}/webhooks/{wh}/redeliver", Some(json!({"event_id": "{wev}"})), 202),
+        ]),
         (M::DELETE, "/api/companies/{id}/webhooks/{wid}", vec![
             case(Candidate, "/api/companies/{c}/webhooks/{wh2}", None, 403),
             case(OtherMember, "/api/companies/{c}/webhooks/{wh2}", None, 404),
@@ -842,6 +860,8 @@ struct World {
     /// Webhook endpoints of `c`; the second is deleted by the walk.
     wh: i64,
     wh2: i64,
+    /// The event of a delivery to `wh`.
+    wev: String,
     /// A closed job of `c`.
     jc: i64,
     /// A deleted job of `c`.
@@ -893,6 +913,20 @@ impl World {
             );
         }
         let (wh, wh2) = (hooks[0], hooks[1]);
+        // A delivery to `wh` to redeliver (a ping's, queued by its route).
+        app.post(
+            &format!("/api/companies/{}/webhooks/{wh}/test", s.company_id),
+            Some(&s.employer.token),
+            json!({}),
+        )
+        .await
+        .expect(202);
+        let wev = app
+            .scalar_text(&format!(
+                "SELECT event_id FROM webhook_deliveries WHERE endpoint_id = {wh}"
+            ))
+            .await
+            .expect("the ping's delivery");
         let closed = app
             .job(&s.employer, s.company_id, json!({"title": "Closed"}))
             .await;
@@ -982,6 +1016,7 @@ impl World {
             al,
             wh,
             wh2,
+            wev,
             member: s.employer,
             candidate: s.candidate,
             other_candidate,
@@ -1004,6 +1039,7 @@ impl World {
             .replace("{j}", &self.j.to_string())
             .replace("{al}", &self.al.to_string())
             .replace("{wh2}", &self.wh2.to_string())
+            .replace("{wev}", &self.wev)
             .replace("{wh}", &self.wh.to_string())
             .replace("{a}", &self.a.to_string())
             .replace("{m}", &self.member.id.to_string())

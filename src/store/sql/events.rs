@@ -42,6 +42,7 @@ impl S {
             .execute(&mut **tx)
             .await
             .with_step(|| format!("writing event {} to the outbox", event.event_id))?;
+        Self::fan_out(tx, event).await?;
         Ok(true)
     }
 

@@ -29,6 +29,7 @@ mod pages;
 mod sqs_dead_letters;
 mod statements;
 mod store_impl;
+mod webhook_deliveries;
 mod webhooks;
 
 use super::{D, Db, S};

@@ -1,8 +1,10 @@
 //! Webhook endpoints ([`WebhookStore`]). Every statement names the company beside the id, so
 //! another company's endpoint is never read, changed or deleted.
 
+use super::webhook_deliveries::DELIVERY_INSERT;
 use super::{Db, S};
 use crate::domain::Conflict;
+use crate::domain::webhook;
 use crate::store::dialect::Dialect;
 use crate::store::*;
 use const_format::concatcp;
@@ -36,6 +38,16 @@ const UPDATE: &str = "UPDATE webhook_endpoints SET url = COALESCE($1, url), \
      disabled_reason = CASE WHEN $5 = FALSE THEN NULL ELSE disabled_reason END, \
      updated_at = $6 WHERE id = $7 AND company_id = $8";
 const DELETE: &str = "DELETE FROM webhook_endpoints WHERE id = $1 AND company_id = $2";
+const ATTEMPTS_COUNT: &str = "SELECT COUNT(*) FROM webhook_attempts WHERE endpoint_id = $1";
+const ATTEMPTS_PAGE: &str = "SELECT d.event_id, d.webhook_id, a.attempt, a.at, a.status, \
+     a.duration_ms, a.error FROM webhook_attempts a \
+     JOIN webhook_deliveries d ON d.id = a.delivery_id \
+     WHERE a.endpoint_id = $1 ORDER BY a.id DESC LIMIT $2 OFFSET $3";
+const ENDPOINT_OF_COMPANY: &str =
+    "SELECT id FROM webhook_endpoints WHERE id = $1 AND company_id = $2";
+const REDELIVER: &str = "UPDATE webhook_deliveries SET status = 'pending', \
+     next_attempt_at = $1, created_at = $1, finished_at = NULL \
+     WHERE endpoint_id = $2 AND event_id = $3";
 const ROTATE: &str = "UPDATE webhook_endpoints SET previous_secret = secret, \
      previous_secret_until = $1, secret = $2, updated_at = $3 WHERE id = $4 AND company_id = $5";
 
@@ -200,5 +212,128 @@ impl WebhookStore for S {
             .with_step(|| format!("reading webhook endpoint {id} after its rotation"))?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(row)
+    }
+
+    async fn endpoint_attempts(
+        &self,
+        company_id: i64,
+        id: i64,
+        page: Page,
+    ) -> StoreResult<(Vec<AttemptRow>, i64)> {
+        self.attempts_of_endpoint(company_id, id, page).await
+    }
+
+    async fn queue_ping(&self, company_id: i64, id: i64, idem: Idem<'_, ()>) -> StoreResult<()> {
+        self.ping_endpoint(company_id, id, idem).await
+    }
+
+    async fn redeliver(
+        &self,
+        company_id: i64,
+        id: i64,
+        event_id: &str,
+        idem: Idem<'_, ()>,
+    ) -> StoreResult<()> {
+        self.redeliver_event(company_id, id, event_id, idem).await
+    }
+}
+
+impl S {
+    async fn webhook_endpoint_exists(&self, company_id: i64, id: i64) -> StoreResult<()> {
+        sqlx::query_scalar::<Db, i64>(ENDPOINT_OF_COMPANY)
+            .bind(id)
+            .bind(company_id)
+            .fetch_optional(&self.pool)
+            .await
+            .with_step(|| format!("reading webhook endpoint {id}"))?
+            .map(|_| ())
+            .ok_or(StoreError::NotFound)
+    }
+
+    async fn attempts_of_endpoint(
+        &self,
+        company_id: i64,
+        id: i64,
+        page: Page,
+    ) -> StoreResult<(Vec<AttemptRow>, i64)> {
+        self.webhook_endpoint_exists(company_id, id).await?;
+        let mut tx = self.begin_read().await?;
+        let total: i64 = sqlx::query_scalar(ATTEMPTS_COUNT)
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await
+            .with_step(|| format!("counting the attempts of webhook endpoint {id}"))?;
+        let rows = sqlx::query_as::<_, AttemptRow>(ATTEMPTS_PAGE)
+            .bind(id)
+            .bind(page.size)
+            .bind(page.offset())
+            .fetch_all(&mut *tx)
+            .await
+            .with_step(|| format!("reading the attempts of webhook endpoint {id}"))?;
+        tx.commit()
+            .await
+            .step("committing the read of the attempts")?;
+        Ok((rows, total))
+    }
+
+    async fn ping_endpoint(&self, company_id: i64, id: i64, idem: Idem<'_, ()>) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query_scalar::<Db, i64>(ENDPOINT_OF_COMPANY)
+            .bind(id)
+            .bind(company_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .with_step(|| format!("reading webhook endpoint {id}"))?
+            .ok_or(StoreError::NotFound)?;
+        let now = Self::clock(&mut *tx).await?;
+        let key = format!("ping-{}", uuid::Uuid::new_v4().simple());
+        let body = webhook::body(
+            webhook::PING,
+            now,
+            &key,
+            company_id,
+            None,
+            &serde_json::json!({"endpoint_id": id}),
+        );
+        sqlx::query(DELIVERY_INSERT)
+            .bind(webhook::webhook_id(&key, id))
+            .bind(id)
+            .bind(&key)
+            .bind(webhook::PING)
+            .bind(&body)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .with_step(|| format!("queueing a ping to webhook endpoint {id}"))?;
+        Self::commit_with(tx, idem, &()).await
+    }
+
+    async fn redeliver_event(
+        &self,
+        company_id: i64,
+        id: i64,
+        event_id: &str,
+        idem: Idem<'_, ()>,
+    ) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query_scalar::<Db, i64>(ENDPOINT_OF_COMPANY)
+            .bind(id)
+            .bind(company_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .with_step(|| format!("reading webhook endpoint {id}"))?
+            .ok_or(StoreError::NotFound)?;
+        let now = Self::clock(&mut *tx).await?;
+        let done = sqlx::query(REDELIVER)
+            .bind(now)
+            .bind(id)
+            .bind(event_id)
+            .execute(&mut *tx)
+            .await
+            .with_step(|| format!("redelivering {event_id} to webhook endpoint {id}"))?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Self::commit_with(tx, idem, &()).await
     }
 }

@@ -1,0 +1,308 @@
+//! Webhook deliveries: written with their event ([`S::fan_out`], in the event's transaction),
+//! claimed with a lease and recorded by the worker ([`WebhookDeliveryStore`]), listed, pinged
+//! and redelivered through the API.
+
+use super::{D, Db, S, Tx};
+use crate::domain::event::Event;
+use crate::domain::webhook::{self, About};
+use crate::store::dialect::Dialect;
+use crate::store::*;
+use chrono::{DateTime, Utc};
+use const_format::concatcp;
+use std::collections::HashMap;
+
+const APPLICATION_COMPANY: &str = "SELECT j.company_id, j.id FROM applications a \
+     JOIN jobs j ON j.id = a.job_id WHERE a.id = $1";
+const JOB_COMPANY: &str = "SELECT company_id, id FROM jobs WHERE id = $1";
+/// The company's endpoints that take deliveries now.
+const ENABLED_OF_COMPANY: &str = "SELECT id, events FROM webhook_endpoints \
+     WHERE company_id = $1 AND NOT paused AND disabled_reason IS NULL";
+pub(super) const DELIVERY_INSERT: &str = "INSERT INTO webhook_deliveries (webhook_id, endpoint_id, \
+     event_id, type, body, next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $6) \
+     ON CONFLICT (webhook_id) DO NOTHING";
+/// Due deliveries of enabled endpoints, soonest first, not claimed or with a lapsed lease,
+/// locked so that concurrent claimers skip each other (`$1` now, `$2` the endpoints that have no
+/// room, `$3` how many to look at).
+const DUE: &str = concatcp!(
+    "SELECT id, endpoint_id, lease_id IS NOT NULL FROM webhook_deliveries \
+     WHERE status = 'pending' AND next_attempt_at <= $1 \
+     AND (locked_until IS NULL OR locked_until <= $1) \
+     AND endpoint_id IN (SELECT id FROM webhook_endpoints \
+         WHERE NOT paused AND disabled_reason IS NULL) \
+     AND endpoint_id NOT IN (",
+    <D as Dialect>::JSON_IDS_OPEN,
+    "$2",
+    <D as Dialect>::JSON_IDS_CLOSE,
+    ") ORDER BY next_attempt_at, id LIMIT $3",
+    <D as Dialect>::SKIP_LOCKED
+);
+const CLAIM: &str = "UPDATE webhook_deliveries SET lease_id = $1, locked_until = $2 WHERE id = $3";
+const CLAIMED: &str = "SELECT d.id, d.webhook_id, d.endpoint_id, d.event_id, d.type, d.body, \
+     d.attempts, e.url, e.secret, \
+     CASE WHEN e.previous_secret_until > $2 THEN e.previous_secret END \
+     FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
+     WHERE d.id = $1";
+const ATTEMPT_INSERT: &str = "INSERT INTO webhook_attempts (delivery_id, endpoint_id, attempt, \
+     at, status, duration_ms, error) VALUES ($1, $2, $3, $4, $5, $6, $7)";
+/// The delivery's new state, only while the lease is the claim's (`$1` status, `$2` the next
+/// attempt's time, `$3` finished at, `$4` id, `$5` lease).
+const SETTLE: &str = "UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1, \
+     next_attempt_at = $2, finished_at = $3, lease_id = NULL, locked_until = NULL \
+     WHERE id = $4 AND lease_id = $5";
+const DELIVERY_CREATED: &str = "SELECT created_at FROM webhook_deliveries WHERE id = $1";
+const ENDPOINT_SUCCEEDED: &str = "UPDATE webhook_endpoints SET last_success_at = $1, \
+     failing_since = NULL WHERE id = $2";
+const ENDPOINT_FAILED: &str = "UPDATE webhook_endpoints \
+     SET failing_since = COALESCE(failing_since, $1) WHERE id = $2 RETURNING failing_since";
+const ENDPOINT_DISABLE: &str = "UPDATE webhook_endpoints SET paused = TRUE, \
+     disabled_reason = $1, updated_at = $2 WHERE id = $3 AND disabled_reason IS NULL";
+
+impl S {
+    /// Writes a delivery of `event` for each of its company's enabled endpoints that take its
+    /// type, in the event's own transaction: what an endpoint subscribed to when the event was
+    /// written is delivered. The upkeep's one-per-member events make one delivery (their fact's
+    /// `webhook-id` is refused the second time).
+    pub(super) async fn fan_out(tx: &mut Tx, event: &Event) -> StoreResult<()> {
+        let Some(fact) = webhook::fact(event) else {
+            return Ok(());
+        };
+        let (statement, id) = match fact.about {
+            About::Application(id) => (APPLICATION_COMPANY, id),
+            About::Job(id) => (JOB_COMPANY, id),
+        };
+        let Some((company_id, job_id)) = sqlx::query_as::<Db, (i64, i64)>(statement)
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await
+            .with_step(|| format!("finding the company of event {}", event.event_id))?
+        else {
+            return Ok(());
+        };
+        let endpoints: Vec<(i64, String)> = sqlx::query_as(ENABLED_OF_COMPANY)
+            .bind(company_id)
+            .fetch_all(&mut **tx)
+            .await
+            .with_step(|| format!("reading the webhook endpoints of company {company_id}"))?;
+        let endpoints: Vec<i64> = endpoints
+            .into_iter()
+            .filter(|(_, events)| webhook::subscribed(events, fact.type_name))
+            .map(|(id, _)| id)
+            .collect();
+        if endpoints.is_empty() {
+            return Ok(());
+        }
+        let now = Self::clock(&mut **tx).await?;
+        let job = matches!(fact.about, About::Application(_)).then_some(job_id);
+        let body = webhook::body(
+            fact.type_name,
+            event.occurred_at,
+            &fact.key,
+            company_id,
+            job,
+            &fact.data,
+        );
+        for endpoint in endpoints {
+            sqlx::query(DELIVERY_INSERT)
+                .bind(webhook::webhook_id(&fact.key, endpoint))
+                .bind(endpoint)
+                .bind(&fact.key)
+                .bind(fact.type_name)
+                .bind(&body)
+                .bind(now)
+                .execute(&mut **tx)
+                .await
+                .with_step(|| {
+                    format!(
+                        "writing the delivery of {} to endpoint {endpoint}",
+                        fact.key
+                    )
+                })?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl WebhookDeliveryStore for S {
+    async fn claim_deliveries(
+        &self,
+        limit: i64,
+        lease_ms: i64,
+        lane: usize,
+        in_flight: &HashMap<i64, usize>,
+    ) -> StoreResult<Vec<DeliveryClaim>> {
+        let mut tx = self.begin_write().await?;
+        let now = Self::clock(&mut *tx).await?;
+        let full: Vec<i64> = in_flight
+            .iter()
+            .filter(|(_, n)| **n >= lane)
+            .map(|(id, _)| *id)
+            .collect();
+        let due: Vec<(i64, i64, bool)> = sqlx::query_as(DUE)
+            .bind(now)
+            .bind(serde_json::to_string(&full).unwrap_or_else(|_| "[]".into()))
+            .bind(limit.saturating_mul(2))
+            .fetch_all(&mut *tx)
+            .await
+            .step("finding the due webhook deliveries")?;
+        let mut room: HashMap<i64, usize> = HashMap::new();
+        let mut picked = Vec::new();
+        for (id, endpoint, reclaimed) in due {
+            let taken = room.entry(endpoint).or_insert_with(|| {
+                lane.saturating_sub(in_flight.get(&endpoint).copied().unwrap_or(0))
+            });
+            if *taken == 0 || picked.len() as i64 >= limit {
+                continue;
+            }
+            *taken -= 1;
+            picked.push((id, reclaimed));
+        }
+        let until = now + chrono::Duration::milliseconds(lease_ms);
+        let mut claims = Vec::with_capacity(picked.len());
+        for (id, reclaimed) in picked {
+            let lease_id = uuid::Uuid::new_v4().to_string();
+            sqlx::query(CLAIM)
+                .bind(&lease_id)
+                .bind(until)
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .with_step(|| format!("claiming webhook delivery {id}"))?;
+            type Row = (
+                i64,
+                String,
+                i64,
+                String,
+                String,
+                String,
+                i64,
+                String,
+                String,
+                Option<String>,
+            );
+            let (
+                id,
+                webhook_id,
+                endpoint_id,
+                event_id,
+                type_name,
+                body,
+                attempts,
+                url,
+                secret,
+                previous,
+            ): Row = sqlx::query_as(CLAIMED)
+                .bind(id)
+                .bind(now)
+                .fetch_one(&mut *tx)
+                .await
+                .with_step(|| format!("reading webhook delivery {id}"))?;
+            claims.push(DeliveryClaim {
+                id,
+                webhook_id,
+                endpoint_id,
+                event_id,
+                type_name,
+                body,
+                attempts,
+                url,
+                secrets: std::iter::once(secret).chain(previous).collect(),
+                lease_id,
+                reclaimed,
+                claimed_at: now,
+            });
+        }
+        tx.commit().await.step("committing the webhook claims")?;
+        Ok(claims)
+    }
+
+    async fn record_attempt(
+        &self,
+        claim: &DeliveryClaim,
+        attempt: &Attempt,
+        retry_delay: chrono::Duration,
+    ) -> StoreResult<Recorded> {
+        let mut tx = self.begin_write().await?;
+        let now = Self::clock(&mut *tx).await?;
+        let created: DateTime<Utc> = sqlx::query_scalar(DELIVERY_CREATED)
+            .bind(claim.id)
+            .fetch_optional(&mut *tx)
+            .await
+            .with_step(|| format!("reading webhook delivery {}", claim.id))?
+            .unwrap_or(now);
+        let (status, next, finished) = match attempt.result {
+            AttemptResult::Delivered => ("delivered", now, Some(now)),
+            AttemptResult::Gone => ("failed", now, Some(now)),
+            AttemptResult::Failed if now - created >= webhook::RETRY_FOR => {
+                ("failed", now, Some(now))
+            }
+            AttemptResult::Failed => ("pending", now + retry_delay, None),
+        };
+        let settled = sqlx::query(SETTLE)
+            .bind(status)
+            .bind(next)
+            .bind(finished)
+            .bind(claim.id)
+            .bind(&claim.lease_id)
+            .execute(&mut *tx)
+            .await
+            .with_step(|| format!("recording webhook delivery {}", claim.id))?;
+        if settled.rows_affected() == 0 {
+            return Ok(Recorded::LeaseLost);
+        }
+        sqlx::query(ATTEMPT_INSERT)
+            .bind(claim.id)
+            .bind(claim.endpoint_id)
+            .bind(claim.attempts + 1)
+            .bind(now)
+            .bind(attempt.status.map(i64::from))
+            .bind(attempt.duration_ms)
+            .bind(attempt.error.as_deref().map(stored_text))
+            .execute(&mut *tx)
+            .await
+            .with_step(|| format!("recording an attempt of webhook delivery {}", claim.id))?;
+        let disable = match attempt.result {
+            AttemptResult::Delivered => {
+                sqlx::query(ENDPOINT_SUCCEEDED)
+                    .bind(now)
+                    .bind(claim.endpoint_id)
+                    .execute(&mut *tx)
+                    .await
+                    .with_step(|| format!("recording endpoint {}'s success", claim.endpoint_id))?;
+                None
+            }
+            AttemptResult::Gone => Some("the receiver answered 410 Gone".to_string()),
+            AttemptResult::Failed => {
+                let since: Option<DateTime<Utc>> = sqlx::query_scalar(ENDPOINT_FAILED)
+                    .bind(now)
+                    .bind(claim.endpoint_id)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .with_step(|| format!("recording endpoint {}'s failure", claim.endpoint_id))?
+                    .flatten();
+                since
+                    .filter(|since| now - *since >= webhook::DISABLE_AFTER)
+                    .map(|_| "no delivery succeeded for 5 days".to_string())
+            }
+        };
+        let mut recorded = match (status, attempt.result.clone()) {
+            ("delivered", _) => Recorded::Delivered,
+            ("pending", _) => Recorded::Retrying,
+            _ => Recorded::GaveUp,
+        };
+        if let Some(reason) = disable {
+            let done = sqlx::query(ENDPOINT_DISABLE)
+                .bind(&reason)
+                .bind(now)
+                .bind(claim.endpoint_id)
+                .execute(&mut *tx)
+                .await
+                .with_step(|| format!("disabling endpoint {}", claim.endpoint_id))?;
+            if done.rows_affected() > 0 {
+                recorded = Recorded::Disabled;
+            }
+        }
+        tx.commit().await.step("committing the webhook attempt")?;
+        Ok(recorded)
+    }
+}

@@ -1,0 +1,247 @@
+//! Webhook deliveries, the worker's second channel (docs/guarantee.md, "Webhook deliveries"):
+//! the deliveries written with their events are claimed with a lease on the database's clock,
+//! sent outside any transaction (`webhooks::deliver`), and their attempts recorded only while
+//! the lease is the claim's. Each endpoint has a lane of [`LANE`] deliveries at once in this
+//! process, and all of them together [`IN_FLIGHT`]: a receiver that hangs holds its own lane for
+//! its timeout, never another's, and never the emails, which run on their own loop.
+
+use super::Worker;
+use crate::domain::webhook;
+use crate::store::{Attempt, AttemptResult, DeliveryClaim, Recorded, WebhookDeliveryStore};
+use crate::telemetry as t;
+use crate::webhooks::deliver::{self, Client, Request};
+use rand::Rng;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// Deliveries to one endpoint at once, per worker process.
+pub const LANE: usize = 4;
+
+/// Deliveries at once, per worker process.
+pub const IN_FLIGHT: usize = 64;
+
+/// A claim's lease: longer than an attempt's deadline and its record.
+const LEASE: Duration = Duration::from_secs(60);
+
+/// How often the due deliveries are looked for while none is.
+const POLL: Duration = Duration::from_millis(200);
+
+/// Deliveries in flight per endpoint.
+type Lanes = Arc<Mutex<HashMap<i64, usize>>>;
+
+impl Worker {
+    /// Delivers the due webhook deliveries until `shutdown`, then waits for those in flight
+    /// (each ends within its deadline).
+    pub async fn deliver_webhooks(self: Arc<Self>, shutdown: CancellationToken) {
+        let client = match Client::new(self.webhook_allow_private) {
+            Ok(client) => client,
+            Err(e) => {
+                tracing::error!(error = %e, "webhook deliveries cannot start");
+                return;
+            }
+        };
+        let lanes: Lanes = Arc::new(Mutex::new(HashMap::new()));
+        let mut running: JoinSet<()> = JoinSet::new();
+        let mut failing = false;
+        while !shutdown.is_cancelled() {
+            while running.try_join_next().is_some() {}
+            let room = IN_FLIGHT.saturating_sub(running.len());
+            let claims = if room == 0 {
+                Vec::new()
+            } else {
+                let in_flight = lanes.lock().map(|l| l.clone()).unwrap_or_default();
+                match self
+                    .store
+                    .claim_deliveries(room as i64, LEASE.as_millis() as i64, LANE, &in_flight)
+                    .await
+                {
+                    Ok(claims) => {
+                        if std::mem::take(&mut failing) {
+                            tracing::info!("webhook deliveries can be claimed again");
+                        }
+                        claims
+                    }
+                    Err(e) => {
+                        if !std::mem::replace(&mut failing, true) {
+                            tracing::error!(
+                                error = format!("{e:#}"),
+                                "claiming webhook deliveries failed; retrying"
+                            );
+                        }
+                        Vec::new()
+                    }
+                }
+            };
+            let idle = claims.is_empty();
+            for claim in claims {
+                if claim.reclaimed {
+                    metrics::counter!(t::EVENTS_RECLAIMED_TOTAL).increment(1);
+                    tracing::warn!(
+                        event_id = %claim.event_id,
+                        endpoint_id = claim.endpoint_id,
+                        webhook_id = %claim.webhook_id,
+                        "reclaiming expired claim of a webhook delivery"
+                    );
+                }
+                if let Ok(mut l) = lanes.lock() {
+                    *l.entry(claim.endpoint_id).or_default() += 1;
+                }
+                running.spawn(deliver_one(
+                    self.store.clone(),
+                    client.clone(),
+                    claim,
+                    lanes.clone(),
+                ));
+            }
+            if idle {
+                let wait = if failing {
+                    Duration::from_secs(1)
+                } else {
+                    POLL
+                };
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = running.join_next(), if !running.is_empty() => {}
+                    _ = shutdown.cancelled() => {}
+                }
+            }
+        }
+        while running.join_next().await.is_some() {}
+    }
+}
+
+/// Sends one claimed delivery and records its attempt; its lane's place is given back either
+/// way. An attempt that cannot be recorded leaves the claim to lapse: the next claim of it is a
+/// counted reclaim, and a repeat with the same `webhook-id`.
+async fn deliver_one(
+    store: Arc<dyn crate::store::WorkerStore>,
+    client: Client,
+    claim: DeliveryClaim,
+    lanes: Lanes,
+) {
+    let answer = client
+        .send(Request {
+            url: &claim.url,
+            webhook_id: &claim.webhook_id,
+            body: &claim.body,
+            secrets: &claim.secrets,
+            timestamp: claim.claimed_at.timestamp(),
+        })
+        .await;
+    metrics::histogram!(t::WEBHOOK_DELIVERY_SECONDS).record(answer.duration.as_secs_f64());
+    let result = if answer.delivered() {
+        AttemptResult::Delivered
+    } else if answer.gone() {
+        AttemptResult::Gone
+    } else {
+        AttemptResult::Failed
+    };
+    let attempt = Attempt {
+        result,
+        status: answer.status,
+        duration_ms: answer.duration.as_millis() as i64,
+        error: answer.error.clone(),
+    };
+    let failed = u32::try_from(claim.attempts + 1).unwrap_or(u32::MAX);
+    let delay = webhook::retry_delay(failed, rand::thread_rng().gen_range(-1.0..=1.0));
+    let recorded = WebhookDeliveryStore::record_attempt(&*store, &claim, &attempt, delay).await;
+    let span = (
+        claim.event_id.as_str(),
+        claim.endpoint_id,
+        claim.webhook_id.as_str(),
+    );
+    match recorded {
+        Ok(recorded) => outcome(recorded, &claim, &answer, span),
+        Err(e) => tracing::warn!(
+            event_id = span.0,
+            endpoint_id = span.1,
+            webhook_id = span.2,
+            error = format!("{e:#}"),
+            "a webhook attempt could not be recorded; its claim will lapse and be retried"
+        ),
+    }
+    if let Ok(mut l) = lanes.lock()
+        && let Some(n) = l.get_mut(&claim.endpoint_id)
+    {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            l.remove(&claim.endpoint_id);
+        }
+    }
+}
+
+/// Logs and counts what an attempt came to.
+fn outcome(
+    recorded: Recorded,
+    claim: &DeliveryClaim,
+    answer: &deliver::Answer,
+    (event_id, endpoint_id, webhook_id): (&str, i64, &str),
+) {
+    let error = answer.error.as_deref().unwrap_or("");
+    let status = answer.status.map(i64::from).unwrap_or(0);
+    let label = match recorded {
+        Recorded::Delivered => {
+            tracing::info!(
+                event_id,
+                endpoint_id,
+                webhook_id,
+                status,
+                attempt = claim.attempts + 1,
+                "delivered {} to webhook endpoint {endpoint_id}",
+                claim.type_name
+            );
+            "delivered"
+        }
+        Recorded::Retrying => {
+            metrics::counter!(t::WEBHOOK_RETRIES_TOTAL).increment(1);
+            tracing::warn!(
+                event_id,
+                endpoint_id,
+                webhook_id,
+                status,
+                error,
+                attempt = claim.attempts + 1,
+                "a webhook delivery failed; it will be tried again"
+            );
+            "failed"
+        }
+        Recorded::GaveUp => {
+            tracing::error!(
+                event_id,
+                endpoint_id,
+                webhook_id,
+                status,
+                error,
+                attempt = claim.attempts + 1,
+                "a webhook delivery failed for the last time"
+            );
+            "failed"
+        }
+        Recorded::Disabled => {
+            metrics::counter!(t::WEBHOOK_ENDPOINTS_DISABLED).increment(1);
+            tracing::error!(
+                event_id,
+                endpoint_id,
+                webhook_id,
+                status,
+                error,
+                "webhook endpoint {endpoint_id} is disabled"
+            );
+            "disabled"
+        }
+        Recorded::LeaseLost => {
+            metrics::counter!(t::LEASES_LOST_TOTAL).increment(1);
+            tracing::warn!(
+                event_id,
+                endpoint_id,
+                webhook_id,
+                "a webhook delivery's lease was lost before its attempt was recorded"
+            );
+            return;
+        }
+    };
+    metrics::counter!(t::WEBHOOK_DELIVERIES_TOTAL, "outcome" => label).increment(1);
+}

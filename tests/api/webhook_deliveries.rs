@@ -1,0 +1,524 @@
+//! Webhook deliveries (docs/guarantee.md, "Webhook deliveries"), from the event to a real HTTP
+//! receiver: every delivery's signature verified by an independent implementation
+//! (`webhooks/verify.py`: the standardwebhooks package), the events an endpoint took when the
+//! event was written and no others, a failure retried with the same `webhook-id` and body, a
+//! 410 that disables its endpoint, the attempts the API lists, a redelivery and a ping; and no
+//! delivery that reaches a private address when the worker is not allowed to (a name that
+//! resolves to loopback at delivery, an address literal), nor follows a redirect.
+
+use crate::each_store;
+use crate::helpers::*;
+use crate::worker::wait_until;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+each_store!(
+    deliveries_are_signed_retried_recorded_and_redelivered,
+    no_delivery_reaches_a_private_address_or_follows_a_redirect,
+);
+
+/// One request the receiver took.
+#[derive(Debug, Clone)]
+struct Received {
+    script: String,
+    headers: HashMap<String, String>,
+    body: String,
+}
+
+#[derive(Clone, Default)]
+struct Seen {
+    got: Arc<Mutex<Vec<Received>>>,
+}
+
+/// An HTTP receiver whose answer is its path's script: `ok` 204, `flaky` 500 to the first two
+/// requests of a `webhook-id` then 200, `gone` 410, `redirect` 302 to `/ok-redirected`.
+struct Receiver {
+    port: u16,
+    seen: Seen,
+}
+
+async fn receive(
+    State(seen): State<Seen>,
+    Path(script): Path<String>,
+    headers: HeaderMap,
+    body: String,
+) -> (StatusCode, HeaderMap) {
+    let headers: HashMap<String, String> = headers
+        .iter()
+        .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_string())))
+        .collect();
+    let id = headers.get("webhook-id").cloned().unwrap_or_default();
+    let earlier = {
+        let mut got = seen.got.lock().unwrap();
+        let earlier = got
+            .iter()
+            .filter(|r| r.script == script && r.headers.get("webhook-id") == Some(&id))
+            .count();
+        got.push(Received {
+            script: script.clone(),
+            headers,
+            body,
+        });
+        earlier
+    };
+    let mut out = HeaderMap::new();
+    let status = match script.as_str() {
+        "ok" | "ok-redirected" => StatusCode::NO_CONTENT,
+        "flaky" if earlier < 2 => StatusCode::INTERNAL_SERVER_ERROR,
+        "flaky" => StatusCode::OK,
+        "gone" => StatusCode::GONE,
+        "redirect" => {
+            out.insert("location", "/ok-redirected".parse().unwrap());
+            StatusCode::FOUND
+        }
+        _ => StatusCode::NOT_FOUND,
+    };
+    (status, out)
+}
+
+impl Receiver {
+    async fn start() -> Receiver {
+        let seen = Seen::default();
+        let app = axum::Router::new()
+            .route("/{script}", axum::routing::post(receive))
+            .with_state(seen.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Receiver { port, seen }
+    }
+
+    fn url(&self, script: &str) -> String {
+        format!("http://127.0.0.1:{}/{script}", self.port)
+    }
+
+    fn received(&self, script: &str) -> Vec<Received> {
+        let got = self.seen.got.lock().unwrap();
+        got.iter().filter(|r| r.script == script).cloned().collect()
+    }
+}
+
+/// Verifies each request with standardwebhooks under `secret`; the payloads.
+async fn verify(secret: &str, got: &[Received]) -> Vec<Value> {
+    let python = std::env::var("JOBBOARD_TEST_WEBHOOKS_PYTHON").expect(
+        "JOBBOARD_TEST_WEBHOOKS_PYTHON names a Python with standardwebhooks (scripts/test \
+         installs one from scripts/python/webhooks.txt)",
+    );
+    let items: Vec<Value> = got
+        .iter()
+        .map(|r| {
+            json!({"secret": secret, "body": r.body, "headers": {
+                "webhook-id": r.headers.get("webhook-id"),
+                "webhook-timestamp": r.headers.get("webhook-timestamp"),
+                "webhook-signature": r.headers.get("webhook-signature"),
+            }})
+        })
+        .collect();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/api/webhooks/verify.py");
+    let mut child = tokio::process::Command::new(python)
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the verifier starts");
+    use tokio::io::AsyncWriteExt;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(Value::Array(items).to_string().as_bytes())
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().await.unwrap();
+    assert!(
+        out.status.success(),
+        "the verifier failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    results
+        .into_iter()
+        .map(|r| {
+            assert_eq!(r["ok"], true, "a delivery that does not verify: {r}");
+            r["payload"].clone()
+        })
+        .collect()
+}
+
+/// A worker delivering webhooks until the token is cancelled.
+async fn deliverer(app: &TestApp, allow_private: bool) -> CancellationToken {
+    let config = app.config(&[(
+        "WEBHOOK_ALLOW_PRIVATE",
+        if allow_private { "true" } else { "false" },
+    )]);
+    let worker = Arc::new(
+        jobboard::run::build_worker(&config, app.state.store.clone())
+            .await
+            .expect("worker"),
+    );
+    let stop = CancellationToken::new();
+    tokio::spawn(worker.deliver_webhooks(stop.clone()));
+    stop
+}
+
+async fn private_app(backend: Backend) -> TestApp {
+    TestApp::spawn_with(
+        backend,
+        CacheKind::Memory,
+        &[("WEBHOOK_ALLOW_PRIVATE", "true")],
+    )
+    .await
+}
+
+async fn endpoint(
+    app: &TestApp,
+    employer: &User,
+    company: i64,
+    url: &str,
+    events: Value,
+) -> (i64, String) {
+    let r = app
+        .post(
+            &format!("/api/companies/{company}/webhooks"),
+            Some(&employer.token),
+            json!({"url": url, "events": events}),
+        )
+        .await;
+    let r = r.expect(201);
+    (
+        r["id"].as_i64().unwrap(),
+        r["secret"].as_str().unwrap().to_string(),
+    )
+}
+
+/// Makes every pending delivery due now (the backoff's wait, passed).
+async fn due_now(app: &TestApp) {
+    app.exec("UPDATE webhook_deliveries SET next_attempt_at = '2000-01-01T00:00:00Z' WHERE status = 'pending'")
+        .await;
+}
+
+async fn deliveries_are_signed_retried_recorded_and_redelivered(app: TestApp) {
+    let backend = app.backend;
+    drop(app);
+    let app = private_app(backend).await;
+    let receiver = Receiver::start().await;
+    let employer = app.user("employer").await;
+    let company = app.company(&employer, "Acme").await;
+    let job = app.job(&employer, company, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let (a, secret_a) = endpoint(
+        &app,
+        &employer,
+        company,
+        &receiver.url("ok"),
+        json!(["application.submitted", "application.status_changed"]),
+    )
+    .await;
+    let (b, secret_b) = endpoint(
+        &app,
+        &employer,
+        company,
+        &receiver.url("flaky"),
+        json!(["application.submitted"]),
+    )
+    .await;
+    let (c, _) = endpoint(
+        &app,
+        &employer,
+        company,
+        &receiver.url("gone"),
+        json!(["application.status_changed"]),
+    )
+    .await;
+    let (_, _) = endpoint(
+        &app,
+        &employer,
+        company,
+        &receiver.url("other"),
+        json!(["job.expired"]),
+    )
+    .await;
+
+    let candidate = app.user("candidate").await;
+    let application = app
+        .post(
+            &format!("/api/jobs/{job}/applications"),
+            Some(&candidate.token),
+            json!({}),
+        )
+        .await;
+    let application = application.expect(201)["id"].as_i64().unwrap();
+    app.patch(
+        &format!("/api/applications/{application}"),
+        Some(&employer.token),
+        json!({"status": "reviewing"}),
+    )
+    .await
+    .expect(200);
+    // Written with the events: one delivery per (event, endpoint that took its type).
+    assert_eq!(
+        app.scalar_i64("SELECT COUNT(*) FROM webhook_deliveries")
+            .await,
+        4
+    );
+
+    let stop = deliverer(&app, true).await;
+    wait_until("the first attempts", || async {
+        receiver.received("ok").len() == 2
+            && receiver.received("flaky").len() == 1
+            && receiver.received("gone").len() == 1
+    })
+    .await;
+    // The 410 disabled its endpoint.
+    let path_c = format!("/api/companies/{company}/webhooks/{c}");
+    wait_until("the 410 is recorded", || async {
+        app.get(&path_c, Some(&employer.token)).await.body["disabled_reason"].is_string()
+    })
+    .await;
+    let shown = app.get(&path_c, Some(&employer.token)).await;
+    assert_eq!(shown.body["paused"], true);
+    assert_eq!(
+        shown.body["disabled_reason"],
+        "the receiver answered 410 Gone"
+    );
+
+    // The flaky receiver's 500s are retried, with the same webhook-id and body.
+    for n in 2..=3 {
+        wait_until("the failure is recorded", || async {
+            app.scalar_i64(&format!(
+                "SELECT COUNT(*) FROM webhook_attempts WHERE endpoint_id = {b}"
+            ))
+            .await
+                == n - 1
+        })
+        .await;
+        due_now(&app).await;
+        wait_until("the retry", || async {
+            receiver.received("flaky").len() as i64 == n
+        })
+        .await;
+    }
+    let flaky = receiver.received("flaky");
+    assert!(
+        flaky
+            .iter()
+            .all(|r| r.headers["webhook-id"] == flaky[0].headers["webhook-id"])
+    );
+    assert!(flaky.iter().all(|r| r.body == flaky[0].body));
+    wait_until("the delivery is recorded", || async {
+        app.scalar_i64(&format!(
+            "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = {b} AND status = 'delivered'"
+        ))
+        .await
+            == 1
+    })
+    .await;
+
+    // Every request verifies with standardwebhooks, and says what happened.
+    // Deliveries of one endpoint may arrive in any order.
+    let mut ok = verify(&secret_a, &receiver.received("ok")).await;
+    ok.sort_by_key(|p| p["type"] != "application.submitted");
+    let types: Vec<&str> = ok.iter().map(|p| p["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        ["application.submitted", "application.status_changed"]
+    );
+    assert_eq!(ok[1]["data"]["application_id"], application);
+    assert_eq!(ok[1]["data"]["job_id"], job);
+    assert_eq!(ok[1]["data"]["company_id"], company);
+    assert_eq!(ok[1]["data"]["old_status"], "submitted");
+    assert_eq!(ok[1]["data"]["new_status"], "reviewing");
+    assert!(
+        !ok[0].to_string().contains(&candidate.email),
+        "no address: {}",
+        ok[0]
+    );
+    verify(&secret_b, &flaky).await;
+    assert!(receiver.received("other").is_empty(), "job.expired only");
+
+    // The attempts the API lists, newest first.
+    let attempts = app
+        .get(
+            &format!("/api/companies/{company}/webhooks/{b}/attempts"),
+            Some(&employer.token),
+        )
+        .await;
+    let attempts = attempts.expect(200);
+    assert_eq!(attempts["total"], 3);
+    let statuses: Vec<i64> = attempts["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status"].as_i64().unwrap())
+        .collect();
+    assert_eq!(statuses, [200, 500, 500]);
+    assert_eq!(attempts["items"][0]["attempt"], 3);
+    assert_eq!(
+        attempts["items"][0]["webhook_id"],
+        flaky[0].headers["webhook-id"]
+    );
+    assert_eq!(attempts["items"][1]["error"], "the receiver answered 500");
+    assert!(attempts["items"][0]["error"].is_null());
+
+    // A redelivery repeats the webhook-id; a ping has its own.
+    let event_id = ok[0]["data"]["event_id"].as_str().unwrap().to_string();
+    let base = format!("/api/companies/{company}/webhooks/{a}");
+    app.post(
+        &format!("{base}/redeliver"),
+        Some(&employer.token),
+        json!({"event_id": event_id}),
+    )
+    .await
+    .expect(202);
+    app.post(
+        &format!("{base}/redeliver"),
+        Some(&employer.token),
+        json!({"event_id": "no-such-event"}),
+    )
+    .await
+    .expect_problem(404, "not-found");
+    app.post(&format!("{base}/test"), Some(&employer.token), json!({}))
+        .await
+        .expect(202);
+    wait_until("the redelivery and the ping", || async {
+        receiver.received("ok").len() == 4
+    })
+    .await;
+    let ok_all = receiver.received("ok");
+    let payloads = verify(&secret_a, &ok_all).await;
+    let redelivered = ok_all
+        .iter()
+        .zip(&payloads)
+        .filter(|(_, p)| p["data"]["event_id"] == event_id)
+        .map(|(r, _)| r.headers["webhook-id"].clone())
+        .collect::<Vec<_>>();
+    assert_eq!(redelivered.len(), 2);
+    assert_eq!(redelivered[0], redelivered[1]);
+    let ping = payloads
+        .iter()
+        .find(|p| p["type"] == "ping")
+        .expect("a ping");
+    assert_eq!(ping["data"]["endpoint_id"], a);
+    stop.cancel();
+}
+
+async fn no_delivery_reaches_a_private_address_or_follows_a_redirect(app: TestApp) {
+    let backend = app.backend;
+    drop(app);
+    let app = private_app(backend).await;
+    let receiver = Receiver::start().await;
+    // A listener that counts the connections it is offered.
+    let trap = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let trap_port = trap.local_addr().unwrap().port();
+    let contacted = Arc::new(AtomicUsize::new(0));
+    tokio::spawn({
+        let contacted = contacted.clone();
+        async move {
+            while let Ok((_socket, _)) = trap.accept().await {
+                contacted.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    let employer = app.user("employer").await;
+    let company = app.company(&employer, "Acme").await;
+    let job = app.job(&employer, company, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let events = json!(["application.submitted"]);
+    // Registered while private addresses were allowed; delivered by a worker that refuses them:
+    // a name that resolves to loopback, and address literals.
+    let mut refused = Vec::new();
+    for url in [
+        format!("https://localhost:{trap_port}/hook"),
+        format!("https://127.0.0.1:{trap_port}/hook"),
+        format!("https://[::ffff:127.0.0.1]:{trap_port}/hook"),
+        format!("http://127.0.0.1:{trap_port}/hook"),
+    ] {
+        refused.push(
+            endpoint(&app, &employer, company, &url, events.clone())
+                .await
+                .0,
+        );
+    }
+    let candidate = app.user("candidate").await;
+    app.post(
+        &format!("/api/jobs/{job}/applications"),
+        Some(&candidate.token),
+        json!({}),
+    )
+    .await
+    .expect(201);
+    let stop = deliverer(&app, false).await;
+    wait_until("an attempt of each", || async {
+        app.scalar_i64("SELECT COUNT(*) FROM webhook_attempts")
+            .await
+            == 4
+    })
+    .await;
+    stop.cancel();
+    for id in refused {
+        let attempts = app
+            .get(
+                &format!("/api/companies/{company}/webhooks/{id}/attempts"),
+                Some(&employer.token),
+            )
+            .await;
+        let item = attempts.expect(200)["items"][0].clone();
+        assert!(item["status"].is_null(), "{item}");
+        let error = item["error"].as_str().unwrap();
+        assert!(
+            error.contains("not public") || error.contains("must use https"),
+            "endpoint {id}: {error}"
+        );
+    }
+    assert_eq!(
+        contacted.load(Ordering::SeqCst),
+        0,
+        "no connection reached the trap"
+    );
+
+    // A redirect is an answer, not followed.
+    let app2 = private_app(backend).await;
+    let employer = app2.user("employer").await;
+    let company = app2.company(&employer, "Acme").await;
+    let job = app2.job(&employer, company, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let (id, _) = endpoint(&app2, &employer, company, &receiver.url("redirect"), events).await;
+    let candidate = app2.user("candidate").await;
+    app2.post(
+        &format!("/api/jobs/{job}/applications"),
+        Some(&candidate.token),
+        json!({}),
+    )
+    .await
+    .expect(201);
+    let stop = deliverer(&app2, true).await;
+    wait_until("the redirect's attempt", || async {
+        app2.scalar_i64("SELECT COUNT(*) FROM webhook_attempts")
+            .await
+            == 1
+    })
+    .await;
+    stop.cancel();
+    let attempts = app2
+        .get(
+            &format!("/api/companies/{company}/webhooks/{id}/attempts"),
+            Some(&employer.token),
+        )
+        .await;
+    let item = attempts.expect(200)["items"][0].clone();
+    assert_eq!(item["status"], 302);
+    assert_eq!(
+        item["error"],
+        "the receiver answered 302 (redirects are not followed)"
+    );
+    assert_eq!(receiver.received("redirect").len(), 1);
+    assert!(receiver.received("ok-redirected").is_empty());
+}
