@@ -11,12 +11,13 @@ pub const JOB_EXPIRED: &str = "job.expired";
 pub const JOB_REVIEWED: &str = "job.reviewed";
 pub const APPLICATIONS_DIGEST: &str = "applications.digest";
 pub const ALERT_DIGEST: &str = "alert.digest";
+pub const WEBHOOK_DISABLED: &str = "webhook.disabled";
 
 /// The most applications an `applications.digest` lists; it counts the rest (`further`).
 pub const DIGEST_APPLICATIONS: usize = 20;
 
 /// Every type of §5, in the contract's order.
-pub const TYPES: [&str; 7] = [
+pub const TYPES: [&str; 8] = [
     STATUS_CHANGED,
     SUBMITTED,
     JOB_EXPIRING,
@@ -24,6 +25,7 @@ pub const TYPES: [&str; 7] = [
     JOB_REVIEWED,
     APPLICATIONS_DIGEST,
     ALERT_DIGEST,
+    WEBHOOK_DISABLED,
 ];
 
 /// An operator's decision on a job waiting for review.
@@ -93,6 +95,14 @@ pub enum EventKind {
         #[serde(default)]
         more: u64,
     },
+    /// To one member of an endpoint's company, when its deliveries disabled it (written with
+    /// the attempt that did).
+    #[serde(rename = "webhook.disabled")]
+    WebhookDisabled {
+        endpoint_id: i64,
+        user_id: i64,
+        reason: String,
+    },
 }
 
 impl EventKind {
@@ -106,6 +116,7 @@ impl EventKind {
             EventKind::JobReviewed { .. } => JOB_REVIEWED,
             EventKind::ApplicationsDigest { .. } => APPLICATIONS_DIGEST,
             EventKind::AlertDigest { .. } => ALERT_DIGEST,
+            EventKind::WebhookDisabled { .. } => WEBHOOK_DISABLED,
         }
     }
 
@@ -148,7 +159,8 @@ impl EventKind {
             } => Some(format!("alert-{alert_id}-{period}")),
             EventKind::StatusChanged { .. }
             | EventKind::Submitted { .. }
-            | EventKind::JobReviewed { .. } => None,
+            | EventKind::JobReviewed { .. }
+            | EventKind::WebhookDisabled { .. } => None,
         }
     }
 }
@@ -267,6 +279,11 @@ fn bad_field(value: &serde_json::Value) -> Option<(&'static str, String)> {
         ],
         APPLICATIONS_DIGEST => &[("user_id", id), ("hour", time), ("applications", ids)],
         ALERT_DIGEST => &[("alert_id", id), ("period", reads::<String>), ("jobs", ids)],
+        WEBHOOK_DISABLED => &[
+            ("endpoint_id", id),
+            ("user_id", id),
+            ("reason", reads::<String>),
+        ],
         _ => return None,
     };
     // Fields that may be absent, checked only when present.
@@ -471,6 +488,11 @@ mod tests {
                 jobs: vec![10, 11],
                 more: 3,
             },
+            EventKind::WebhookDisabled {
+                endpoint_id: 12,
+                user_id: 6,
+                reason: "the receiver answered 410 Gone".into(),
+            },
         ]
     }
 
@@ -511,6 +533,7 @@ mod tests {
                 None,
                 Some("applications-digest-6-1796378400".to_string()),
                 Some("alert-9-2026-W49".to_string()),
+                None,
             ]
         );
         for kind in kinds {

@@ -42,6 +42,12 @@ pub enum About {
         frequency: super::alert::Frequency,
         jobs: Vec<AlertJob>,
     },
+    /// `webhook.disabled`: the endpoint's host and its company.
+    Webhook {
+        host: String,
+        company_id: i64,
+        company: String,
+    },
 }
 
 /// One job's lines in an alert digest, as the job is now.

@@ -138,7 +138,9 @@ pub fn fact(event: &Event) -> Option<Fact> {
             About::Job(*job_id),
             json!({"job_id": job_id, "decision": decision}),
         ),
-        EventKind::ApplicationsDigest { .. } | EventKind::AlertDigest { .. } => return None,
+        EventKind::ApplicationsDigest { .. }
+        | EventKind::AlertDigest { .. }
+        | EventKind::WebhookDisabled { .. } => return None,
     };
     Some(Fact {
         key,

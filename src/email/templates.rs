@@ -126,6 +126,29 @@ pub fn render(
             base_url,
             list_unsubscribe,
         ),
+        (
+            EventKind::WebhookDisabled {
+                endpoint_id,
+                reason,
+                ..
+            },
+            About::Webhook {
+                host,
+                company_id,
+                company,
+            },
+        ) => Rendered {
+            subject: format!("Webhook to {host} was turned off"),
+            body: format!(
+                "Hello {name},\n\nThe webhook endpoint {endpoint_id} of {company}, which \
+                 delivered to {host}, was turned off: {}. Nothing more is sent to it, and its \
+                 deliveries wait.\n\nWhen the receiver is ready again, a member of {company} can \
+                 turn it back on (PATCH /api/companies/{company_id}/webhooks/{endpoint_id} with \
+                 {{\"paused\": false}}); its attempts are listed at \
+                 /api/companies/{company_id}/webhooks/{endpoint_id}/attempts.\n{SIGNATURE}",
+                validate::fold_one_line(reason)
+            ),
+        },
         (kind, about) => anyhow::bail!(
             "the data loaded for a {} event does not fit it: {about:?}",
             kind.type_name()
@@ -181,6 +204,15 @@ fn one_line(data: &EmailData) -> EmailData {
                     location: fold(&j.location),
                 })
                 .collect(),
+        },
+        About::Webhook {
+            host,
+            company_id,
+            company,
+        } => About::Webhook {
+            host: fold(host),
+            company_id: *company_id,
+            company: fold(company),
         },
     };
     EmailData {
@@ -408,6 +440,9 @@ pub fn about(kind: &EventKind) -> String {
             "alert {alert_id}: {period} ({} jobs listed, {more} more)",
             jobs.len()
         ),
+        EventKind::WebhookDisabled { endpoint_id, .. } => {
+            format!("webhook endpoint {endpoint_id}: disabled")
+        }
     }
 }
 
@@ -437,6 +472,14 @@ pub fn reported(kind: &EventKind) -> String {
         EventKind::AlertDigest { alert_id, .. } => {
             format!("alert {alert_id}, its owner, every listed job, or the event's record")
         }
+        EventKind::WebhookDisabled {
+            endpoint_id,
+            user_id,
+            ..
+        } => format!(
+            "webhook endpoint {endpoint_id}, user {user_id}'s membership of its company, or the \
+             event's record"
+        ),
     }
 }
 
@@ -730,6 +773,20 @@ mod tests {
             further: 0,
         };
         no_forged_line(&rendered(kind, &digest));
+        let webhook = EmailData {
+            to: to.clone(),
+            about: About::Webhook {
+                host: forged(),
+                company_id: 2,
+                company: forged(),
+            },
+        };
+        let kind = EventKind::WebhookDisabled {
+            endpoint_id: 5,
+            user_id: 7,
+            reason: forged(),
+        };
+        no_forged_line(&rendered(kind, &webhook));
         let alert = EmailData {
             to,
             about: About::AlertDigest {
@@ -750,6 +807,39 @@ mod tests {
             more: 0,
         };
         no_forged_line(&rendered(kind, &alert));
+    }
+
+    #[test]
+    fn a_disabled_webhook_names_its_host_and_how_to_turn_it_back_on() {
+        let data = EmailData {
+            to: to(),
+            about: About::Webhook {
+                host: "ats.example.com".into(),
+                company_id: 2,
+                company: "Acme".into(),
+            },
+        };
+        let r = rendered(
+            EventKind::WebhookDisabled {
+                endpoint_id: 5,
+                user_id: 7,
+                reason: "the receiver answered 410 Gone".into(),
+            },
+            &data,
+        );
+        assert_eq!(r.subject, "Webhook to ats.example.com was turned off");
+        assert!(
+            r.body
+                .contains("was turned off: the receiver answered 410 Gone."),
+            "{}",
+            r.body
+        );
+        assert!(
+            r.body
+                .contains("PATCH /api/companies/2/webhooks/5 with {\"paused\": false}"),
+            "{}",
+            r.body
+        );
     }
 
     #[test]

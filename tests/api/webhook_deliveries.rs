@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 each_store!(
     deliveries_are_signed_retried_recorded_and_redelivered,
     no_delivery_reaches_a_private_address_or_follows_a_redirect,
+    a_hanging_receiver_holds_only_its_own_lane,
 );
 
 /// One request the receiver took.
@@ -36,7 +37,8 @@ struct Seen {
 }
 
 /// An HTTP receiver whose answer is its path's script: `ok` 204, `flaky` 500 to the first two
-/// requests of a `webhook-id` then 200, `gone` 410, `redirect` 302 to `/ok-redirected`.
+/// requests of a `webhook-id` then 200, `gone` 410, `redirect` 302 to `/ok-redirected`, `hang`
+/// 200 after 15 s (past a delivery's deadline).
 struct Receiver {
     port: u16,
     seen: Seen,
@@ -72,6 +74,10 @@ async fn receive(
         "flaky" if earlier < 2 => StatusCode::INTERNAL_SERVER_ERROR,
         "flaky" => StatusCode::OK,
         "gone" => StatusCode::GONE,
+        "hang" => {
+            tokio::time::sleep(std::time::Duration::from_secs(15)).await;
+            StatusCode::OK
+        }
         "redirect" => {
             out.insert("location", "/ok-redirected".parse().unwrap());
             StatusCode::FOUND
@@ -287,6 +293,43 @@ async fn deliveries_are_signed_retried_recorded_and_redelivered(app: TestApp) {
         shown.body["disabled_reason"],
         "the receiver answered 410 Gone"
     );
+    // Each member of the company is told, by an event of its own, with the email's data.
+    let body = app
+        .scalar_text("SELECT body FROM events WHERE type = 'webhook.disabled'")
+        .await
+        .expect("a webhook.disabled event");
+    let event = jobboard::domain::event::parse_event(&body).expect("the event parses");
+    assert_eq!(
+        event.kind,
+        jobboard::domain::event::EventKind::WebhookDisabled {
+            endpoint_id: c,
+            user_id: employer.id,
+            reason: "the receiver answered 410 Gone".into(),
+        }
+    );
+    assert_eq!(
+        app.scalar_i64("SELECT COUNT(*) FROM events WHERE type = 'webhook.disabled'")
+            .await,
+        1
+    );
+    let store = &app.state.store;
+    match jobboard::store::EventStore::email_data(&**store, &event)
+        .await
+        .unwrap()
+    {
+        jobboard::domain::mail::Loaded::Ready(data) => {
+            assert_eq!(data.to.user_id, employer.id);
+            assert_eq!(
+                data.about,
+                jobboard::domain::mail::About::Webhook {
+                    host: "127.0.0.1".into(),
+                    company_id: company,
+                    company: "Acme".into(),
+                }
+            );
+        }
+        other => panic!("the email's data: {other:?}"),
+    }
 
     // The flaky receiver's 500s are retried, with the same webhook-id and body.
     for n in 2..=3 {
@@ -521,4 +564,108 @@ async fn no_delivery_reaches_a_private_address_or_follows_a_redirect(app: TestAp
     );
     assert_eq!(receiver.received("redirect").len(), 1);
     assert!(receiver.received("ok-redirected").is_empty());
+}
+
+/// A receiver that hangs past the deadline, and one that closes every connection at once, beside
+/// one that answers: the answering endpoint's deliveries all arrive while the others' lanes are
+/// held, and the others' attempts are recorded as failures to retry.
+async fn a_hanging_receiver_holds_only_its_own_lane(app: TestApp) {
+    let backend = app.backend;
+    drop(app);
+    let app = private_app(backend).await;
+    let receiver = Receiver::start().await;
+    let closer = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let closer_port = closer.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = closer.accept().await {
+            drop(socket);
+        }
+    });
+    let employer = app.user("employer").await;
+    let company = app.company(&employer, "Acme").await;
+    let job = app.job(&employer, company, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let events = json!(["application.submitted"]);
+    let (hang, _) = endpoint(
+        &app,
+        &employer,
+        company,
+        &receiver.url("hang"),
+        events.clone(),
+    )
+    .await;
+    let (closes, _) = endpoint(
+        &app,
+        &employer,
+        company,
+        &format!("http://127.0.0.1:{closer_port}/hook"),
+        events.clone(),
+    )
+    .await;
+    let (_, secret) = endpoint(&app, &employer, company, &receiver.url("ok"), events).await;
+    for _ in 0..8 {
+        let candidate = app.user("candidate").await;
+        app.post(
+            &format!("/api/jobs/{job}/applications"),
+            Some(&candidate.token),
+            json!({}),
+        )
+        .await
+        .expect(201);
+    }
+    let started = std::time::Instant::now();
+    let stop = deliverer(&app, true).await;
+    wait_until("every delivery to the answering endpoint", || async {
+        receiver.received("ok").len() == 8
+    })
+    .await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "the answering endpoint waited for the hanging one: {:?}",
+        started.elapsed()
+    );
+    verify(&secret, &receiver.received("ok")).await;
+    // At most a lane's worth of the hanging endpoint's deliveries were sent at once.
+    assert!(
+        receiver.received("hang").len() <= 4,
+        "{}",
+        receiver.received("hang").len()
+    );
+    wait_until(
+        "the hanging endpoint's first attempts fail at their deadline",
+        || async {
+            app.scalar_i64(&format!(
+                "SELECT COUNT(*) FROM webhook_attempts WHERE endpoint_id = {hang}"
+            ))
+            .await
+                >= 4
+        },
+    )
+    .await;
+    stop.cancel();
+    for (id, expected) in [(hang, "no answer within 10 s"), (closes, "")] {
+        let attempts = app
+            .get(
+                &format!("/api/companies/{company}/webhooks/{id}/attempts"),
+                Some(&employer.token),
+            )
+            .await;
+        let items = attempts.expect(200)["items"].as_array().unwrap().clone();
+        assert!(!items.is_empty(), "endpoint {id} has attempts");
+        for item in items {
+            assert!(item["status"].is_null(), "{item}");
+            let error = item["error"].as_str().unwrap();
+            assert!(error.starts_with(expected), "endpoint {id}: {error}");
+        }
+    }
+    // Each is due again, not given up.
+    assert_eq!(
+        app.scalar_i64(&format!(
+            "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id IN ({hang}, {closes}) \
+             AND status <> 'pending'"
+        ))
+        .await,
+        0
+    );
 }

@@ -52,6 +52,17 @@ struct JobEventRow {
     rejection_reason: Option<String>,
 }
 
+/// The row of [`sql::WEBHOOK_EVENT_DATA`].
+#[derive(sqlx::FromRow)]
+struct WebhookEventRow {
+    user_id: i64,
+    email: String,
+    name: String,
+    url: String,
+    company_id: i64,
+    company: String,
+}
+
 /// A row of [`sql::DIGEST_DATA`]: the member, and one job's count (none when no listed
 /// application is left).
 #[derive(sqlx::FromRow)]
@@ -183,6 +194,37 @@ impl S {
                             job_title: r.job_title,
                             company: r.company,
                             rejection_reason: r.rejection_reason,
+                        },
+                    }),
+                })
+            }
+            EventKind::WebhookDisabled {
+                endpoint_id,
+                user_id,
+                ..
+            } => {
+                let row = sqlx::query_as::<_, WebhookEventRow>(sql::WEBHOOK_EVENT_DATA)
+                    .bind(&event.event_id)
+                    .bind(endpoint_id)
+                    .bind(user_id)
+                    .fetch_optional(e)
+                    .await
+                    .map_err(loading(event))?;
+                Ok(match row {
+                    None => Loaded::Missing(Absent::Gone),
+                    Some(r) => Loaded::Ready(EmailData {
+                        to: Recipient {
+                            user_id: r.user_id,
+                            email: r.email,
+                            name: r.name,
+                        },
+                        about: About::Webhook {
+                            host: url::Url::parse(&r.url)
+                                .ok()
+                                .and_then(|u| u.host_str().map(str::to_string))
+                                .unwrap_or(r.url),
+                            company_id: r.company_id,
+                            company: r.company,
                         },
                     }),
                 })

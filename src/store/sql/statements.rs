@@ -422,6 +422,17 @@ pub const JOB_EVENT_DATA: &str = concatcp!(
      JOIN company_members m ON m.company_id = j.company_id AND m.user_id = $3 \
      JOIN users u ON u.id = m.user_id WHERE e.event_id = $1"
 );
+/// `webhook.disabled` (`$1` the event, `$2` the endpoint, `$3` the member): the member, still a
+/// member of the endpoint's company, and the endpoint's address.
+pub const WEBHOOK_EVENT_DATA: &str = concatcp!(
+    "SELECT ",
+    RECIPIENT,
+    ", w.url, c.id AS company_id, c.name AS company \
+     FROM events e JOIN webhook_endpoints w ON w.id = $2 \
+     JOIN companies c ON c.id = w.company_id \
+     JOIN company_members m ON m.company_id = w.company_id AND m.user_id = $3 \
+     JOIN users u ON u.id = m.user_id WHERE e.event_id = $1"
+);
 /// `applications.digest` (`$1` the event, `$2` the member, `$3` the digest's application ids as
 /// a JSON array): the member, their preference, and the listed applications still there to
 /// their companies' jobs, counted by job (one row with a NULL job when none is left).

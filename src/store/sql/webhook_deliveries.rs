@@ -42,6 +42,8 @@ const CLAIMED: &str = "SELECT d.id, d.webhook_id, d.endpoint_id, d.event_id, d.t
      CASE WHEN e.previous_secret_until > $2 THEN e.previous_secret END \
      FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
      WHERE d.id = $1";
+const ENDPOINT_MEMBERS: &str = "SELECT m.user_id FROM company_members m \
+     JOIN webhook_endpoints w ON w.company_id = m.company_id WHERE w.id = $1 ORDER BY m.user_id";
 const ATTEMPT_INSERT: &str = "INSERT INTO webhook_attempts (delivery_id, endpoint_id, attempt, \
      at, status, duration_ms, error) VALUES ($1, $2, $3, $4, $5, $6, $7)";
 /// The delivery's new state, only while the lease is the claim's (`$1` status, `$2` the next
@@ -300,6 +302,29 @@ impl WebhookDeliveryStore for S {
                 .with_step(|| format!("disabling endpoint {}", claim.endpoint_id))?;
             if done.rows_affected() > 0 {
                 recorded = Recorded::Disabled;
+                // Each member of its company is told, once: the update above happens once
+                // per disablement.
+                let members: Vec<i64> = sqlx::query_scalar(ENDPOINT_MEMBERS)
+                    .bind(claim.endpoint_id)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .with_step(|| {
+                        format!(
+                            "reading the members of endpoint {}'s company",
+                            claim.endpoint_id
+                        )
+                    })?;
+                for user_id in members {
+                    let event = Event::new(
+                        crate::domain::event::EventKind::WebhookDisabled {
+                            endpoint_id: claim.endpoint_id,
+                            user_id,
+                            reason: reason.clone(),
+                        },
+                        now,
+                    );
+                    Self::write_event(&mut tx, &event).await?;
+                }
             }
         }
         tx.commit().await.step("committing the webhook attempt")?;
