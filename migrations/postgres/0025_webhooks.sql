@@ -15,7 +15,8 @@
 -- a due delivery with a lease (`lease_id`, `locked_until`, from the database's clock), sends it
 -- outside any transaction, and records the outcome only while the lease is its own; a claim
 -- whose lease lapsed is taken again (a counted reclaim). Each attempt leaves a row in
--- `webhook_attempts` (what the API lists), kept with its delivery.
+-- `webhook_attempts` (what the API lists), kept with its delivery; the worker's retention deletes a
+-- delivery that ended, with its attempts, after `PROCESSED_EVENTS_RETENTION_DAYS`.
 --
 -- New tables: nothing existing is locked.
 SET LOCAL lock_timeout = '5s';
@@ -59,6 +60,9 @@ CREATE TABLE webhook_deliveries (
 -- The due deliveries, soonest first (the workers' claim).
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at)
     WHERE status = 'pending';
+-- The deliveries that ended, oldest first (the worker's retention).
+CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at)
+    WHERE status <> 'pending';
 -- An endpoint's delivery of an event (redeliver, the console's story of an event).
 CREATE INDEX webhook_deliveries_of_event ON webhook_deliveries (event_id, endpoint_id);
 

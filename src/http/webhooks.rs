@@ -20,6 +20,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+/// How long a URL's host name may take to resolve when an endpoint is saved.
+const RESOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How long a rotated secret keeps signing beside the new one.
 pub const ROTATION_OVERLAP_HOURS: i64 = 24;
 
@@ -172,10 +175,20 @@ async fn checked_url(st: &AppState, raw: &str, errors: &mut FieldErrors) -> Opti
             return None;
         }
     };
-    match address::resolve(&target, allow_private).await {
-        Ok(_) => Some(target.url.to_string()),
-        Err(refused) => {
+    match tokio::time::timeout(RESOLVE_TIMEOUT, address::resolve(&target, allow_private)).await {
+        Ok(Ok(_)) => Some(target.url.to_string()),
+        Ok(Err(refused)) => {
             errors.add("url", refused.to_string());
+            None
+        }
+        Err(_) => {
+            errors.add(
+                "url",
+                format!(
+                    "its host name did not resolve within {} s",
+                    RESOLVE_TIMEOUT.as_secs()
+                ),
+            );
             None
         }
     }

@@ -231,4 +231,11 @@ pub trait WebhookDeliveryStore: Send + Sync {
         attempt: &Attempt,
         retry_delay: chrono::Duration,
     ) -> StoreResult<Recorded>;
+    /// Deletes up to `limit` deliveries that ended (delivered or given up) before `cutoff`,
+    /// with their attempts; how many went.
+    async fn delete_finished_deliveries(
+        &self,
+        cutoff: DateTime<Utc>,
+        limit: i64,
+    ) -> StoreResult<u64>;
 }

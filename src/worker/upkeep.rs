@@ -73,19 +73,24 @@ impl Step {
 }
 
 impl Worker {
-    /// Deletes processed-event records older than the retention, and the event records no
-    /// message needs any more, in bounded batches. Returns how many processed-event records went.
+    /// Deletes processed-event records older than the retention, the event records no
+    /// message needs any more, and the webhook deliveries that ended before the retention, in
+    /// bounded batches. Returns how many processed-event records went.
     pub async fn delete_expired(&self) -> anyhow::Result<u64> {
         let records =
             crate::store::upkeep::delete_expired_event_records(&*self.store, self.retention)
                 .await?;
         let total =
             crate::store::upkeep::delete_expired_events(&*self.store, self.retention).await?;
+        let deliveries =
+            crate::store::upkeep::delete_finished_deliveries(&*self.store, self.retention).await?;
         metrics::counter!(t::PROCESSED_EVENTS_DELETED_TOTAL).increment(total);
         tracing::info!(
             deleted = total,
             event_records = records,
-            "deleted {total} expired processed-event records and {records} event records"
+            webhook_deliveries = deliveries,
+            "deleted {total} expired processed-event records, {records} event records and \
+             {deliveries} finished webhook deliveries"
         );
         Ok(total)
     }

@@ -449,6 +449,42 @@ async fn deliveries_are_signed_retried_recorded_and_redelivered(app: TestApp) {
         .expect("a ping");
     assert_eq!(ping["data"]["endpoint_id"], a);
     stop.cancel();
+
+    // Retention: the deliveries that ended longer ago than the retention go, with their
+    // attempts; nothing before that.
+    let worker = jobboard::run::build_worker(&app.config(&[]), app.state.store.clone())
+        .await
+        .expect("worker");
+    wait_until("every delivery has ended", || async {
+        app.scalar_i64("SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending'")
+            .await
+            == 0
+    })
+    .await;
+    // Four for the events (a redelivery reuses its row) and the ping.
+    let finished = app
+        .scalar_i64("SELECT COUNT(*) FROM webhook_deliveries")
+        .await;
+    assert_eq!(finished, 5);
+    worker.delete_expired().await.unwrap();
+    assert_eq!(
+        app.scalar_i64("SELECT COUNT(*) FROM webhook_deliveries")
+            .await,
+        finished
+    );
+    app.exec("UPDATE webhook_deliveries SET finished_at = '2000-01-01T00:00:00Z'")
+        .await;
+    worker.delete_expired().await.unwrap();
+    assert_eq!(
+        app.scalar_i64("SELECT COUNT(*) FROM webhook_deliveries")
+            .await,
+        0
+    );
+    assert_eq!(
+        app.scalar_i64("SELECT COUNT(*) FROM webhook_attempts")
+            .await,
+        0
+    );
 }
 
 async fn no_delivery_reaches_a_private_address_or_follows_a_redirect(app: TestApp) {

@@ -42,6 +42,10 @@ const CLAIMED: &str = "SELECT d.id, d.webhook_id, d.endpoint_id, d.event_id, d.t
      CASE WHEN e.previous_secret_until > $2 THEN e.previous_secret END \
      FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
      WHERE d.id = $1";
+/// Deliveries that ended before `$1`, at most `$2` (their attempts go with them).
+const FINISHED_DELETE: &str = "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM \
+     webhook_deliveries WHERE status <> 'pending' AND finished_at < $1 ORDER BY finished_at \
+     LIMIT $2)";
 const ENDPOINT_MEMBERS: &str = "SELECT m.user_id FROM company_members m \
      JOIN webhook_endpoints w ON w.company_id = m.company_id WHERE w.id = $1 ORDER BY m.user_id";
 const ATTEMPT_INSERT: &str = "INSERT INTO webhook_attempts (delivery_id, endpoint_id, attempt, \
@@ -329,5 +333,19 @@ impl WebhookDeliveryStore for S {
         }
         tx.commit().await.step("committing the webhook attempt")?;
         Ok(recorded)
+    }
+
+    async fn delete_finished_deliveries(
+        &self,
+        cutoff: DateTime<Utc>,
+        limit: i64,
+    ) -> StoreResult<u64> {
+        let done = sqlx::query(FINISHED_DELETE)
+            .bind(cutoff)
+            .bind(limit)
+            .execute(&self.pool)
+            .await
+            .step("deleting finished webhook deliveries")?;
+        Ok(done.rows_affected())
     }
 }
