@@ -175,10 +175,24 @@ async fn checked_url(st: &AppState, raw: &str, errors: &mut FieldErrors) -> Opti
             return None;
         }
     };
+    if target.url.as_str().len() > MAX_URL_LEN {
+        errors.add(
+            "url",
+            format!("must be at most {MAX_URL_LEN} bytes in its normal form"),
+        );
+        return None;
+    }
     match tokio::time::timeout(RESOLVE_TIMEOUT, address::resolve(&target, allow_private)).await {
         Ok(Ok(_)) => Some(target.url.to_string()),
         Ok(Err(refused)) => {
-            errors.add("url", refused.to_string());
+            // What a name resolves to inside the board's network is not told: the same words
+            // whether it resolves to nothing or to a private address.
+            tracing::info!(url = %target.url, reason = %refused, "a webhook URL was refused");
+            errors.add(
+                "url",
+                "its host must resolve, and only to public addresses (no loopback, private, \
+                 link-local or other reserved address)",
+            );
             None
         }
         Err(_) => {

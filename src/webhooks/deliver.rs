@@ -49,6 +49,9 @@ impl Answer {
     }
 }
 
+/// What an attempt says of a host refused by the address rules, whatever the reason.
+const HIDDEN: &str = "the host's addresses are not public, or it does not resolve";
+
 /// Resolves through the address rules.
 struct Checked {
     allow_private: bool,
@@ -61,7 +64,12 @@ impl reqwest::dns::Resolve for Checked {
         Box::pin(async move {
             let addrs = address::resolve_name(&host, 0, allow_private)
                 .await
-                .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)?;
+                .map_err(|refused| {
+                    // The endpoint's members read the attempt's error: it does not say what a
+                    // name resolves to inside the board's network.
+                    tracing::info!(host, reason = %refused, "a webhook's host was refused");
+                    Box::<dyn std::error::Error + Send + Sync>::from(HIDDEN)
+                })?;
             Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
         })
     }

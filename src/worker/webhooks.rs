@@ -20,8 +20,9 @@ use tokio_util::sync::CancellationToken;
 /// Deliveries to one endpoint at once, per worker process.
 pub const LANE: usize = 4;
 
-/// Deliveries at once, per worker process.
-pub const IN_FLIGHT: usize = 64;
+/// Deliveries at once, per worker process: room for 128 endpoints' full lanes, so that hanging
+/// receivers fill their own lanes long before they fill this.
+pub const IN_FLIGHT: usize = 512;
 
 /// A claim's lease: longer than an attempt's deadline and its record.
 const LEASE: Duration = Duration::from_secs(60);

@@ -100,8 +100,8 @@ async fn an_endpoint_is_created_listed_changed_rotated_and_deleted(app: TestApp)
 
     // A disabled endpoint is enabled again by un-pausing it.
     app.exec(&format!(
-        "UPDATE webhook_endpoints SET disabled_reason = 'the receiver answered 410 Gone' \
-         WHERE id = {id}"
+        "UPDATE webhook_endpoints SET disabled_reason = 'the receiver answered 410 Gone', \
+         paused = TRUE, failing_since = '2000-01-01T00:00:00Z' WHERE id = {id}"
     ))
     .await;
     let shown = app.get(&path, Some(&employer.token)).await;
@@ -115,6 +115,14 @@ async fn an_endpoint_is_created_listed_changed_rotated_and_deleted(app: TestApp)
     let enabled = enabled.expect(200);
     assert_eq!(enabled["paused"], false);
     assert!(enabled["disabled_reason"].is_null());
+    // Its failing streak ends with it: its next failure does not disable it again.
+    assert_eq!(
+        app.scalar_i64(&format!(
+            "SELECT COUNT(*) FROM webhook_endpoints WHERE id = {id} AND failing_since IS NULL"
+        ))
+        .await,
+        1
+    );
 
     // Rotated: a new secret; the previous one is kept for 24 hours beside it.
     let rotated = app

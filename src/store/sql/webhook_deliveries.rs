@@ -46,6 +46,10 @@ const CLAIMED: &str = "SELECT d.id, d.webhook_id, d.endpoint_id, d.event_id, d.t
 const FINISHED_DELETE: &str = "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM \
      webhook_deliveries WHERE status <> 'pending' AND finished_at < $1 ORDER BY finished_at \
      LIMIT $2)";
+const ENDPOINT_LOCKED: &str = concatcp!(
+    "SELECT id FROM webhook_endpoints WHERE id = $1",
+    <D as Dialect>::FOR_UPDATE
+);
 const ENDPOINT_MEMBERS: &str = "SELECT m.user_id FROM company_members m \
      JOIN webhook_endpoints w ON w.company_id = m.company_id WHERE w.id = $1 ORDER BY m.user_id";
 const ATTEMPT_INSERT: &str = "INSERT INTO webhook_attempts (delivery_id, endpoint_id, attempt, \
@@ -229,6 +233,16 @@ impl WebhookDeliveryStore for S {
         retry_delay: chrono::Duration,
     ) -> StoreResult<Recorded> {
         let mut tx = self.begin_write().await?;
+        // The endpoint first, as its deletion locks it before its deliveries: the two take
+        // their locks in the same order and never wait on each other in a circle.
+        let endpoint: Option<i64> = sqlx::query_scalar(ENDPOINT_LOCKED)
+            .bind(claim.endpoint_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .with_step(|| format!("locking webhook endpoint {}", claim.endpoint_id))?;
+        if endpoint.is_none() {
+            return Ok(Recorded::LeaseLost);
+        }
         let now = Self::clock(&mut *tx).await?;
         let created: DateTime<Utc> = sqlx::query_scalar(DELIVERY_CREATED)
             .bind(claim.id)

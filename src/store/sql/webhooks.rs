@@ -36,6 +36,7 @@ const UPDATE: &str = "UPDATE webhook_endpoints SET url = COALESCE($1, url), \
      description = CASE WHEN $3 THEN $4 ELSE description END, \
      paused = COALESCE($5, paused), \
      disabled_reason = CASE WHEN $5 = FALSE THEN NULL ELSE disabled_reason END, \
+     failing_since = CASE WHEN $5 = FALSE THEN NULL ELSE failing_since END, \
      updated_at = $6 WHERE id = $7 AND company_id = $8";
 const DELETE: &str = "DELETE FROM webhook_endpoints WHERE id = $1 AND company_id = $2";
 const ATTEMPTS_COUNT: &str = "SELECT COUNT(*) FROM webhook_attempts WHERE endpoint_id = $1";
@@ -45,8 +46,9 @@ const ATTEMPTS_PAGE: &str = "SELECT d.event_id, d.webhook_id, a.attempt, a.at, a
      WHERE a.endpoint_id = $1 ORDER BY a.id DESC LIMIT $2 OFFSET $3";
 const ENDPOINT_OF_COMPANY: &str =
     "SELECT id FROM webhook_endpoints WHERE id = $1 AND company_id = $2";
+/// Due now, for another `RETRY_FOR`, its backoff from the start.
 const REDELIVER: &str = "UPDATE webhook_deliveries SET status = 'pending', \
-     next_attempt_at = $1, created_at = $1, finished_at = NULL \
+     next_attempt_at = $1, created_at = $1, finished_at = NULL, attempts = 0 \
      WHERE endpoint_id = $2 AND event_id = $3";
 const ROTATE: &str = "UPDATE webhook_endpoints SET previous_secret = secret, \
      previous_secret_until = $1, secret = $2, updated_at = $3 WHERE id = $4 AND company_id = $5";
