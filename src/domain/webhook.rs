@@ -150,22 +150,34 @@ pub fn fact(event: &Event) -> Option<Fact> {
     })
 }
 
+/// Whose a delivery is, as its body names it: the company, and the job when the event is about
+/// one (or about an application to one), with their names as they were when it was written.
+#[derive(Debug, Clone, Copy)]
+pub struct Owner<'a> {
+    pub company_id: i64,
+    pub company: &'a str,
+    pub job: Option<(i64, &'a str)>,
+}
+
 /// A delivery's body (Standard Webhooks): `{type, timestamp, data}`, `data` the fact's, with
-/// `event_id`, `company_id` and, for an application, `job_id`.
+/// `event_id`, and what its email would say of where it belongs: `company_id`, `company` and,
+/// for a job's or an application's event, `job_id` and `job_title`. Serialised by serde, so any
+/// stored text is escaped as JSON.
 pub fn body(
     type_name: &str,
     at: DateTime<Utc>,
     event_id: &str,
-    company_id: i64,
-    job_id: Option<i64>,
+    owner: Owner<'_>,
     data: &serde_json::Value,
 ) -> String {
     let mut data = data.clone();
     if let Some(map) = data.as_object_mut() {
         map.insert("event_id".into(), event_id.into());
-        map.insert("company_id".into(), company_id.into());
-        if let Some(job_id) = job_id {
+        map.insert("company_id".into(), owner.company_id.into());
+        map.insert("company".into(), owner.company.into());
+        if let Some((job_id, title)) = owner.job {
             map.insert("job_id".into(), job_id.into());
+            map.insert("job_title".into(), title.into());
         }
     }
     serde_json::json!({
@@ -273,12 +285,16 @@ mod tests {
     #[test]
     fn a_body_carries_the_fact_and_where_it_belongs() {
         let at = DateTime::from_timestamp(1_796_810_400, 0).unwrap();
+        let hostile = "Acme</script>\"\n\u{202E}";
         let body = body(
             "application.submitted",
             at,
             "e1",
-            9,
-            Some(4),
+            Owner {
+                company_id: 9,
+                company: hostile,
+                job: Some((4, "Rust \"lead\"")),
+            },
             &serde_json::json!({"application_id": 3}),
         );
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -286,8 +302,10 @@ mod tests {
             v,
             serde_json::json!({"type": "application.submitted",
                 "timestamp": "2026-12-09T10:00:00.000000Z",
-                "data": {"application_id": 3, "event_id": "e1", "company_id": 9, "job_id": 4}})
+                "data": {"application_id": 3, "event_id": "e1", "company_id": 9,
+                    "company": hostile, "job_id": 4, "job_title": "Rust \"lead\""}})
         );
+        assert!(!body.contains('\n'), "one line of JSON: {body}");
     }
 
     #[test]

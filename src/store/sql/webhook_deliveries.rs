@@ -11,9 +11,11 @@ use chrono::{DateTime, Utc};
 use const_format::concatcp;
 use std::collections::HashMap;
 
-const APPLICATION_COMPANY: &str = "SELECT j.company_id, j.id FROM applications a \
-     JOIN jobs j ON j.id = a.job_id WHERE a.id = $1";
-const JOB_COMPANY: &str = "SELECT company_id, id FROM jobs WHERE id = $1";
+/// The company and the job an event's delivery names (`$1` the application or the job).
+const APPLICATION_OWNER: &str = "SELECT j.company_id, c.name, j.id, j.title FROM applications a \
+     JOIN jobs j ON j.id = a.job_id JOIN companies c ON c.id = j.company_id WHERE a.id = $1";
+const JOB_OWNER: &str = "SELECT j.company_id, c.name, j.id, j.title FROM jobs j \
+     JOIN companies c ON c.id = j.company_id WHERE j.id = $1";
 /// The company's endpoints that take deliveries now.
 const ENABLED_OF_COMPANY: &str = "SELECT id, events FROM webhook_endpoints \
      WHERE company_id = $1 AND NOT paused AND disabled_reason IS NULL";
@@ -77,14 +79,15 @@ impl S {
             return Ok(());
         };
         let (statement, id) = match fact.about {
-            About::Application(id) => (APPLICATION_COMPANY, id),
-            About::Job(id) => (JOB_COMPANY, id),
+            About::Application(id) => (APPLICATION_OWNER, id),
+            About::Job(id) => (JOB_OWNER, id),
         };
-        let Some((company_id, job_id)) = sqlx::query_as::<Db, (i64, i64)>(statement)
-            .bind(id)
-            .fetch_optional(&mut **tx)
-            .await
-            .with_step(|| format!("finding the company of event {}", event.event_id))?
+        let Some((company_id, company, job_id, job_title)) =
+            sqlx::query_as::<Db, (i64, String, i64, String)>(statement)
+                .bind(id)
+                .fetch_optional(&mut **tx)
+                .await
+                .with_step(|| format!("finding the company of event {}", event.event_id))?
         else {
             return Ok(());
         };
@@ -102,13 +105,16 @@ impl S {
             return Ok(());
         }
         let now = Self::clock(&mut **tx).await?;
-        let job = matches!(fact.about, About::Application(_)).then_some(job_id);
+        let owner = webhook::Owner {
+            company_id,
+            company: &company,
+            job: Some((job_id, &job_title)),
+        };
         let body = webhook::body(
             fact.type_name,
             event.occurred_at,
             &fact.key,
-            company_id,
-            job,
+            owner,
             &fact.data,
         );
         for endpoint in endpoints {

@@ -44,8 +44,9 @@ const ATTEMPTS_PAGE: &str = "SELECT d.event_id, d.webhook_id, a.attempt, a.at, a
      a.duration_ms, a.error FROM webhook_attempts a \
      JOIN webhook_deliveries d ON d.id = a.delivery_id \
      WHERE a.endpoint_id = $1 ORDER BY a.id DESC LIMIT $2 OFFSET $3";
-const ENDPOINT_OF_COMPANY: &str =
-    "SELECT id FROM webhook_endpoints WHERE id = $1 AND company_id = $2";
+/// The name of the company whose endpoint `$1` is, if it is `$2`'s.
+const ENDPOINT_COMPANY: &str = "SELECT c.name FROM webhook_endpoints w \
+     JOIN companies c ON c.id = w.company_id WHERE w.id = $1 AND w.company_id = $2";
 /// Due now, for another `RETRY_FOR`, its backoff from the start.
 const REDELIVER: &str = "UPDATE webhook_deliveries SET status = 'pending', \
      next_attempt_at = $1, created_at = $1, finished_at = NULL, attempts = 0 \
@@ -241,14 +242,18 @@ impl WebhookStore for S {
 }
 
 impl S {
-    async fn webhook_endpoint_exists(&self, company_id: i64, id: i64) -> StoreResult<()> {
-        sqlx::query_scalar::<Db, i64>(ENDPOINT_OF_COMPANY)
+    /// The name of the company whose endpoint `id` is; `NotFound` unless it is
+    /// `company_id`'s.
+    async fn endpoint_company_in<'c, E>(e: E, company_id: i64, id: i64) -> StoreResult<String>
+    where
+        E: sqlx::Executor<'c, Database = Db>,
+    {
+        sqlx::query_scalar::<Db, String>(ENDPOINT_COMPANY)
             .bind(id)
             .bind(company_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(e)
             .await
             .with_step(|| format!("reading webhook endpoint {id}"))?
-            .map(|_| ())
             .ok_or(StoreError::NotFound)
     }
 
@@ -258,7 +263,7 @@ impl S {
         id: i64,
         page: Page,
     ) -> StoreResult<(Vec<AttemptRow>, i64)> {
-        self.webhook_endpoint_exists(company_id, id).await?;
+        Self::endpoint_company_in(&self.pool, company_id, id).await?;
         let mut tx = self.begin_read().await?;
         let total: i64 = sqlx::query_scalar(ATTEMPTS_COUNT)
             .bind(id)
@@ -280,21 +285,18 @@ impl S {
 
     async fn ping_endpoint(&self, company_id: i64, id: i64, idem: Idem<'_, ()>) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;
-        sqlx::query_scalar::<Db, i64>(ENDPOINT_OF_COMPANY)
-            .bind(id)
-            .bind(company_id)
-            .fetch_optional(&mut *tx)
-            .await
-            .with_step(|| format!("reading webhook endpoint {id}"))?
-            .ok_or(StoreError::NotFound)?;
+        let company = Self::endpoint_company_in(&mut *tx, company_id, id).await?;
         let now = Self::clock(&mut *tx).await?;
         let key = format!("ping-{}", uuid::Uuid::new_v4().simple());
         let body = webhook::body(
             webhook::PING,
             now,
             &key,
-            company_id,
-            None,
+            webhook::Owner {
+                company_id,
+                company: &company,
+                job: None,
+            },
             &serde_json::json!({"endpoint_id": id}),
         );
         sqlx::query(DELIVERY_INSERT)
@@ -318,13 +320,7 @@ impl S {
         idem: Idem<'_, ()>,
     ) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;
-        sqlx::query_scalar::<Db, i64>(ENDPOINT_OF_COMPANY)
-            .bind(id)
-            .bind(company_id)
-            .fetch_optional(&mut *tx)
-            .await
-            .with_step(|| format!("reading webhook endpoint {id}"))?
-            .ok_or(StoreError::NotFound)?;
+        Self::endpoint_company_in(&mut *tx, company_id, id).await?;
         let now = Self::clock(&mut *tx).await?;
         let done = sqlx::query(REDELIVER)
             .bind(now)
