@@ -17,12 +17,16 @@
 //!   unable to open a file for `--index-fault-ms` while its search index writes (a failed index
 //!   write: EMFILE, as a full descriptor table or a full disk gives it),
 //! - once switches half the workers to the other claim mode,
+//! - has two webhook endpoints of the company take every event type it can: one answers at once,
+//!   the other fails a share of the deliveries (500) and hangs past the deadline on another,
 //!
 //! then waits (bounded) for the queue to drain, looks up every job posted (`GET /api/jobs?ids=`),
 //! and prints, and writes as JSON, what happened: events, emails, lost, duplicated, dead letters,
-//! kills, injections, reclaims, jobs posted and not searchable, seconds. It exits 1 on any loss,
-//! on more duplicates than reclaims or on a posted job the search does not find (2 when the run
-//! itself could not be made).
+//! kills, injections, reclaims, jobs posted and not searchable, webhook deliveries, seconds. It
+//! exits 1 on any loss, on more duplicates than reclaims, on a posted job the search does not
+//! find, on an (event, endpoint) whose delivery never got a 2xx, or on more webhook requests
+//! repeated than attempts recorded as failed plus webhook reclaims (2 when the run itself could
+//! not be made).
 //!
 //! With `--email ses` the workers send through Amazon SES's v2 API on the SQS test server
 //! instead, and the emails are counted in its store of sent messages (it refuses and stalls
@@ -35,6 +39,9 @@
 #[allow(dead_code)] // the test fixture has more than the chaos run uses
 #[path = "../tests/api/smtp/fixture.rs"]
 mod smtp;
+
+#[path = "chaos/hooks.rs"]
+mod hooks;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, ValueEnum};
@@ -138,6 +145,12 @@ struct Opts {
     /// Seconds to wait for the queue to drain after the last status change.
     #[arg(long, default_value_t = 120)]
     drain_timeout_secs: u64,
+    /// Share of webhook deliveries the flaky endpoint answers with a 500.
+    #[arg(long, default_value_t = 0.2)]
+    webhook_fail_share: f64,
+    /// Share of webhook deliveries the flaky endpoint answers only after the deadline.
+    #[arg(long, default_value_t = 0.03)]
+    webhook_hang_share: f64,
     /// Where to write the result as JSON.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -146,6 +159,9 @@ struct Opts {
 /// The send deadline the workers get; stalls last longer than this.
 const SEND_TIMEOUT_SECS: u64 = 2;
 const VISIBILITY_SECS: u64 = 6;
+/// A webhook attempt's deadline (a claim's lease is six of them) and the first retry's wait.
+const WEBHOOK_TIMEOUT_SECS: u64 = 2;
+const WEBHOOK_RETRY_SECS: u64 = 1;
 
 fn main() -> ExitCode {
     let opts = Opts::parse();
@@ -213,8 +229,16 @@ impl Proc {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    fn reclaims(&self) -> usize {
-        self.log_text().matches("reclaiming expired claim").count()
+    /// The reclaims it logged: of events, and of webhook deliveries.
+    fn reclaims(&self) -> (usize, usize) {
+        let log = self.log_text();
+        let webhooks = log
+            .matches("reclaiming expired claim of a webhook delivery")
+            .count();
+        (
+            log.matches("reclaiming expired claim").count() - webhooks,
+            webhooks,
+        )
     }
 
     async fn sigkill(&mut self) {
@@ -256,6 +280,7 @@ struct Run {
     workers: Mutex<Vec<Worker>>,
     kills: AtomicUsize,
     reclaims_of_dead: AtomicUsize,
+    webhook_reclaims_of_dead: AtomicUsize,
 }
 
 impl Run {
@@ -273,8 +298,10 @@ impl Run {
 
     /// Replaces the slot's process (already stopped) by a new one in `mode`.
     fn respawn(&self, slot: usize, w: &mut Worker, mode: &'static str) -> Result<()> {
-        self.reclaims_of_dead
-            .fetch_add(w.proc.reclaims(), Ordering::SeqCst);
+        let (events, webhooks) = w.proc.reclaims();
+        self.reclaims_of_dead.fetch_add(events, Ordering::SeqCst);
+        self.webhook_reclaims_of_dead
+            .fetch_add(webhooks, Ordering::SeqCst);
         w.lives += 1;
         w.mode = mode;
         w.proc = self.spawn_worker(slot, w.lives, mode)?;
@@ -325,15 +352,19 @@ impl Run {
         Ok(revived)
     }
 
-    /// Stops every worker gracefully; returns the reclaims of all their lives.
-    async fn stop_all(&self) -> usize {
+    /// Stops every worker gracefully; returns the reclaims of all their lives: of events, and
+    /// of webhook deliveries.
+    async fn stop_all(&self) -> (usize, usize) {
         let mut workers = self.workers.lock().await;
-        let mut total = self.reclaims_of_dead.load(Ordering::SeqCst);
+        let mut events = self.reclaims_of_dead.load(Ordering::SeqCst);
+        let mut webhooks = self.webhook_reclaims_of_dead.load(Ordering::SeqCst);
         for w in workers.iter_mut() {
             w.proc.sigterm().await;
-            total += w.proc.reclaims();
+            let (e, h) = w.proc.reclaims();
+            events += e;
+            webhooks += h;
         }
-        total
+        (events, webhooks)
     }
 }
 
@@ -551,6 +582,12 @@ async fn run_in(
     let dir = tempfile::Builder::new().prefix("jbchaos-").tempdir()?;
     let smtp = smtp::SmtpServer::start().await;
     let mail = Mail::start(opts.email, &smtp).await?;
+    let hooks = hooks::Receivers::start(hooks::Flakiness {
+        fail: opts.webhook_fail_share,
+        hang: opts.webhook_hang_share,
+        hang_for: Duration::from_secs(WEBHOOK_TIMEOUT_SECS + 1),
+    })
+    .await?;
     let mut common: Vec<(String, String)> = vec![
         ("DATABASE_URL".into(), db_url.into()),
         ("LOG_FORMAT".into(), "json".into()),
@@ -562,6 +599,13 @@ async fn run_in(
             "EMAIL_SEND_TIMEOUT_SECS".into(),
             SEND_TIMEOUT_SECS.to_string(),
         ),
+        // The receivers listen on 127.0.0.1, over http.
+        ("WEBHOOK_ALLOW_PRIVATE".into(), "true".into()),
+        (
+            "WEBHOOK_TIMEOUT_SECS".into(),
+            WEBHOOK_TIMEOUT_SECS.to_string(),
+        ),
+        ("WEBHOOK_RETRY_SECS".into(), WEBHOOK_RETRY_SECS.to_string()),
     ];
     let sqs = match opts.queue {
         QueueArg::Db => None,
@@ -637,6 +681,21 @@ async fn run_in(
         204,
     )
     .await?;
+    // Two endpoints that take every type an endpoint can: whatever the company's events, each
+    // is delivered to both.
+    let mut endpoints: Vec<(i64, &str)> = Vec::new();
+    for name in [hooks::STEADY, hooks::FLAKY] {
+        let created = api
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/companies/{}/webhooks", company["id"]),
+                Some(&employer),
+                Some(json!({"url": hooks.url(name), "events": jobboard::domain::webhook::EVENT_TYPES})),
+                201,
+            )
+            .await?;
+        endpoints.push((created["id"].as_i64().context("no endpoint id")?, name));
+    }
     let new_job = |title: String, expires_at: Option<String>| {
         let mut job = json!({"company_id": company["id"], "title": title,
             "description": "Under fire", "location": "Anywhere", "remote": true,
@@ -750,6 +809,7 @@ async fn run_in(
         workers: Mutex::new(Vec::new()),
         kills: AtomicUsize::new(0),
         reclaims_of_dead: AtomicUsize::new(0),
+        webhook_reclaims_of_dead: AtomicUsize::new(0),
     });
     {
         let mut workers = run.workers.lock().await;
@@ -949,6 +1009,7 @@ async fn run_in(
         stall: 0.0,
         stall_for: Duration::ZERO,
     });
+    hooks.calm();
     run.revive().await?;
 
     // Drained: every event emailed or dead-lettered, and nothing left in the queue.
@@ -991,13 +1052,18 @@ async fn run_in(
         .fetch_one(&pool)
         .await
         .unwrap_or(1);
-        if open == 0 && queued == 0 && lapsing == 0 {
+        let undelivered: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending'")
+                .fetch_one(&pool)
+                .await
+                .unwrap_or(1);
+        if open == 0 && queued == 0 && lapsing == 0 && undelivered == 0 {
             break;
         }
         if Instant::now() > deadline {
             progress(format!(
                 "not drained within {} s: {open} events open, {queued} in the outbox, \
-                 {lapsing} jobs not expired yet",
+                 {lapsing} jobs not expired yet, {undelivered} webhook deliveries pending",
                 opts.drain_timeout_secs
             ));
             break;
@@ -1007,7 +1073,7 @@ async fn run_in(
     }
     // Copies still in flight settle before the count.
     tokio::time::sleep(Duration::from_secs(VISIBILITY_SECS)).await;
-    let reclaims = run.stop_all().await;
+    let (reclaims, webhook_reclaims) = run.stop_all().await;
     // Every job posted, the first one included, is open: the search must find each (a search
     // waits for the API's index to apply every change committed before it began).
     let mut wanted: Vec<i64> = posted.clone();
@@ -1044,6 +1110,7 @@ async fn run_in(
         .count();
     let duplicated: usize = emailed.values().map(|n| n - 1).sum();
     let strangers = emailed.keys().filter(|e| !events.contains_key(*e)).count();
+    let hooked = webhook_figures(&pool, &hooks, &endpoints).await?;
     // Type by type: the promise does not depend on what an event is about.
     let mut by_type: std::collections::BTreeMap<&str, [usize; 4]> = Default::default();
     for (event, kind) in &events {
@@ -1083,6 +1150,20 @@ async fn run_in(
         "index_faults": index_faults,
         "index_write_failures": index_write_failures,
         "unknown_event_emails": strangers,
+        "webhooks": {
+            "facts": hooked.facts,
+            "endpoints": endpoints.len(),
+            "deliveries": hooked.deliveries,
+            "missing": hooked.missing,
+            "undelivered": hooked.undelivered.len(),
+            "requests": hooked.requests,
+            "repeats": hooked.repeats,
+            "repeats_after_2xx": hooked.repeats_after_2xx,
+            "failed_attempts": hooked.failed_attempts,
+            "reclaims": webhook_reclaims,
+            "answered_500": hooked.answered_500,
+            "hung": hooked.hung,
+        },
         "by_type": by_type.iter().map(|(kind, [n, sent, lost, repeats])| {
             (kind.to_string(), json!({"events": n, "emails": sent, "lost": lost, "duplicated": repeats}))
         }).collect::<serde_json::Map<String, Value>>(),
@@ -1091,7 +1172,9 @@ async fn run_in(
     println!(
         "chaos queue={} mode={} email={} workers={}: events {} emails {} lost {} duplicated {} dead letters {} \
          kills {} injections {} reclaims {} refused {} stalled {} never greeted {} pg restarts {} mode switches {} \
-         jobs posted {} unsearchable {} index faults {} (index writes failed {}) seconds {}",
+         jobs posted {} unsearchable {} index faults {} (index writes failed {}) \
+         webhooks: deliveries {} undelivered {} missing {} requests {} repeats {} failed attempts {} \
+         reclaims {} (500s {} hangs {}) seconds {}",
         result["queue"].as_str().unwrap_or(""),
         result["mode"].as_str().unwrap_or(""),
         result["email"].as_str().unwrap_or(""),
@@ -1113,6 +1196,15 @@ async fn run_in(
         unsearchable.len(),
         index_faults,
         index_write_failures,
+        hooked.deliveries,
+        hooked.undelivered.len(),
+        hooked.missing,
+        hooked.requests,
+        hooked.repeats,
+        hooked.failed_attempts,
+        webhook_reclaims,
+        hooked.answered_500,
+        hooked.hung,
         result["seconds"],
     );
     if let Some(path) = &opts.json {
@@ -1167,7 +1259,137 @@ async fn run_in(
         eprintln!("chaos: FAILED: {strangers} emails for events that were never committed");
         ok = false;
     }
+    if hooked.missing > 0 {
+        eprintln!(
+            "chaos: FAILED: {} (event, endpoint) pairs have no webhook delivery",
+            hooked.missing
+        );
+        ok = false;
+    }
+    if !hooked.undelivered.is_empty() {
+        eprintln!(
+            "chaos: FAILED: {} webhook deliveries never got a 2xx: {:?}",
+            hooked.undelivered.len(),
+            hooked.undelivered.iter().take(10).collect::<Vec<_>>()
+        );
+        ok = false;
+    }
+    let allowed = hooked.failed_attempts as usize + webhook_reclaims;
+    if hooked.repeats > allowed {
+        eprintln!(
+            "chaos: FAILED: {} webhook requests repeated, but only {} attempts recorded as \
+             failed and {webhook_reclaims} reclaims",
+            hooked.repeats, hooked.failed_attempts
+        );
+        ok = false;
+    }
+    if hooked.repeats_after_2xx > webhook_reclaims {
+        eprintln!(
+            "chaos: FAILED: {} webhook deliveries repeated after a 2xx, but only \
+             {webhook_reclaims} reclaims",
+            hooked.repeats_after_2xx
+        );
+        ok = false;
+    }
+    if hooked.facts == 0 || hooked.answered_500 == 0 {
+        eprintln!(
+            "chaos: FAILED: the webhooks proved nothing ({} facts, {} answered 500)",
+            hooked.facts, hooked.answered_500
+        );
+        ok = false;
+    }
     Ok(ok)
+}
+
+/// What came of the webhook deliveries.
+struct HookFigures {
+    /// Facts an endpoint that takes every type must get: each status change, and the fact of
+    /// every other event of a type an endpoint can receive (one per member share one).
+    facts: usize,
+    /// Delivery rows, over both endpoints.
+    deliveries: usize,
+    /// (fact, endpoint) pairs without a delivery row.
+    missing: usize,
+    /// Deliveries whose receiver never answered 2xx to their `webhook-id`.
+    undelivered: Vec<String>,
+    /// Requests the receivers got, and those beyond the first per `webhook-id`.
+    requests: usize,
+    repeats: usize,
+    /// Requests with a `webhook-id` its receiver had already answered 2xx.
+    repeats_after_2xx: usize,
+    /// Attempts recorded without a 2xx: each may repeat its delivery.
+    failed_attempts: i64,
+    answered_500: usize,
+    hung: usize,
+}
+
+/// Counts the webhook deliveries against what the receivers saw.
+async fn webhook_figures(
+    pool: &sqlx::PgPool,
+    hooks: &hooks::Receivers,
+    endpoints: &[(i64, &str)],
+) -> Result<HookFigures> {
+    let mut facts: std::collections::HashSet<String> =
+        sqlx::query_scalar("SELECT event_id FROM application_history WHERE old_status IS NOT NULL")
+            .fetch_all(pool)
+            .await?
+            .into_iter()
+            .collect();
+    let records: Vec<String> = sqlx::query_scalar("SELECT body FROM events")
+        .fetch_all(pool)
+        .await?;
+    for body in records {
+        let event = jobboard::domain::event::parse_event(&body)
+            .map_err(|e| anyhow::anyhow!("an event record does not parse: {e:?}"))?;
+        if let Some(fact) = jobboard::domain::webhook::fact(&event) {
+            facts.insert(fact.key);
+        }
+    }
+    let rows: Vec<(String, i64, String)> =
+        sqlx::query_as("SELECT webhook_id, endpoint_id, event_id FROM webhook_deliveries")
+            .fetch_all(pool)
+            .await?;
+    let failed_attempts: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM webhook_attempts WHERE status IS NULL OR status NOT BETWEEN 200 AND 299",
+    )
+    .fetch_one(pool)
+    .await?;
+    let (answered_500, hung) = hooks.troubles();
+    let mut figures = HookFigures {
+        facts: facts.len(),
+        deliveries: rows.len(),
+        missing: 0,
+        undelivered: Vec::new(),
+        requests: 0,
+        repeats: 0,
+        repeats_after_2xx: 0,
+        failed_attempts,
+        answered_500,
+        hung,
+    };
+    for (endpoint, name) in endpoints {
+        let seen = hooks.seen(name);
+        let mine: HashMap<&str, &str> = rows
+            .iter()
+            .filter(|(_, e, _)| e == endpoint)
+            .map(|(webhook_id, _, fact)| (fact.as_str(), webhook_id.as_str()))
+            .collect();
+        figures.missing += facts
+            .iter()
+            .filter(|f| !mine.contains_key(f.as_str()))
+            .count();
+        for webhook_id in mine.values() {
+            if seen.get(*webhook_id).is_none_or(|s| s.answered_2xx == 0) {
+                figures.undelivered.push(format!("{name} {webhook_id}"));
+            }
+        }
+        for s in seen.values() {
+            figures.requests += s.requests;
+            figures.repeats += s.requests.saturating_sub(1);
+            figures.repeats_after_2xx += s.answered_2xx.saturating_sub(1);
+        }
+    }
+    Ok(figures)
 }
 
 /// Where the workers send, and how the run counts what was accepted.

@@ -253,6 +253,16 @@ pub struct Config {
           default_value = "false",
           value_parser = PossibleValuesParser::new(["true", "false"]).map(|s| s.eq_ignore_ascii_case("true")))]
     pub webhook_allow_private: bool,
+    /// 1-60: one webhook attempt's deadline, from the connection to the last byte of the answer;
+    /// a claimed delivery's lease is six times it
+    #[arg(long, env = "WEBHOOK_TIMEOUT_SECS", default_value = "10",
+          value_parser = parse::ranged(1, 60))]
+    pub webhook_timeout_secs: u64,
+    /// 1-3600: seconds before a failed webhook delivery is tried again the first time; each
+    /// later wait doubles, to at most 6 hours
+    #[arg(long, env = "WEBHOOK_RETRY_SECS", default_value = "30",
+          value_parser = parse::ranged(1, 3_600))]
+    pub webhook_retry_secs: u64,
     /// console prints (refused in production), file writes .eml files, smtp sends, ses sends
     /// through Amazon SES (API v2; AWS_REGION and the AWS credentials apply)
     #[arg(

@@ -201,10 +201,10 @@ pub fn subscribed(events: &str, type_name: &str) -> bool {
     events.split(' ').any(|t| t == type_name)
 }
 
-/// When a failed delivery is tried again: 30 s doubling with each failed attempt, at most 6
-/// hours, ± 20 % (`jitter` in [-1, 1]).
-pub fn retry_delay(failed_attempts: u32, jitter: f64) -> chrono::Duration {
-    let base = 30.0 * 2f64.powi(failed_attempts.saturating_sub(1).min(20) as i32);
+/// When a failed delivery is tried again: `first` seconds (`WEBHOOK_RETRY_SECS`, 30 by
+/// default) doubling with each failed attempt, at most 6 hours, ± 20 % (`jitter` in [-1, 1]).
+pub fn retry_delay(first: u64, failed_attempts: u32, jitter: f64) -> chrono::Duration {
+    let base = first as f64 * 2f64.powi(failed_attempts.saturating_sub(1).min(20) as i32);
     let secs = base.min(6.0 * 3600.0) * (1.0 + 0.2 * jitter.clamp(-1.0, 1.0));
     chrono::Duration::milliseconds((secs * 1000.0) as i64)
 }
@@ -310,12 +310,15 @@ mod tests {
 
     #[test]
     fn retries_back_off_to_six_hours() {
-        assert_eq!(retry_delay(1, 0.0).num_seconds(), 30);
-        assert_eq!(retry_delay(2, 0.0).num_seconds(), 60);
-        assert_eq!(retry_delay(5, 0.0).num_seconds(), 480);
-        assert_eq!(retry_delay(40, 0.0).num_seconds(), 6 * 3600);
-        assert_eq!(retry_delay(1, 1.0).num_seconds(), 36);
-        assert_eq!(retry_delay(1, -1.0).num_seconds(), 24);
+        assert_eq!(retry_delay(30, 1, 0.0).num_seconds(), 30);
+        assert_eq!(retry_delay(30, 2, 0.0).num_seconds(), 60);
+        assert_eq!(retry_delay(30, 5, 0.0).num_seconds(), 480);
+        assert_eq!(retry_delay(30, 40, 0.0).num_seconds(), 6 * 3600);
+        assert_eq!(retry_delay(30, 1, 1.0).num_seconds(), 36);
+        assert_eq!(retry_delay(30, 1, -1.0).num_seconds(), 24);
+        assert_eq!(retry_delay(2, 1, 0.0).num_seconds(), 2);
+        assert_eq!(retry_delay(2, 3, 0.0).num_seconds(), 8);
+        assert_eq!(retry_delay(3600, 9, 0.0).num_seconds(), 6 * 3600);
         assert!(subscribed("job.expired job.reviewed", "job.reviewed"));
         assert!(!subscribed("job.expired", "job.expiring"));
     }

@@ -223,13 +223,11 @@ async fn worker(config: Config) -> anyhow::Result<u8> {
     });
     tokio::spawn(worker.clone().maintain(shutdown.clone()));
     let webhooks = tokio::spawn(worker.clone().deliver_webhooks(shutdown.clone()));
+    let webhook_deadline = worker.webhook_timeout;
     let clean = worker.run(shutdown).await;
     // Deliveries in flight end within their deadline; their claims lapse if not recorded.
-    let _webhooks_stopped = tokio::time::timeout(
-        crate::webhooks::deliver::TIMEOUT + Duration::from_secs(2),
-        webhooks,
-    )
-    .await;
+    let _webhooks_stopped =
+        tokio::time::timeout(webhook_deadline + Duration::from_secs(2), webhooks).await;
     // Connections still open after a second are dropped with the process.
     let _listener_stopped = tokio::time::timeout(Duration::from_secs(1), http).await;
     let listener_ok = !listener_failed.load(std::sync::atomic::Ordering::SeqCst);

@@ -4,13 +4,14 @@
 //! returned, so a name that changes its answer after the endpoint was registered (DNS
 //! rebinding) reaches no private address; an IP-literal URL is checked again by
 //! [`address::parse`]. No redirect is followed, no proxy used, at most [`MAX_ANSWER`] bytes of an
-//! answer read, and the whole exchange has [`TIMEOUT`].
+//! answer read, and the whole exchange has a deadline (`WEBHOOK_TIMEOUT_SECS`, [`TIMEOUT`] by
+//! default).
 
 use super::{address, sign};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// One attempt's deadline, from the connection to the last byte read.
+/// One attempt's deadline by default, from the connection to the last byte read.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The most of an answer's body that is read.
@@ -80,16 +81,17 @@ impl reqwest::dns::Resolve for Checked {
 pub struct Client {
     http: reqwest::Client,
     allow_private: bool,
+    timeout: Duration,
 }
 
 impl Client {
-    /// `allow_private`: `WEBHOOK_ALLOW_PRIVATE`.
-    pub fn new(allow_private: bool) -> anyhow::Result<Client> {
+    /// `allow_private`: `WEBHOOK_ALLOW_PRIVATE`; `timeout`: `WEBHOOK_TIMEOUT_SECS`.
+    pub fn new(allow_private: bool, timeout: Duration) -> anyhow::Result<Client> {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
-            .timeout(TIMEOUT)
-            .connect_timeout(TIMEOUT)
+            .timeout(timeout)
+            .connect_timeout(timeout)
             .dns_resolver(Arc::new(Checked { allow_private }))
             .user_agent(concat!("jobboard-webhooks/", env!("CARGO_PKG_VERSION")))
             .build()
@@ -97,6 +99,7 @@ impl Client {
         Ok(Client {
             http,
             allow_private,
+            timeout,
         })
     }
 
@@ -139,7 +142,7 @@ impl Client {
             .await;
         let mut answer = match sent {
             Ok(answer) => answer,
-            Err(e) => return failed(describe(&e)),
+            Err(e) => return failed(describe(&e, self.timeout)),
         };
         let status = answer.status().as_u16();
         // The body is read (to keep the connection reusable) up to the limit, then dropped.
@@ -150,7 +153,7 @@ impl Client {
                 Ok(Some(chunk)) => read += chunk.len(),
                 Ok(None) => break,
                 Err(e) => {
-                    cut = Some(describe(&e));
+                    cut = Some(describe(&e, self.timeout));
                     break;
                 }
             }
@@ -172,9 +175,9 @@ impl Client {
 }
 
 /// An error of the client in words, with its causes (a refused address says which).
-fn describe(e: &reqwest::Error) -> String {
+fn describe(e: &reqwest::Error, timeout: Duration) -> String {
     let what = if e.is_timeout() {
-        format!("no answer within {} s", TIMEOUT.as_secs())
+        format!("no answer within {} s", timeout.as_secs())
     } else if e.is_connect() {
         "could not connect".to_string()
     } else {

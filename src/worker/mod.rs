@@ -137,6 +137,10 @@ pub struct Worker {
     links: Option<Links>,
     /// `WEBHOOK_ALLOW_PRIVATE`: deliveries may reach private addresses over `http`.
     webhook_allow_private: bool,
+    /// `WEBHOOK_TIMEOUT_SECS`: one delivery attempt's deadline.
+    pub(crate) webhook_timeout: Duration,
+    /// `WEBHOOK_RETRY_SECS`: the wait before a failed delivery's first retry.
+    webhook_retry_secs: u64,
 }
 
 /// `PUBLIC_BASE_URL` and the secret that signs unsubscribe tokens.
@@ -173,6 +177,8 @@ impl Worker {
             mail_recovered: tokio::sync::Notify::new(),
             jobs: upkeep_jobs::JobUpkeep::from_config(config),
             webhook_allow_private: config.webhook_allow_private,
+            webhook_timeout: Duration::from_secs(config.webhook_timeout_secs),
+            webhook_retry_secs: config.webhook_retry_secs,
             links: (config.unsubscribe_secret.as_ref())
                 .or(config.jwt_secret.as_ref())
                 .map(|secret| Links {

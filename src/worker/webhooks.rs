@@ -24,8 +24,9 @@ pub const LANE: usize = 4;
 /// receivers fill their own lanes long before they fill this.
 pub const IN_FLIGHT: usize = 512;
 
-/// A claim's lease: longer than an attempt's deadline and its record.
-const LEASE: Duration = Duration::from_secs(60);
+/// A claim's lease, in attempts' deadlines (`WEBHOOK_TIMEOUT_SECS`): long past an attempt and
+/// its record (60 s by default).
+const LEASE_DEADLINES: u32 = 6;
 
 /// How often the due deliveries are looked for while none is.
 const POLL: Duration = Duration::from_millis(200);
@@ -37,7 +38,7 @@ impl Worker {
     /// Delivers the due webhook deliveries until `shutdown`, then waits for those in flight
     /// (each ends within its deadline).
     pub async fn deliver_webhooks(self: Arc<Self>, shutdown: CancellationToken) {
-        let client = match Client::new(self.webhook_allow_private) {
+        let client = match Client::new(self.webhook_allow_private, self.webhook_timeout) {
             Ok(client) => client,
             Err(e) => {
                 tracing::error!(error = %e, "webhook deliveries cannot start");
@@ -47,6 +48,7 @@ impl Worker {
         let lanes: Lanes = Arc::new(Mutex::new(HashMap::new()));
         let mut running: JoinSet<()> = JoinSet::new();
         let mut failing = false;
+        let lease = self.webhook_timeout * LEASE_DEADLINES;
         while !shutdown.is_cancelled() {
             while running.try_join_next().is_some() {}
             let room = IN_FLIGHT.saturating_sub(running.len());
@@ -56,7 +58,7 @@ impl Worker {
                 let in_flight = lanes.lock().map(|l| l.clone()).unwrap_or_default();
                 match self
                     .store
-                    .claim_deliveries(room as i64, LEASE.as_millis() as i64, LANE, &in_flight)
+                    .claim_deliveries(room as i64, lease.as_millis() as i64, LANE, &in_flight)
                     .await
                 {
                     Ok(claims) => {
@@ -95,6 +97,7 @@ impl Worker {
                     client.clone(),
                     claim,
                     lanes.clone(),
+                    self.webhook_retry_secs,
                 ));
             }
             if idle {
@@ -122,6 +125,7 @@ async fn deliver_one(
     client: Client,
     claim: DeliveryClaim,
     lanes: Lanes,
+    retry_secs: u64,
 ) {
     let answer = client
         .send(Request {
@@ -147,7 +151,7 @@ async fn deliver_one(
         error: answer.error.clone(),
     };
     let failed = u32::try_from(claim.attempts + 1).unwrap_or(u32::MAX);
-    let delay = webhook::retry_delay(failed, rand::thread_rng().gen_range(-1.0..=1.0));
+    let delay = webhook::retry_delay(retry_secs, failed, rand::thread_rng().gen_range(-1.0..=1.0));
     let recorded = WebhookDeliveryStore::record_attempt(&*store, &claim, &attempt, delay).await;
     let span = (
         claim.event_id.as_str(),

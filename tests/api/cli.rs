@@ -242,6 +242,16 @@ async fn bad_configuration_stops_with_one_line_naming_the_variable() {
             None,
         ),
         (
+            vec![("WEBHOOK_TIMEOUT_SECS", "61")],
+            "WEBHOOK_TIMEOUT_SECS",
+            None,
+        ),
+        (
+            vec![("WEBHOOK_RETRY_SECS", "0")],
+            "WEBHOOK_RETRY_SECS",
+            None,
+        ),
+        (
             vec![("PUBLIC_BASE_URL", "https://jobs.example.com/?from=mail")],
             "PUBLIC_BASE_URL",
             None,
