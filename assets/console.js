@@ -258,6 +258,7 @@
       lastFigure = f.dead_letters;
       await loadDeadLetters(1);
       await loadReviews(1);
+      await loadFailing().catch(() => {});
       schedule();
       $("queue-title").focus();
     } catch (e) {
@@ -304,6 +305,8 @@
     hide("whoami");
     $("signout").hidden = true;
     $("dl-list").replaceChildren();
+    failingRequest += 1;
+    $("wh-list").replaceChildren();
     $("timeline").replaceChildren();
     hide("story");
     $("signin").hidden = false;
@@ -383,6 +386,67 @@
     } catch (_) {
       // Shown beside the list (markReviewStale), or the page has signed out.
     }
+    if (!token) return;
+    await loadFailing().catch(() => {});
+  }
+
+  // ------------------------------------------------------------------ failing webhook endpoints
+
+  // Only the newest read of the failing endpoints is drawn.
+  let failingRequest = 0;
+
+  // Reads the failing webhook endpoints and draws them; a failed read says so in the notice.
+  async function loadFailing() {
+    const mine = ++failingRequest;
+    let res;
+    try {
+      res = await api("GET", "/api/admin/webhooks/failing");
+    } catch (e) {
+      if (!(e instanceof Gone) && mine === failingRequest) notice("The failing webhook endpoints were not read: " + e.message, true);
+      throw e;
+    }
+    if (!res.ok) {
+      if (mine === failingRequest) notice(await problemText(res), true);
+      return;
+    }
+    const list = await res.json();
+    if (mine !== failingRequest) return;
+    $("wh-total").textContent = String(list.items.length);
+    $("wh-empty").hidden = list.items.length !== 0;
+    $("wh-list").replaceChildren(...list.items.map(failingItem));
+  }
+
+  function failingItem(w) {
+    const state = w.disabled_reason
+      ? el("span", { class: "chip bad", text: "disabled" })
+      : w.paused
+        ? el("span", { class: "chip", text: "paused" })
+        : el("span", { class: "chip bad", text: "failing" });
+    const last = w.last_attempt_at
+      ? [
+          "Last attempt " + when(w.last_attempt_at) + ": ",
+          w.last_status !== null ? "HTTP " + w.last_status : "no answer",
+          ".",
+        ]
+      : ["No attempt recorded."];
+    return el(
+      "li",
+      { class: "endpoint", "data-endpoint-id": String(w.id) },
+      el("p", { class: "head" }, state, " ", outside(w.url, "span", "mono")),
+      el("p", { class: "detail" }, "Endpoint " + w.id + " of ", outside(w.company_name), " (company " + w.company_id + ")."),
+      w.disabled_reason ? el("p", { class: "detail" }, "Stopped: ", outside(w.disabled_reason), ".") : null,
+      el(
+        "p",
+        { class: "detail" },
+        (w.failing_since ? "Failing since " + when(w.failing_since) + "; " : "") +
+          (w.last_success_at ? "last success " + when(w.last_success_at) : "never a success") +
+          "; " +
+          (w.pending === 1 ? "1 delivery" : w.pending + " deliveries") +
+          " waiting."
+      ),
+      el("p", { class: "detail" }, ...last),
+      w.last_error ? shown(w.last_error, "pre", "last-error") : null
+    );
   }
 
   // ------------------------------------------------------------------ dead letters
@@ -980,6 +1044,30 @@
         )
       );
     }
+    // Each webhook delivery: when it ended, or (still due) last, with its next try.
+    for (const w of s.webhooks || []) {
+      const what = {
+        delivered: "Webhook delivered",
+        failed: "Webhook given up",
+        pending: w.attempts === 0 ? "Webhook waiting for its first try" : "Webhook failed; waiting for a retry",
+      }[w.status] || "Webhook: " + w.status;
+      const kind = w.status === "delivered" ? "good" : w.attempts > 0 ? "bad" : "";
+      const answer =
+        w.attempts === 0
+          ? "Not tried yet"
+          : plural(w.attempts, "attempt") + ", the last one " + (w.last_status !== null ? "answered HTTP " + w.last_status : "unanswered");
+      steps.push(
+        step(
+          w.finished_at,
+          what,
+          kind,
+          ["To ", outside(w.url), " (endpoint " + w.endpoint_id + ", company " + w.company_id + "), " + w.type + "."],
+          answer + (w.status === "pending" ? "; next try " + when(w.next_attempt_at) : "") + ".",
+          el("p", { class: "detail mono", text: "webhook-id " + w.webhook_id }),
+          w.last_error && w.status !== "delivered" ? shown(w.last_error, "pre", "last-error") : null
+        )
+      );
+    }
     // In time order; a step with no time (nothing recorded yet) comes last.
     const time = (x) => (x.at ? new Date(x.at).getTime() : Infinity);
     steps.sort((a, b) => time(a) - time(b) || 0);
@@ -1008,6 +1096,7 @@
     )
   );
   $("redrive-all").addEventListener("click", () => redriveIds(null, null));
+  $("wh-refresh").addEventListener("click", () => loadFailing().catch(() => {}));
   $("dl-prev").addEventListener("click", () => reading(turnPage(Math.max(1, page - 1))));
   $("dl-next").addEventListener("click", () => reading(turnPage(page + 1)));
   $("review-refresh").addEventListener("click", () => loadReviews(reviewPage).catch(() => {}));

@@ -11,7 +11,7 @@ use super::extract::{Body, JsonBody, QueryParams, wrong_method};
 use super::idempotency::Idempotent;
 use crate::http::AppState;
 use crate::queue::{DeadLetter, Selection};
-use crate::store::{EventChange, ProcessedRecord, RedriveTrace};
+use crate::store::{EventChange, FailingEndpoint, ProcessedRecord, RedriveTrace, StoryDelivery};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
@@ -42,7 +42,14 @@ pub fn router() -> Router<AppState> {
             "/api/admin/dead-letters/{id}",
             delete(purge).fallback(wrong_method("DELETE")),
         )
+        .route(
+            "/api/admin/webhooks/failing",
+            get(failing_webhooks).fallback(wrong_method("GET,HEAD")),
+        )
 }
+
+/// The most failing endpoints one answer lists.
+const FAILING_LIMIT: i64 = 100;
 
 /// The queue's figures; `null` where the queue cannot tell.
 #[derive(Serialize, ToSchema)]
@@ -380,11 +387,129 @@ pub struct EventStoryOut {
     /// `null` unless an operator redrove it.
     #[schema(required = true)]
     pub redrive: Option<RedriveTraceOut>,
+    /// Its webhook deliveries, one per endpoint that took its type when it was written.
+    pub webhooks: Vec<StoryDeliveryOut>,
 }
 
-/// An event's story: the status change, the worker's record, the dead letter, the redrives.
+/// A webhook delivery of an event.
+#[derive(Serialize, ToSchema)]
+pub struct StoryDeliveryOut {
+    /// The `webhook-id` every attempt of it carried.
+    pub webhook_id: String,
+    pub endpoint_id: i64,
+    pub company_id: i64,
+    pub url: String,
+    /// What it delivers: the event's id, or for the upkeep's events that are one per member
+    /// (`job.*`), what they share.
+    pub event_id: String,
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// `pending` (due at `next_attempt_at`), `delivered`, or `failed` (given up).
+    pub status: String,
+    pub attempts: i64,
+    #[serde(with = "crate::timefmt")]
+    pub next_attempt_at: DateTime<Utc>,
+    #[schema(required = true)]
+    #[serde(with = "crate::timefmt::option")]
+    pub finished_at: Option<DateTime<Utc>>,
+    /// The latest attempt's HTTP status; `null` without an answer or an attempt.
+    #[schema(required = true)]
+    pub last_status: Option<i64>,
+    #[schema(required = true)]
+    pub last_error: Option<String>,
+}
+
+impl From<StoryDelivery> for StoryDeliveryOut {
+    fn from(d: StoryDelivery) -> Self {
+        StoryDeliveryOut {
+            webhook_id: d.webhook_id,
+            endpoint_id: d.endpoint_id,
+            company_id: d.company_id,
+            url: d.url,
+            event_id: d.event_id,
+            type_name: d.type_name,
+            status: d.status,
+            attempts: d.attempts,
+            next_attempt_at: d.next_attempt_at,
+            finished_at: d.finished_at,
+            last_status: d.last_status,
+            last_error: d.last_error,
+        }
+    }
+}
+
+/// A webhook endpoint that fails or was disabled.
+#[derive(Serialize, ToSchema)]
+pub struct FailingEndpointOut {
+    pub id: i64,
+    pub company_id: i64,
+    pub company_name: String,
+    pub url: String,
+    pub paused: bool,
+    /// Why deliveries stopped without its company asking (a 410, or 5 days without a success).
+    #[schema(required = true)]
+    pub disabled_reason: Option<String>,
+    /// Its first failure since its last success.
+    #[schema(required = true)]
+    #[serde(with = "crate::timefmt::option")]
+    pub failing_since: Option<DateTime<Utc>>,
+    #[schema(required = true)]
+    #[serde(with = "crate::timefmt::option")]
+    pub last_success_at: Option<DateTime<Utc>>,
+    /// Deliveries still to be made to it.
+    pub pending: i64,
+    #[schema(required = true)]
+    #[serde(with = "crate::timefmt::option")]
+    pub last_attempt_at: Option<DateTime<Utc>>,
+    #[schema(required = true)]
+    pub last_status: Option<i64>,
+    #[schema(required = true)]
+    pub last_error: Option<String>,
+}
+
+impl From<FailingEndpoint> for FailingEndpointOut {
+    fn from(f: FailingEndpoint) -> Self {
+        FailingEndpointOut {
+            id: f.id,
+            company_id: f.company_id,
+            company_name: f.company_name,
+            url: f.url,
+            paused: f.paused,
+            disabled_reason: f.disabled_reason,
+            failing_since: f.failing_since,
+            last_success_at: f.last_success_at,
+            pending: f.pending,
+            last_attempt_at: f.last_attempt_at,
+            last_status: f.last_status,
+            last_error: f.last_error,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct FailingEndpoints {
+    /// The longest failing first, then the disabled ones that fail no more; at most 100.
+    pub items: Vec<FailingEndpointOut>,
+}
+
+/// The webhook endpoints that fail (no success since their first failure) or were disabled,
+/// across companies.
+#[utoipa::path(get, operation_id = "admin_failing_webhooks", path = "/api/admin/webhooks/failing", tag = "operators", security(("bearer" = [])),
+    responses((status = 200, body = FailingEndpoints), (status = 404, body = Problem, description = "not an operator (signed in or not)")))]
+async fn failing_webhooks(
+    State(st): State<AppState>,
+    _op: Operator,
+) -> ApiResult<Json<FailingEndpoints>> {
+    let items = st.store.failing_webhooks(FAILING_LIMIT).await?;
+    Ok(Json(FailingEndpoints {
+        items: items.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// An event's story: the status change, the worker's record, the dead letter, the redrives, the
+/// webhook deliveries.
 #[utoipa::path(get, operation_id = "admin_event", path = "/api/admin/events/{event_id}", tag = "operators", security(("bearer" = [])),
-    params(("event_id" = String, Path, description = "the event id, as the status change's history and the email's headers show it")),
+    params(("event_id" = String, Path, description = "the event id, as the status change's history and the email's headers show it; or a webhook delivery's `webhook-id` (`msg_…`)")),
     responses((status = 200, body = EventStoryOut), (status = 404, body = Problem, description = "nothing is known of this event id, or not an operator")))]
 async fn event(
     State(st): State<AppState>,
@@ -414,5 +539,6 @@ async fn event(
         processed: story.processed.map(Into::into),
         dead_letter: dead_letter.map(DeadLetterOut::from),
         redrive: story.redrive.map(Into::into),
+        webhooks: story.webhooks.into_iter().map(Into::into).collect(),
     }))
 }

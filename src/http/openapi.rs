@@ -216,6 +216,7 @@ impl Modify for CommonResponses {
         ops::healthz, ops::readyz, ops::metrics, document, ops::docs, ops::docs_css, ops::docs_js,
         console::console, console::console_css, console::console_js, console::favicon,
         admin::queue, admin::dead_letters, admin::redrive, admin::purge, admin::event,
+        admin::failing_webhooks,
         admin_jobs::list, admin_jobs::approve, admin_jobs::reject,
         pages::job::job_page, pages::job::pages_css, pages::feed::jobs_feed,
         pages::sitemap::sitemap_index, pages::sitemap::sitemap_file, pages::sitemap::robots_txt,

@@ -69,6 +69,45 @@ pub struct RedriveTrace {
     pub last_redriven_at: i64,
 }
 
+/// A webhook delivery of an event, with its endpoint and its latest attempt's answer.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StoryDelivery {
+    pub webhook_id: String,
+    pub endpoint_id: i64,
+    pub company_id: i64,
+    pub url: String,
+    /// The delivery's fact: the event's id, or what the upkeep's one-per-member events share.
+    pub event_id: String,
+    pub type_name: String,
+    /// `pending`, `delivered` or `failed` (given up).
+    pub status: String,
+    pub attempts: i64,
+    pub next_attempt_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// The latest attempt's HTTP status (`None`: no answer, or no attempt yet).
+    pub last_status: Option<i64>,
+    pub last_error: Option<String>,
+}
+
+/// An endpoint that fails (no success since `failing_since`) or that deliveries stopped for
+/// (`disabled_reason`), with its company and its latest attempt.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct FailingEndpoint {
+    pub id: i64,
+    pub company_id: i64,
+    pub company_name: String,
+    pub url: String,
+    pub paused: bool,
+    pub disabled_reason: Option<String>,
+    pub failing_since: Option<DateTime<Utc>>,
+    pub last_success_at: Option<DateTime<Utc>>,
+    /// Deliveries still to be made to it.
+    pub pending: i64,
+    pub last_attempt_at: Option<DateTime<Utc>>,
+    pub last_status: Option<i64>,
+    pub last_error: Option<String>,
+}
+
 /// Everything the database knows of one event id.
 #[derive(Debug, Clone)]
 pub struct EventStory {
@@ -76,6 +115,8 @@ pub struct EventStory {
     pub processed: Option<ProcessedRecord>,
     pub dead_letter: Option<DeadLetterRow>,
     pub redrive: Option<RedriveTrace>,
+    /// Its webhook deliveries, by endpoint.
+    pub webhooks: Vec<StoryDelivery>,
 }
 
 impl EventStory {
@@ -85,6 +126,7 @@ impl EventStory {
             && self.processed.is_none()
             && self.dead_letter.is_none()
             && self.redrive.is_none()
+            && self.webhooks.is_empty()
     }
 }
 
@@ -97,6 +139,9 @@ pub trait ConsoleStore: Send + Sync {
     async fn set_operator(&self, email_key: &str, grant: bool) -> StoreResult<OperatorChange>;
     /// The queue figures the database holds, in one statement.
     async fn console_figures(&self) -> StoreResult<ConsoleFigures>;
-    /// The status change, the processed record, the dead letter and the redrives of `event_id`.
+    /// The status change, the processed record, the dead letter, the redrives and the webhook
+    /// deliveries of `event_id`. A delivery's `webhook-id` (`msg_…`) finds that delivery alone.
     async fn event_story(&self, event_id: &str) -> StoreResult<EventStory>;
+    /// The endpoints that fail or were disabled, the longest failing first, at most `limit`.
+    async fn failing_webhooks(&self, limit: i64) -> StoreResult<Vec<FailingEndpoint>>;
 }

@@ -981,6 +981,116 @@ async fn a_story_tells_how_the_email_was_sent_and_that_it_was_redriven() {
     b.close().await;
 }
 
+/// A webhook endpoint whose receiver answers 500 shows among the failing endpoints, with its
+/// company and its last answer, and the event's story shows its deliveries: one delivered, one
+/// waiting for a retry. The endpoint's URL, whatever its company wrote, shows as text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_webhooks_and_an_events_deliveries_show_in_the_console() {
+    use axum::http::StatusCode;
+    let app = TestApp::spawn_with(
+        Backend::Sqlite,
+        CacheKind::Memory,
+        &[("WEBHOOK_ALLOW_PRIVATE", "true")],
+    )
+    .await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let receiver = axum::Router::new()
+        .route(
+            "/ok",
+            axum::routing::post(|| async { StatusCode::NO_CONTENT }),
+        )
+        .route(
+            "/{other}",
+            axum::routing::post(|| async { StatusCode::INTERNAL_SERVER_ERROR }),
+        );
+    tokio::spawn(async move { axum::serve(listener, receiver).await });
+    let op = app.operator().await;
+    let employer = app.user("employer").await;
+    let company = app.company(&employer, "Acme <b>Hiring</b>").await;
+    let job = job_id(&app.job(&employer, company, json!({})).await);
+    let failing_url = format!("{base}/{}", "%3Cimg%20src=x%3E");
+    for url in [format!("{base}/ok"), failing_url.clone()] {
+        app.post(
+            &format!("/api/companies/{company}/webhooks"),
+            Some(&employer.token),
+            json!({"url": url, "events": ["application.submitted"]}),
+        )
+        .await
+        .expect(201);
+    }
+    let candidate = app.user("candidate").await;
+    app.post(
+        &format!("/api/jobs/{job}/applications"),
+        Some(&candidate.token),
+        json!({}),
+    )
+    .await
+    .expect(201);
+    let event_id = app
+        .scalar_text("SELECT event_id FROM events WHERE type = 'application.submitted'")
+        .await
+        .expect("the confirmation's event");
+    let worker = std::sync::Arc::new(
+        jobboard::run::build_worker(
+            &app.config(&[("WEBHOOK_ALLOW_PRIVATE", "true")]),
+            app.state.store.clone(),
+        )
+        .await
+        .expect("worker"),
+    );
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(worker.deliver_webhooks(stop.clone()));
+    wait_until("both attempts", || async {
+        app.scalar_i64("SELECT COUNT(*) FROM webhook_attempts")
+            .await
+            == 2
+    })
+    .await;
+    stop.cancel();
+
+    let b = Browser::start("webhooks").await;
+    b.goto(&app.url("/console")).await;
+    b.sign_in(&op.email, &op.password).await;
+    let list = b
+        .wait_text("#wh-list", "the failing endpoint", |t| {
+            t.contains("HTTP 500")
+        })
+        .await;
+    assert_eq!(b.text("#wh-total").await, "1");
+    assert!(list.contains(&failing_url), "{list}");
+    assert!(list.contains("Acme <b>Hiring</b>"), "{list}");
+    assert!(list.contains("never a success"), "{list}");
+    assert!(list.contains("1 delivery waiting."), "{list}");
+    assert!(list.contains("the receiver answered 500"), "{list}");
+    assert!(!list.contains(&format!("{base}/ok")), "{list}");
+    assert_eq!(
+        b.js("return document.querySelectorAll('#wh-list img, #wh-list b').length")
+            .await,
+        0
+    );
+
+    let input = b.find("#event-id").await;
+    input
+        .send_keys(&format!("{event_id}\u{E007}"))
+        .await
+        .unwrap();
+    let timeline = b
+        .wait_text("#timeline", "the deliveries", |t| {
+            t.contains("Webhook delivered")
+        })
+        .await;
+    b.shot("1-deliveries").await;
+    assert!(
+        timeline.contains("Webhook failed; waiting for a retry"),
+        "{timeline}"
+    );
+    assert!(timeline.contains("answered HTTP 500"), "{timeline}");
+    assert!(timeline.contains("answered HTTP 204"), "{timeline}");
+    assert!(timeline.contains("webhook-id msg_"), "{timeline}");
+    b.close().await;
+}
+
 /// The pages and their assets are revalidated on each use (`Cache-Control: no-cache`: their
 /// URLs do not change from one release to the next, so a copy kept without asking would pair
 /// an old script with a new API) and carry an ETag from their content, so that asking costs a

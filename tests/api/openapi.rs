@@ -366,6 +366,10 @@ fn table() -> Vec<Row> {
             case(Candidate, "/api/admin/events/{e}", None, 404),
             base(Operator, "/api/admin/events/{e}", None, 200),
         ]),
+        (M::GET, "/api/admin/webhooks/failing", vec![
+            case(Member, "/api/admin/webhooks/failing", None, 404),
+            base(Operator, "/api/admin/webhooks/failing", None, 200),
+        ]),
         (M::POST, "/api/admin/dead-letters/redrive", vec![
             case(Member, "/api/admin/dead-letters/redrive", Some(json!({"ids": ["{d}"]})), 404),
             case(Operator, "/api/admin/dead-letters/redrive", Some(json!({"ids": []})), 422),

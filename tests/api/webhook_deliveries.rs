@@ -4,7 +4,8 @@
 //! event was written and no others, a failure retried with the same `webhook-id` and body, a
 //! 410 that disables its endpoint, the attempts the API lists, a redelivery and a ping; and no
 //! delivery that reaches a private address when the worker is not allowed to (a name that
-//! resolves to loopback at delivery, an address literal), nor follows a redirect.
+//! resolves to loopback at delivery, an address literal), nor follows a redirect. Operators see
+//! the failing endpoints and an event's deliveries (`/api/admin`).
 
 use crate::each_store;
 use crate::helpers::*;
@@ -21,6 +22,7 @@ each_store!(
     deliveries_are_signed_retried_recorded_and_redelivered,
     no_delivery_reaches_a_private_address_or_follows_a_redirect,
     a_hanging_receiver_holds_only_its_own_lane,
+    operators_see_failing_endpoints_and_an_events_deliveries,
 );
 
 /// A job title a receiver must get exactly, as JSON escapes it: quotes, markup, a backslash.
@@ -724,4 +726,185 @@ async fn a_hanging_receiver_holds_only_its_own_lane(app: TestApp) {
         .await,
         0
     );
+}
+
+/// What an operator sees: the endpoints failing (a 500, until a success) and disabled (a 410),
+/// across companies, and an event's deliveries in its story, found by the event's id or by a
+/// delivery's `webhook-id`.
+async fn operators_see_failing_endpoints_and_an_events_deliveries(app: TestApp) {
+    let backend = app.backend;
+    drop(app);
+    let app = private_app(backend).await;
+    let receiver = Receiver::start().await;
+    let operator = app.operator().await;
+    let employer = app.user("employer").await;
+    let company = app.company(&employer, "Acme").await;
+    let job = app.job(&employer, company, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let submitted = json!(["application.submitted"]);
+    let (ok, _) = endpoint(
+        &app,
+        &employer,
+        company,
+        &receiver.url("ok"),
+        submitted.clone(),
+    )
+    .await;
+    let (flaky, _) = endpoint(
+        &app,
+        &employer,
+        company,
+        &receiver.url("flaky"),
+        submitted.clone(),
+    )
+    .await;
+    let (gone, _) = endpoint(&app, &employer, company, &receiver.url("gone"), submitted).await;
+    let failing = || async {
+        app.get("/api/admin/webhooks/failing", Some(&operator.token))
+            .await
+            .expect(200)["items"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    assert!(failing().await.is_empty(), "nothing has failed yet");
+    app.get("/api/admin/webhooks/failing", Some(&employer.token))
+        .await
+        .expect_problem(404, "not-found");
+
+    let candidate = app.user("candidate").await;
+    app.post(
+        &format!("/api/jobs/{job}/applications"),
+        Some(&candidate.token),
+        json!({}),
+    )
+    .await
+    .expect(201);
+    let event_id = app
+        .scalar_text("SELECT event_id FROM events WHERE type = 'application.submitted'")
+        .await
+        .expect("the confirmation's event");
+    let story = || async {
+        let s = app
+            .get(
+                &format!("/api/admin/events/{event_id}"),
+                Some(&operator.token),
+            )
+            .await;
+        let s = s.expect(200);
+        let by_endpoint: HashMap<i64, Value> = s["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| (d["endpoint_id"].as_i64().unwrap(), d.clone()))
+            .collect();
+        by_endpoint
+    };
+    // Written with the event, not tried yet.
+    let before = story().await;
+    assert_eq!(before.len(), 3);
+    for d in before.values() {
+        assert_eq!(d["status"], "pending", "{d}");
+        assert_eq!(d["attempts"], 0, "{d}");
+        assert_eq!(d["type"], "application.submitted");
+        assert_eq!(d["event_id"], event_id.as_str());
+        assert_eq!(d["company_id"], company);
+        assert!(
+            d["last_status"].is_null() && d["finished_at"].is_null(),
+            "{d}"
+        );
+    }
+
+    let stop = deliverer(&app, true).await;
+    wait_until("the first attempts", || async {
+        app.scalar_i64("SELECT COUNT(*) FROM webhook_attempts")
+            .await
+            == 3
+    })
+    .await;
+    stop.cancel();
+
+    let after = story().await;
+    assert_eq!(after[&ok]["status"], "delivered");
+    assert_eq!(after[&ok]["last_status"], 204);
+    assert!(after[&ok]["finished_at"].is_string());
+    assert_eq!(after[&flaky]["status"], "pending");
+    assert_eq!(after[&flaky]["attempts"], 1);
+    assert_eq!(after[&flaky]["last_status"], 500);
+    assert_eq!(after[&flaky]["last_error"], "the receiver answered 500");
+    assert_eq!(after[&gone]["status"], "failed");
+    assert_eq!(after[&gone]["last_status"], 410);
+    assert_eq!(
+        after[&ok]["url"],
+        receiver.url("ok"),
+        "the endpoint's address"
+    );
+
+    // The failing endpoint and the disabled one, not the one that answered.
+    let items = failing().await;
+    let find = |id: i64| {
+        items
+            .iter()
+            .find(|i| i["id"] == id)
+            .unwrap_or_else(|| panic!("endpoint {id} in {items:?}"))
+    };
+    assert_eq!(items.len(), 2, "{items:?}");
+    let f = find(flaky);
+    assert_eq!(f["company_id"], company);
+    assert_eq!(f["company_name"], "Acme");
+    assert_eq!(f["url"], receiver.url("flaky"));
+    assert!(f["failing_since"].is_string(), "{f}");
+    assert!(f["last_success_at"].is_null(), "{f}");
+    assert!(f["disabled_reason"].is_null(), "{f}");
+    assert_eq!(f["pending"], 1);
+    assert_eq!(f["last_status"], 500);
+    assert_eq!(f["last_error"], "the receiver answered 500");
+    assert!(f["last_attempt_at"].is_string(), "{f}");
+    let g = find(gone);
+    assert_eq!(g["disabled_reason"], "the receiver answered 410 Gone");
+    assert_eq!(g["paused"], true);
+    assert_eq!(g["pending"], 0);
+    assert_eq!(g["last_status"], 410);
+
+    // A webhook-id finds its delivery alone; an id nothing knows is 404.
+    let wid = after[&flaky]["webhook_id"].as_str().unwrap().to_string();
+    assert!(wid.starts_with("msg_"), "{wid}");
+    let one = app
+        .get(&format!("/api/admin/events/{wid}"), Some(&operator.token))
+        .await;
+    let one = one.expect(200);
+    assert!(one["change"].is_null() && one["processed"].is_null());
+    let found: Vec<i64> = one["webhooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["endpoint_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(found, [flaky]);
+    app.get("/api/admin/events/msg_nothing", Some(&operator.token))
+        .await
+        .expect_problem(404, "not-found");
+
+    // A success ends the failing streak: the flaky receiver answers its third request.
+    let stop = deliverer(&app, true).await;
+    for n in [2, 3] {
+        due_now(&app).await;
+        wait_until("the retry", || async {
+            receiver.received("flaky").len() == n
+        })
+        .await;
+    }
+    wait_until("the success is recorded", || async {
+        app.scalar_i64(&format!(
+            "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = {flaky} AND status = 'delivered'"
+        ))
+        .await
+            == 1
+    })
+    .await;
+    stop.cancel();
+    let items = failing().await;
+    let ids: Vec<i64> = items.iter().map(|i| i["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, [gone], "only the disabled endpoint is left");
 }

@@ -44,6 +44,36 @@ const STORY_DEAD_LETTER: &str = concatcp!(
     " FROM dead_letters WHERE event_id = $1 AND NOT invalid"
 );
 
+/// The record of an event that is not a status change: its fact's key comes from its body.
+const STORY_RECORD: &str = "SELECT body FROM events WHERE event_id = $1";
+/// The deliveries of a fact (`$1`, `$2`: the event's id and its fact's key) or with a
+/// `webhook-id` (`$3`), each with its latest attempt (`webhook_attempts_of_delivery`: a
+/// delivery has a few dozen attempts at most).
+const STORY_DELIVERIES: &str = "SELECT d.webhook_id, d.endpoint_id, e.company_id, e.url, \
+     d.event_id, d.type AS type_name, d.status, d.attempts, d.next_attempt_at, d.finished_at, \
+     (SELECT a.status FROM webhook_attempts a WHERE a.delivery_id = d.id \
+         ORDER BY a.id DESC LIMIT 1) AS last_status, \
+     (SELECT a.error FROM webhook_attempts a WHERE a.delivery_id = d.id \
+         ORDER BY a.id DESC LIMIT 1) AS last_error \
+     FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
+     WHERE d.event_id = $1 OR d.event_id = $2 OR d.webhook_id = $3 ORDER BY d.endpoint_id";
+/// Endpoints failing or disabled, the longest failing first (`$1` how many), each with its
+/// pending deliveries (read through `webhook_deliveries_due`, which holds the pending rows
+/// alone) and its latest attempt (`webhook_attempts_of_endpoint`).
+const FAILING_WEBHOOKS: &str = "SELECT w.id, w.company_id, c.name AS company_name, w.url, \
+     w.paused, w.disabled_reason, w.failing_since, w.last_success_at, \
+     (SELECT COUNT(*) FROM webhook_deliveries d WHERE d.endpoint_id = w.id \
+         AND d.status = 'pending') AS pending, \
+     (SELECT a.at FROM webhook_attempts a WHERE a.endpoint_id = w.id \
+         ORDER BY a.id DESC LIMIT 1) AS last_attempt_at, \
+     (SELECT a.status FROM webhook_attempts a WHERE a.endpoint_id = w.id \
+         ORDER BY a.id DESC LIMIT 1) AS last_status, \
+     (SELECT a.error FROM webhook_attempts a WHERE a.endpoint_id = w.id \
+         ORDER BY a.id DESC LIMIT 1) AS last_error \
+     FROM webhook_endpoints w JOIN companies c ON c.id = w.company_id \
+     WHERE w.failing_since IS NOT NULL OR w.disabled_reason IS NOT NULL \
+     ORDER BY w.failing_since IS NULL, w.failing_since, w.id LIMIT $1";
+
 const STORY_REDRIVE: &str = "SELECT redrives, attempts_before, last_redriven_at \
      FROM event_redrives WHERE event_id = $1";
 
@@ -136,6 +166,24 @@ impl ConsoleStore for S {
             .fetch_optional(&mut *tx)
             .await
             .with_step(|| format!("reading the redrives of event {event_id}"))?;
+        let record: Option<String> = sqlx::query_scalar(STORY_RECORD)
+            .bind(event_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .with_step(|| format!("reading the record of event {event_id}"))?;
+        // A record that does not parse has no fact: its own id is looked for, as for any.
+        let fact = record
+            .and_then(|body| crate::domain::event::parse_event(&body).ok())
+            .and_then(|event| crate::domain::webhook::fact(&event))
+            .map(|fact| fact.key)
+            .unwrap_or_else(|| event_id.to_string());
+        let webhooks = sqlx::query_as::<_, StoryDelivery>(STORY_DELIVERIES)
+            .bind(event_id)
+            .bind(&fact)
+            .bind(event_id)
+            .fetch_all(&mut *tx)
+            .await
+            .with_step(|| format!("reading the webhook deliveries of event {event_id}"))?;
         tx.commit()
             .await
             .with_step(|| format!("committing the read of event {event_id}'s story"))?;
@@ -144,6 +192,15 @@ impl ConsoleStore for S {
             processed,
             dead_letter,
             redrive,
+            webhooks,
         })
+    }
+
+    async fn failing_webhooks(&self, limit: i64) -> StoreResult<Vec<FailingEndpoint>> {
+        sqlx::query_as::<_, FailingEndpoint>(FAILING_WEBHOOKS)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await
+            .step("reading the failing webhook endpoints")
     }
 }
