@@ -253,6 +253,11 @@ pub struct Config {
           default_value = "false",
           value_parser = PossibleValuesParser::new(["true", "false"]).map(|s| s.eq_ignore_ascii_case("true")))]
     pub webhook_allow_private: bool,
+    /// 0-3650: days an application stays in a final status (hired, rejected, withdrawn)
+    /// before the worker's upkeep deletes it with its history (0: kept until deleted)
+    #[arg(long, env = "APPLICATION_RETENTION_DAYS", default_value = "365",
+          value_parser = parse::ranged(0, 3_650))]
+    pub application_retention_days: u64,
     /// 1-60: one webhook attempt's deadline, from the connection to the last byte of the answer;
     /// a claimed delivery's lease is six times it
     #[arg(long, env = "WEBHOOK_TIMEOUT_SECS", default_value = "10",

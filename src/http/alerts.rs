@@ -89,7 +89,7 @@ impl TryFrom<AlertRow> for AlertOut {
     }
 }
 
-fn out(row: AlertRow) -> ApiResult<AlertOut> {
+pub(super) fn out(row: AlertRow) -> ApiResult<AlertOut> {
     AlertOut::try_from(row).map_err(|e| ApiError::internal(e.into()))
 }
 

@@ -10,6 +10,7 @@ pub mod companies;
 pub mod console;
 mod cursor;
 pub mod error;
+pub mod export;
 pub mod extract;
 pub(crate) mod filters;
 pub mod idempotency;
@@ -167,6 +168,7 @@ pub fn router(state: AppState) -> Router {
         .merge(admin_jobs::router())
         .merge(console::router())
         .merge(notifications::router())
+        .merge(export::router())
         .merge(unsubscribe::router())
         .merge(pages::router());
     if state.config.metrics_addr.is_none() {

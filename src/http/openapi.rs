@@ -2,8 +2,8 @@
 
 use super::error::Problem;
 use super::{
-    accounts, admin, admin_jobs, alerts, applications, companies, console, jobs, notifications,
-    ops, pages, search, unsubscribe, webhooks,
+    accounts, admin, admin_jobs, alerts, applications, companies, console, export, jobs,
+    notifications, ops, pages, search, unsubscribe, webhooks,
 };
 use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -216,7 +216,7 @@ impl Modify for CommonResponses {
         ops::healthz, ops::readyz, ops::metrics, document, ops::docs, ops::docs_css, ops::docs_js,
         console::console, console::console_css, console::console_js, console::favicon,
         admin::queue, admin::dead_letters, admin::redrive, admin::purge, admin::event,
-        admin::failing_webhooks,
+        admin::failing_webhooks, export::export,
         admin_jobs::list, admin_jobs::approve, admin_jobs::reject,
         pages::job::job_page, pages::job::pages_css, pages::feed::jobs_feed,
         pages::sitemap::sitemap_index, pages::sitemap::sitemap_file, pages::sitemap::robots_txt,

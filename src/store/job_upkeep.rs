@@ -31,7 +31,8 @@ pub struct UpkeepBatch {
     pub events: u64,
 }
 
-/// The upkeep's reads and writes of jobs, each call one batch in one transaction.
+/// The upkeep's reads and writes of jobs and applications, each call one batch in one
+/// transaction.
 #[async_trait]
 pub trait JobUpkeepStore: Send + Sync {
     /// Expires up to `limit` open jobs whose `expires_at` is at or before `now`, with one
@@ -52,6 +53,14 @@ pub trait JobUpkeepStore: Send + Sync {
         expires_at: DateTime<Utc>,
         limit: i64,
     ) -> StoreResult<UpkeepBatch>;
+    /// Deletes up to `limit` applications in a final status (`hired`, `rejected`,
+    /// `withdrawn`) whose last change is before `cutoff`, with their history (as their
+    /// candidate's `DELETE` does: a queued event for one ends as `missing`); how many went.
+    async fn delete_retired_applications(
+        &self,
+        cutoff: DateTime<Utc>,
+        limit: i64,
+    ) -> StoreResult<u64>;
 }
 
 /// How the upkeep runs.

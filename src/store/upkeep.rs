@@ -58,6 +58,18 @@ pub async fn delete_finished_deliveries(
     in_batches(|| store.delete_finished_deliveries(cutoff, BATCH)).await
 }
 
+/// Deletes the applications that have been in a final status for longer than `retention`, with
+/// their history.
+pub async fn delete_retired_applications(
+    store: &dyn super::WorkerStore,
+    retention: Duration,
+) -> StoreResult<u64> {
+    let now = store.now_ms().await?;
+    let cutoff = chrono::DateTime::from_timestamp_millis(now - retention.as_millis() as i64)
+        .ok_or_else(|| anyhow::anyhow!("the database clock reads {now} ms, out of range"))?;
+    in_batches(|| store.delete_retired_applications(cutoff, BATCH)).await
+}
+
 /// Deletes idempotency keys older than 24 h.
 pub async fn delete_expired_keys(store: &dyn Store) -> StoreResult<u64> {
     let cutoff = store.now_ms().await? - KEY_TTL_MS;

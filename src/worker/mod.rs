@@ -141,6 +141,8 @@ pub struct Worker {
     pub(crate) webhook_timeout: Duration,
     /// `WEBHOOK_RETRY_SECS`: the wait before a failed delivery's first retry.
     webhook_retry_secs: u64,
+    /// `APPLICATION_RETENTION_DAYS`; `None` (0) keeps applications until they are deleted.
+    application_retention: Option<Duration>,
 }
 
 /// `PUBLIC_BASE_URL` and the secret that signs unsubscribe tokens.
@@ -179,6 +181,8 @@ impl Worker {
             webhook_allow_private: config.webhook_allow_private,
             webhook_timeout: Duration::from_secs(config.webhook_timeout_secs),
             webhook_retry_secs: config.webhook_retry_secs,
+            application_retention: (config.application_retention_days > 0)
+                .then(|| Duration::from_secs(config.application_retention_days * 86_400)),
             links: (config.unsubscribe_secret.as_ref())
                 .or(config.jwt_secret.as_ref())
                 .map(|secret| Links {

@@ -74,7 +74,8 @@ impl Step {
 
 impl Worker {
     /// Deletes processed-event records older than the retention, the event records no
-    /// message needs any more, and the webhook deliveries that ended before the retention, in
+    /// message needs any more, the webhook deliveries that ended before the retention, and the
+    /// applications in a final status for longer than `APPLICATION_RETENTION_DAYS`, in
     /// bounded batches. Returns how many processed-event records went.
     pub async fn delete_expired(&self) -> anyhow::Result<u64> {
         let records =
@@ -85,12 +86,22 @@ impl Worker {
         let deliveries =
             crate::store::upkeep::delete_finished_deliveries(&*self.store, self.retention).await?;
         metrics::counter!(t::PROCESSED_EVENTS_DELETED_TOTAL).increment(total);
+        // Applications last: a queued event of one deleted here ends as `missing`.
+        let applications = match self.application_retention {
+            Some(retention) => {
+                crate::store::upkeep::delete_retired_applications(&*self.store, retention).await?
+            }
+            None => 0,
+        };
+        metrics::counter!(t::APPLICATIONS_DELETED_TOTAL).increment(applications);
         tracing::info!(
             deleted = total,
             event_records = records,
             webhook_deliveries = deliveries,
-            "deleted {total} expired processed-event records, {records} event records and \
-             {deliveries} finished webhook deliveries"
+            applications,
+            "deleted {total} expired processed-event records, {records} event records, \
+             {deliveries} finished webhook deliveries and {applications} applications past \
+             their retention"
         );
         Ok(total)
     }

@@ -252,6 +252,11 @@ async fn bad_configuration_stops_with_one_line_naming_the_variable() {
             None,
         ),
         (
+            vec![("APPLICATION_RETENTION_DAYS", "3651")],
+            "APPLICATION_RETENTION_DAYS",
+            None,
+        ),
+        (
             vec![("PUBLIC_BASE_URL", "https://jobs.example.com/?from=mail")],
             "PUBLIC_BASE_URL",
             None,

@@ -142,6 +142,10 @@ fn table() -> Vec<Row> {
                 Some(json!({"email": "{other_candidate_email}", "password": "wrong"})), 429).times(11),
         ]),
         (M::GET, "/api/me", vec![base(Member, "/api/me", None, 200)]),
+        (M::GET, "/api/me/export", vec![
+            case(Anonymous, "/api/me/export", None, 401),
+            base(Candidate, "/api/me/export", None, 200),
+        ]),
         (M::POST, "/api/me/password", vec![
             case(Member, "/api/me/password",
                 Some(json!({"current_password": "wrong", "new_password": "another long passphrase"})), 422),

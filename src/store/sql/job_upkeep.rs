@@ -1,5 +1,6 @@
 //! [`JobUpkeepStore`]: the upkeep's batches over the agenda of expiries (`job_expiries`) and the
-//! backfill of `expires_at`, each in one transaction with its events and job-change log rows.
+//! backfill of `expires_at`, each in one transaction with its events and job-change log rows;
+//! and the applications whose retention has passed.
 
 use super::jobs::next_version;
 use super::{D, Db, S, Tx};
@@ -27,6 +28,12 @@ const NOTICE_DUE: &str = concatcp!(
      AND expires_at <= $2 ORDER BY expires_at, job_id LIMIT $3",
     <D as Dialect>::SKIP_LOCKED
 );
+/// Applications in a final status last changed before `$1`, at most `$2`, oldest first
+/// (`applications_retired`); their history goes with them (`ON DELETE CASCADE`). Two workers
+/// may pick the same rows: the second's delete waits for the first and finds them gone.
+const RETIRED_DELETE: &str = "DELETE FROM applications WHERE id IN (SELECT id FROM applications \
+     WHERE status IN ('hired', 'rejected', 'withdrawn') AND updated_at < $1 \
+     ORDER BY updated_at LIMIT $2)";
 const AGENDA_DROP: &str = "DELETE FROM job_expiries WHERE job_id = $1 AND expires_at = $2";
 const AGENDA_NOTICED: &str =
     "UPDATE job_expiries SET noticed = TRUE WHERE job_id = $1 AND expires_at = $2";
@@ -141,6 +148,24 @@ impl S {
 
 #[async_trait::async_trait]
 impl JobUpkeepStore for S {
+    async fn delete_retired_applications(
+        &self,
+        cutoff: DateTime<Utc>,
+        limit: i64,
+    ) -> StoreResult<u64> {
+        let mut tx = self.begin_write().await?;
+        let done = sqlx::query(RETIRED_DELETE)
+            .bind(cutoff)
+            .bind(limit)
+            .execute(&mut *tx)
+            .await
+            .context("deleting the applications past their retention")?;
+        tx.commit()
+            .await
+            .context("committing the deletion of applications past their retention")?;
+        Ok(done.rows_affected())
+    }
+
     async fn expire_jobs(&self, now: DateTime<Utc>, limit: i64) -> StoreResult<UpkeepBatch> {
         let mut tx = self.begin_write().await?;
         let due: Vec<(i64, DateTime<Utc>)> = sqlx::query_as(DUE)
