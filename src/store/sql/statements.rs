@@ -168,6 +168,34 @@ pub const APPLICATION_SELECT: &str = "SELECT a.id, a.job_id, j.title AS job_titl
 pub const APPLICATION_BY_ID: &str = concatcp!(APPLICATION_SELECT, " WHERE a.id = $1");
 pub const APPLICATION_INSERT: &str = "INSERT INTO applications (job_id, candidate_id, status, \
      cover_letter, created_at, updated_at) VALUES ($1, $2, 'submitted', $3, $4, $4) RETURNING id";
+/// An apply's first statement on PostgreSQL: the job locked `FOR SHARE` and judged open by the
+/// database's clock (as `domain::job::status_at` judges it), the application inserted, and what
+/// the answer, the event and its webhook deliveries need read back: its id and time, the job's
+/// title and company, the candidate, and the company's enabled endpoints (`id events` pairs
+/// joined by `|`, as `ENABLED_OF_COMPANY` reads them). No row: the job is missing, closed or
+/// expired, which the caller then tells apart.
+pub const APPLY_PG: &str = "WITH j AS (SELECT id, status, expires_at, title, company_id \
+     FROM jobs WHERE id = $1 FOR SHARE), c AS (SELECT clock_timestamp() AS t), \
+     a AS (INSERT INTO applications (job_id, candidate_id, status, cover_letter, created_at, \
+         updated_at) SELECT j.id, $2, 'submitted', $3, c.t, c.t FROM j, c \
+         WHERE j.status = 'open' AND (j.expires_at IS NULL OR j.expires_at > c.t) \
+         RETURNING id, created_at) \
+     SELECT a.id, a.created_at, j.title, j.company_id, co.name, u.name, u.email, \
+     (SELECT string_agg(w.id || ' ' || w.events, '|' ORDER BY w.id) FROM webhook_endpoints w \
+         WHERE w.company_id = j.company_id AND NOT w.paused AND w.disabled_reason IS NULL) \
+     FROM a CROSS JOIN j JOIN companies co ON co.id = j.company_id JOIN users u ON u.id = $2";
+/// An apply's second statement on PostgreSQL: the first history row (`$1` application, `$2`
+/// candidate, `$3` event id, `$4` time), the `application.submitted` record (`$5` type, `$6`
+/// body) and its outbox row.
+pub const APPLIED_WRITES_PG: &str = concatcp!(
+    "WITH h AS (INSERT INTO application_history (application_id, old_status, new_status, \
+     changed_by, event_id, at) VALUES ($1, NULL, 'submitted', $2, $3, $4)), \
+     e AS (INSERT INTO events (event_id, type, body, created_at) VALUES ($3, $5, $6, $4)) \
+     INSERT INTO outbox (event_id, application_id, body, created_at, visible_at) \
+     VALUES ($3, $1, $6, $4, ",
+    NOW,
+    ")"
+);
 pub const APPLICATION_STATUS_LOCKED: &str =
     concatcp!("SELECT status FROM applications WHERE id = $1", FOR_UPDATE);
 pub const APPLICATION_SET_STATUS: &str =
