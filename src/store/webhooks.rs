@@ -138,6 +138,8 @@ pub struct DeliveryClaim {
     pub body: String,
     /// Attempts before this one.
     pub attempts: i64,
+    /// When it was written (or redelivered): it is given up `RETRY_FOR` after.
+    pub created_at: DateTime<Utc>,
     pub url: String,
     /// The endpoint's secret, and the previous one while it still signs.
     pub secrets: Vec<String>,

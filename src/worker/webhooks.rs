@@ -31,8 +31,37 @@ const LEASE_DEADLINES: u32 = 6;
 /// How often the due deliveries are looked for while none is.
 const POLL: Duration = Duration::from_millis(200);
 
-/// Deliveries in flight per endpoint.
-type Lanes = Arc<Mutex<HashMap<i64, usize>>>;
+/// Requests in flight per endpoint, and what wakes the claiming loop when one ends.
+#[derive(Clone, Default)]
+struct Lanes {
+    taken: Arc<Mutex<HashMap<i64, usize>>>,
+    freed: Arc<tokio::sync::Notify>,
+}
+
+impl Lanes {
+    fn snapshot(&self) -> HashMap<i64, usize> {
+        self.taken.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    fn take(&self, endpoint: i64) {
+        if let Ok(mut l) = self.taken.lock() {
+            *l.entry(endpoint).or_default() += 1;
+        }
+    }
+
+    /// Gives an endpoint's place back and wakes the claiming loop: the lane has room again.
+    fn free(&self, endpoint: i64) {
+        if let Ok(mut l) = self.taken.lock()
+            && let Some(n) = l.get_mut(&endpoint)
+        {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                l.remove(&endpoint);
+            }
+        }
+        self.freed.notify_one();
+    }
+}
 
 impl Worker {
     /// Delivers the due webhook deliveries until `shutdown`, then waits for those in flight
@@ -45,7 +74,7 @@ impl Worker {
                 return;
             }
         };
-        let lanes: Lanes = Arc::new(Mutex::new(HashMap::new()));
+        let lanes = Lanes::default();
         let mut running: JoinSet<()> = JoinSet::new();
         let mut failing = false;
         let lease = self.webhook_timeout * LEASE_DEADLINES;
@@ -55,7 +84,7 @@ impl Worker {
             let claims = if room == 0 {
                 Vec::new()
             } else {
-                let in_flight = lanes.lock().map(|l| l.clone()).unwrap_or_default();
+                let in_flight = lanes.snapshot();
                 match self
                     .store
                     .claim_deliveries(room as i64, lease.as_millis() as i64, LANE, &in_flight)
@@ -89,9 +118,7 @@ impl Worker {
                         "reclaiming expired claim of a webhook delivery"
                     );
                 }
-                if let Ok(mut l) = lanes.lock() {
-                    *l.entry(claim.endpoint_id).or_default() += 1;
-                }
+                lanes.take(claim.endpoint_id);
                 running.spawn(deliver_one(
                     self.store.clone(),
                     client.clone(),
@@ -109,6 +136,7 @@ impl Worker {
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
                     _ = running.join_next(), if !running.is_empty() => {}
+                    _ = lanes.freed.notified() => {}
                     _ = shutdown.cancelled() => {}
                 }
             }
@@ -118,7 +146,9 @@ impl Worker {
 }
 
 /// Sends one claimed delivery and records its attempt; its lane's place is given back either
-/// way. An attempt that cannot be recorded leaves the claim to lapse: the next claim of it is a
+/// way: after a 2xx as soon as the answer is in (the record is the database's work, not the
+/// receiver's), after any other answer once it is recorded (so that a 410 disables the endpoint
+/// before its lane takes another of its deliveries). An attempt that cannot be recorded leaves the claim to lapse: the next claim of it is a
 /// counted reclaim, and a repeat with the same `webhook-id`.
 async fn deliver_one(
     store: Arc<dyn crate::store::WorkerStore>,
@@ -137,6 +167,10 @@ async fn deliver_one(
         })
         .await;
     metrics::histogram!(t::WEBHOOK_DELIVERY_SECONDS).record(answer.duration.as_secs_f64());
+    let early = answer.delivered();
+    if early {
+        lanes.free(claim.endpoint_id);
+    }
     let result = if answer.delivered() {
         AttemptResult::Delivered
     } else if answer.gone() {
@@ -168,13 +202,8 @@ async fn deliver_one(
             "a webhook attempt could not be recorded; its claim will lapse and be retried"
         ),
     }
-    if let Ok(mut l) = lanes.lock()
-        && let Some(n) = l.get_mut(&claim.endpoint_id)
-    {
-        *n = n.saturating_sub(1);
-        if *n == 0 {
-            l.remove(&claim.endpoint_id);
-        }
+    if !early {
+        lanes.free(claim.endpoint_id);
     }
 }
 

@@ -23,6 +23,7 @@ each_store!(
     no_delivery_reaches_a_private_address_or_follows_a_redirect,
     a_hanging_receiver_holds_only_its_own_lane,
     operators_see_failing_endpoints_and_an_events_deliveries,
+    concurrent_claimers_never_take_one_delivery_twice,
 );
 
 /// A job title a receiver must get exactly, as JSON escapes it: quotes, markup, a backslash.
@@ -907,4 +908,66 @@ async fn operators_see_failing_endpoints_and_an_events_deliveries(app: TestApp) 
     let items = failing().await;
     let ids: Vec<i64> = items.iter().map(|i| i["id"].as_i64().unwrap()).collect();
     assert_eq!(ids, [gone], "only the disabled endpoint is left");
+}
+
+/// Eight claimers at once over 200 due deliveries of 25 endpoints: every delivery is claimed, by
+/// exactly one of them, and no claim takes more than a lane's worth of one endpoint.
+async fn concurrent_claimers_never_take_one_delivery_twice(app: TestApp) {
+    let employer = app.user("employer").await;
+    let company = app.company(&employer, "Acme").await;
+    for e in 0..25 {
+        app.exec(&format!(
+            "INSERT INTO webhook_endpoints (company_id, url, events, secret, created_at, updated_at) \
+             VALUES ({company}, 'https://hooks{e}.example/in', 'application.submitted', \
+             'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/0Xr7zd7Q/0=', '2000-01-01T00:00:00Z', \
+             '2000-01-01T00:00:00Z')"
+        ))
+        .await;
+    }
+    app.exec(
+        "WITH RECURSIVE g(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n < 199) \
+         INSERT INTO webhook_deliveries (webhook_id, endpoint_id, event_id, type, body, \
+         next_attempt_at, created_at) SELECT 'msg_claim' || n, \
+         (SELECT MIN(id) FROM webhook_endpoints) + n % 25, 'claim-' || n, \
+         'application.submitted', '{}', '2000-01-01T00:00:00Z', '2000-01-01T00:00:00Z' FROM g",
+    )
+    .await;
+    // A pool of its own, as large as the claimers: each claim runs on its own connection.
+    let store = jobboard::store::connect_with_pool(&app.config(&[]).database_url, Some(8))
+        .await
+        .expect("a store");
+    let start = Arc::new(tokio::sync::Barrier::new(8));
+    let claimers = (0..8).map(|_| {
+        let start = start.clone();
+        let store = store.clone();
+        tokio::spawn(async move {
+            start.wait().await;
+            let mut mine = Vec::new();
+            let mut empty = 0;
+            while empty < 3 {
+                let claims = store
+                    .claim_deliveries(64, 60_000, 4, &HashMap::new())
+                    .await
+                    .expect("a claim");
+                let mut per_endpoint: HashMap<i64, usize> = HashMap::new();
+                for c in &claims {
+                    *per_endpoint.entry(c.endpoint_id).or_default() += 1;
+                }
+                assert!(per_endpoint.values().all(|n| *n <= 4), "{per_endpoint:?}");
+                if claims.is_empty() {
+                    empty += 1;
+                }
+                mine.extend(claims.into_iter().map(|c| c.webhook_id));
+            }
+            mine
+        })
+    });
+    let claimers: Vec<_> = claimers.collect();
+    let mut all = Vec::new();
+    for c in claimers {
+        all.extend(c.await.unwrap());
+    }
+    let distinct: std::collections::HashSet<&String> = all.iter().collect();
+    assert_eq!(distinct.len(), all.len(), "a delivery claimed twice");
+    assert_eq!(all.len(), 200, "every delivery claimed");
 }

@@ -30,6 +30,7 @@ pub(crate) mod scenarios;
 pub(crate) mod seed;
 pub(crate) mod sinks;
 pub(crate) mod sql;
+mod webhooks;
 
 use crate::Opts;
 use crate::common::{progress, record_failure};
@@ -196,9 +197,80 @@ pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
         }
     }
 
+    // Webhook deliveries at the email rows' settings, with and without a hanging endpoint.
+    let mut hooks: HashMap<bool, f64> = HashMap::new();
+    for hanging in [false, true] {
+        let name = webhooks::name(hanging);
+        if !opts.scenario.is_empty() && !opts.scenario.iter().any(|o| name.contains(o.as_str())) {
+            continue;
+        }
+        progress(SECTION, format!("{name}: {events} deliveries"));
+        match webhooks::run_webhooks(opts, &seed, events, hanging).await {
+            Ok(f) => {
+                section.rows.push(vec![
+                    name.clone(),
+                    f.deliveries.to_string(),
+                    format!("{:.0}", f.deliveries_per_sec),
+                    "-".into(),
+                    "-".into(),
+                    format!("{:.2}", f.commits_per_delivery),
+                    f.duplicates.to_string(),
+                    f.losses.to_string(),
+                    "-".into(),
+                ]);
+                let mut j = serde_json::to_value(&f)?;
+                j["scenario"] = json!(name);
+                if let Some(a) = section.json["scenarios"].as_array_mut() {
+                    a.push(j);
+                }
+                if f.duplicates > 0 || f.losses > 0 {
+                    record_failure(
+                        &mut section,
+                        &name,
+                        &anyhow::anyhow!(
+                            "{} duplicates and {} losses in a run without faults",
+                            f.duplicates,
+                            f.losses
+                        ),
+                    );
+                }
+                if hanging && f.hanging_requests == 0 {
+                    record_failure(
+                        &mut section,
+                        &name,
+                        &anyhow::anyhow!("the hanging endpoint was never tried"),
+                    );
+                }
+                hooks.insert(hanging, f.deliveries_per_sec);
+            }
+            Err(e) => record_failure(&mut section, &name, &e),
+        }
+    }
+
     let s = Scenario::new;
     let defaults = Scenario::defaults;
     let rate = |sc: Scenario| results.get(&sc.name()).map(|f| f.events_per_sec);
+    let mail50 = s(Db::Postgres, false, Mail::Smtp(50), "lease", true, 1, 0);
+    if let (Some(w), Some(m)) = (hooks.get(&false), rate(mail50.clone())) {
+        section.targets.push(Target::at_least(
+            "webhooks to a 50 ms receiver >= 0.9x the 50 ms mail row",
+            w / m,
+            0.9,
+            format!(
+                "{w:.0} deliveries/s ({} endpoints) / {m:.0} events/s ({})",
+                webhooks::ENDPOINTS,
+                mail50.name()
+            ),
+        ));
+    }
+    if let (Some(h), Some(w)) = (hooks.get(&true), hooks.get(&false)) {
+        section.targets.push(Target::at_least(
+            "webhooks: one endpoint hanging keeps the others' rate >= 0.9x",
+            h / w,
+            0.9,
+            format!("{h:.0} / {w:.0} deliveries/s to the answering endpoints"),
+        ));
+    }
     if let Some(p) = pgbench {
         if let Some(r) = rate(s(Db::Postgres, false, Mail::File, "lease", false, 1, 0)) {
             section.targets.push(Target::at_least(
@@ -266,6 +338,14 @@ pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
             "vs ceiling: PostgreSQL file scenarios with one process against pgbench running the \
              worker's per-event work as one transaction ({POOL} clients, same seeded events); \
              SQS scenarios against the SQS server's own receive+delete rate."
+        ),
+        format!(
+            "Webhook rows: the deliveries of {events} events, round-robin over {} endpoints \
+             (4 lanes each: as many in flight as WORKER_CONCURRENCY) whose receiver answers in \
+             50 ms, one process at the same settings; `+ 1 hanging` gives one more endpoint the \
+             same share, its receiver answering past the 10 s deadline, and counts only the \
+             others. commits/event there is per delivery.",
+            webhooks::ENDPOINTS
         ),
         format!(
             "50 ms transaction-mode runs use {slow} events (each holds a connection for the \

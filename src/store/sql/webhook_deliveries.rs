@@ -22,9 +22,10 @@ const ENABLED_OF_COMPANY: &str = "SELECT id, events FROM webhook_endpoints \
 pub(super) const DELIVERY_INSERT: &str = "INSERT INTO webhook_deliveries (webhook_id, endpoint_id, \
      event_id, type, body, next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $6) \
      ON CONFLICT (webhook_id) DO NOTHING";
-/// Due deliveries of enabled endpoints, soonest first, not claimed or with a lapsed lease,
-/// locked so that concurrent claimers skip each other (`$1` now, `$2` the endpoints that have no
-/// room, `$3` how many to look at).
+/// Due deliveries of enabled endpoints, soonest first, not claimed or with a lapsed lease
+/// (`$1` now, `$2` the endpoints that have no room, `$3` how many to look at). Read without a
+/// lock: [`CLAIM`] takes the ones picked only if they are still unclaimed, so two claimers never
+/// both take one, and none locks the rows it passes over.
 const DUE: &str = concatcp!(
     "SELECT id, endpoint_id, lease_id IS NOT NULL FROM webhook_deliveries \
      WHERE status = 'pending' AND next_attempt_at <= $1 \
@@ -35,15 +36,30 @@ const DUE: &str = concatcp!(
     <D as Dialect>::JSON_IDS_OPEN,
     "$2",
     <D as Dialect>::JSON_IDS_CLOSE,
-    ") ORDER BY next_attempt_at, id LIMIT $3",
-    <D as Dialect>::SKIP_LOCKED
+    ") ORDER BY next_attempt_at, id LIMIT $3"
 );
-const CLAIM: &str = "UPDATE webhook_deliveries SET lease_id = $1, locked_until = $2 WHERE id = $3";
-const CLAIMED: &str = "SELECT d.id, d.webhook_id, d.endpoint_id, d.event_id, d.type, d.body, \
-     d.attempts, e.url, e.secret, \
-     CASE WHEN e.previous_secret_until > $2 THEN e.previous_secret END \
-     FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
-     WHERE d.id = $1";
+/// Claims the picked deliveries (`$3`, a JSON array of ids) that are still due and unclaimed
+/// at `$4`: one lease (`$1`, until `$2`) for the batch, each row's own id beside it.
+const CLAIM: &str = concatcp!(
+    "UPDATE webhook_deliveries SET lease_id = $1, locked_until = $2 WHERE id IN (",
+    <D as Dialect>::JSON_IDS_OPEN,
+    "$3",
+    <D as Dialect>::JSON_IDS_CLOSE,
+    ") AND status = 'pending' AND (locked_until IS NULL OR locked_until <= $4) \
+     RETURNING id, webhook_id, endpoint_id, event_id, type, body, attempts, created_at"
+);
+/// The claimed deliveries' endpoints (`$1` their ids, `$2` now): where to send and what signs.
+const CLAIMED_ENDPOINTS: &str = concatcp!(
+    "SELECT id, url, secret, CASE WHEN previous_secret_until > $2 THEN previous_secret END \
+     FROM webhook_endpoints WHERE id IN (",
+    <D as Dialect>::JSON_IDS_OPEN,
+    "$1",
+    <D as Dialect>::JSON_IDS_CLOSE,
+    ")"
+);
+/// At most this many due deliveries are looked at per claim: the lanes that have room are
+/// filled from the soonest, and the rows of full endpoints are left out by the query itself.
+const LOOK_AT: i64 = 256;
 /// Deliveries that ended before `$1`, at most `$2` (their attempts go with them).
 const FINISHED_DELETE: &str = "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM \
      webhook_deliveries WHERE status <> 'pending' AND finished_at < $1 ORDER BY finished_at \
@@ -61,9 +77,12 @@ const ATTEMPT_INSERT: &str = "INSERT INTO webhook_attempts (delivery_id, endpoin
 const SETTLE: &str = "UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1, \
      next_attempt_at = $2, finished_at = $3, lease_id = NULL, locked_until = NULL \
      WHERE id = $4 AND lease_id = $5";
-const DELIVERY_CREATED: &str = "SELECT created_at FROM webhook_deliveries WHERE id = $1";
+/// A success: `last_success_at` (`$1`) and no longer failing. Written only when it changes
+/// something an operator reads: the endpoint was failing, or its last success is older than
+/// `$3` (a minute ago), so that a busy endpoint's deliveries do not all rewrite its row.
 const ENDPOINT_SUCCEEDED: &str = "UPDATE webhook_endpoints SET last_success_at = $1, \
-     failing_since = NULL WHERE id = $2";
+     failing_since = NULL WHERE id = $2 AND (failing_since IS NOT NULL \
+     OR last_success_at IS NULL OR last_success_at < $3)";
 const ENDPOINT_FAILED: &str = "UPDATE webhook_endpoints \
      SET failing_since = COALESCE(failing_since, $1) WHERE id = $2 RETURNING failing_since";
 const ENDPOINT_DISABLE: &str = "UPDATE webhook_endpoints SET paused = TRUE, \
@@ -96,19 +115,35 @@ impl S {
             .fetch_all(&mut **tx)
             .await
             .with_step(|| format!("reading the webhook endpoints of company {company_id}"))?;
-        let endpoints: Vec<i64> = endpoints
-            .into_iter()
-            .filter(|(_, events)| webhook::subscribed(events, fact.type_name))
-            .map(|(id, _)| id)
-            .collect();
-        if endpoints.is_empty() {
-            return Ok(());
-        }
-        let now = Self::clock(&mut **tx).await?;
         let owner = webhook::Owner {
             company_id,
             company: &company,
             job: Some((job_id, &job_title)),
+        };
+        Self::write_deliveries(tx, event, &fact, owner, &endpoints, None).await
+    }
+
+    /// Writes the deliveries of `fact` to those of `endpoints` (`(id, events)`: the company's
+    /// enabled ones) that take its type, due at `now` (the database's clock when `None`).
+    pub(super) async fn write_deliveries(
+        tx: &mut Tx,
+        event: &Event,
+        fact: &webhook::Fact,
+        owner: webhook::Owner<'_>,
+        endpoints: &[(i64, String)],
+        now: Option<DateTime<Utc>>,
+    ) -> StoreResult<()> {
+        let endpoints: Vec<i64> = endpoints
+            .iter()
+            .filter(|(_, events)| webhook::subscribed(events, fact.type_name))
+            .map(|(id, _)| *id)
+            .collect();
+        if endpoints.is_empty() {
+            return Ok(());
+        }
+        let now = match now {
+            Some(now) => now,
+            None => Self::clock(&mut **tx).await?,
         };
         let body = webhook::body(
             fact.type_name,
@@ -157,12 +192,12 @@ impl WebhookDeliveryStore for S {
         let due: Vec<(i64, i64, bool)> = sqlx::query_as(DUE)
             .bind(now)
             .bind(serde_json::to_string(&full).unwrap_or_else(|_| "[]".into()))
-            .bind(limit.saturating_mul(2))
+            .bind(limit.saturating_mul(2).min(LOOK_AT))
             .fetch_all(&mut *tx)
             .await
             .step("finding the due webhook deliveries")?;
         let mut room: HashMap<i64, usize> = HashMap::new();
-        let mut picked = Vec::new();
+        let mut picked: HashMap<i64, bool> = HashMap::new();
         for (id, endpoint, reclaimed) in due {
             let taken = room.entry(endpoint).or_insert_with(|| {
                 lane.saturating_sub(in_flight.get(&endpoint).copied().unwrap_or(0))
@@ -171,48 +206,43 @@ impl WebhookDeliveryStore for S {
                 continue;
             }
             *taken -= 1;
-            picked.push((id, reclaimed));
+            picked.insert(id, reclaimed);
+        }
+        if picked.is_empty() {
+            tx.commit().await.step("committing the webhook claims")?;
+            return Ok(Vec::new());
         }
         let until = now + chrono::Duration::milliseconds(lease_ms);
-        let mut claims = Vec::with_capacity(picked.len());
-        for (id, reclaimed) in picked {
-            let lease_id = uuid::Uuid::new_v4().to_string();
-            sqlx::query(CLAIM)
-                .bind(&lease_id)
-                .bind(until)
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .with_step(|| format!("claiming webhook delivery {id}"))?;
-            type Row = (
-                i64,
-                String,
-                i64,
-                String,
-                String,
-                String,
-                i64,
-                String,
-                String,
-                Option<String>,
-            );
-            let (
-                id,
-                webhook_id,
-                endpoint_id,
-                event_id,
-                type_name,
-                body,
-                attempts,
-                url,
-                secret,
-                previous,
-            ): Row = sqlx::query_as(CLAIMED)
-                .bind(id)
+        let lease_id = uuid::Uuid::new_v4().to_string();
+        let ids: Vec<i64> = picked.keys().copied().collect();
+        type Row = (i64, String, i64, String, String, String, i64, DateTime<Utc>);
+        let claimed: Vec<Row> = sqlx::query_as(CLAIM)
+            .bind(&lease_id)
+            .bind(until)
+            .bind(serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()))
+            .bind(now)
+            .fetch_all(&mut *tx)
+            .await
+            .step("claiming webhook deliveries")?;
+        let endpoint_ids: Vec<i64> = claimed.iter().map(|r| r.2).collect();
+        let endpoints: HashMap<i64, (String, String, Option<String>)> =
+            sqlx::query_as::<_, (i64, String, String, Option<String>)>(CLAIMED_ENDPOINTS)
+                .bind(serde_json::to_string(&endpoint_ids).unwrap_or_else(|_| "[]".into()))
                 .bind(now)
-                .fetch_one(&mut *tx)
+                .fetch_all(&mut *tx)
                 .await
-                .with_step(|| format!("reading webhook delivery {id}"))?;
+                .step("reading the claimed deliveries' endpoints")?
+                .into_iter()
+                .map(|(id, url, secret, previous)| (id, (url, secret, previous)))
+                .collect();
+        let mut claims = Vec::with_capacity(claimed.len());
+        for (id, webhook_id, endpoint_id, event_id, type_name, body, attempts, created_at) in
+            claimed
+        {
+            // An endpoint deleted meanwhile takes its deliveries with it.
+            let Some((url, secret, previous)) = endpoints.get(&endpoint_id).cloned() else {
+                continue;
+            };
             claims.push(DeliveryClaim {
                 id,
                 webhook_id,
@@ -221,10 +251,11 @@ impl WebhookDeliveryStore for S {
                 type_name,
                 body,
                 attempts,
+                created_at,
                 url,
                 secrets: std::iter::once(secret).chain(previous).collect(),
-                lease_id,
-                reclaimed,
+                lease_id: lease_id.clone(),
+                reclaimed: picked.get(&id).copied().unwrap_or(false),
                 claimed_at: now,
             });
         }
@@ -250,12 +281,7 @@ impl WebhookDeliveryStore for S {
             return Ok(Recorded::LeaseLost);
         }
         let now = Self::clock(&mut *tx).await?;
-        let created: DateTime<Utc> = sqlx::query_scalar(DELIVERY_CREATED)
-            .bind(claim.id)
-            .fetch_optional(&mut *tx)
-            .await
-            .with_step(|| format!("reading webhook delivery {}", claim.id))?
-            .unwrap_or(now);
+        let created = claim.created_at;
         let (status, next, finished) = match attempt.result {
             AttemptResult::Delivered => ("delivered", now, Some(now)),
             AttemptResult::Gone => ("failed", now, Some(now)),
@@ -292,6 +318,7 @@ impl WebhookDeliveryStore for S {
                 sqlx::query(ENDPOINT_SUCCEEDED)
                     .bind(now)
                     .bind(claim.endpoint_id)
+                    .bind(now - chrono::Duration::minutes(1))
                     .execute(&mut *tx)
                     .await
                     .with_step(|| format!("recording endpoint {}'s success", claim.endpoint_id))?;
