@@ -137,9 +137,8 @@ pub struct Worker {
     links: Option<Links>,
     /// `WEBHOOK_ALLOW_PRIVATE`: deliveries may reach private addresses over `http`.
     webhook_allow_private: bool,
-    /// `WEBHOOK_TIMEOUT_SECS`: one delivery attempt's deadline.
+    /// `WEBHOOK_TIMEOUT_SECS` and `WEBHOOK_RETRY_SECS`: an attempt's deadline, a first retry's wait.
     pub(crate) webhook_timeout: Duration,
-    /// `WEBHOOK_RETRY_SECS`: the wait before a failed delivery's first retry.
     webhook_retry_secs: u64,
     /// `APPLICATION_RETENTION_DAYS`; `None` (0) keeps applications until they are deleted.
     application_retention: Option<Duration>,
