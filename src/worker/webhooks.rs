@@ -20,8 +20,9 @@ use tokio_util::sync::CancellationToken;
 /// Deliveries to one endpoint at once, per worker process.
 pub const LANE: usize = 4;
 
-/// Deliveries at once, per worker process: room for 128 endpoints' full lanes, so that hanging
-/// receivers fill their own lanes long before they fill this.
+/// Deliveries claimed at once, per worker process: room for 64 endpoints' full lanes and as many
+/// deliveries waiting behind each, so that hanging receivers fill their own lanes long before
+/// they fill this.
 pub const IN_FLIGHT: usize = 512;
 
 /// A claim's lease, in attempts' deadlines (`WEBHOOK_TIMEOUT_SECS`): long past an attempt and
@@ -34,11 +35,26 @@ const POLL: Duration = Duration::from_millis(200);
 /// Requests in flight per endpoint, and what wakes the claiming loop when one ends.
 #[derive(Clone, Default)]
 struct Lanes {
+    /// Deliveries claimed per endpoint, sending or waiting for a place in its lane: at most
+    /// [`LANE`] send and as many more wait, so that a freed place is taken at once, without
+    /// waiting for the next claim.
     taken: Arc<Mutex<HashMap<i64, usize>>>,
+    /// Each endpoint's lane: [`LANE`] places to send.
+    sending: Arc<Mutex<HashMap<i64, Arc<tokio::sync::Semaphore>>>>,
     freed: Arc<tokio::sync::Notify>,
 }
 
 impl Lanes {
+    /// A place in the endpoint's lane, waited for.
+    async fn place(&self, endpoint: i64) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let lane = self.sending.lock().ok().map(|mut l| {
+            l.entry(endpoint)
+                .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(LANE)))
+                .clone()
+        })?;
+        lane.acquire_owned().await.ok()
+    }
+
     fn snapshot(&self) -> HashMap<i64, usize> {
         self.taken.lock().map(|l| l.clone()).unwrap_or_default()
     }
@@ -57,6 +73,10 @@ impl Lanes {
             *n = n.saturating_sub(1);
             if *n == 0 {
                 l.remove(&endpoint);
+                // Nothing of it is claimed: nothing holds or waits for its lane.
+                if let Ok(mut lanes) = self.sending.lock() {
+                    lanes.remove(&endpoint);
+                }
             }
         }
         self.freed.notify_one();
@@ -87,7 +107,7 @@ impl Worker {
                 let in_flight = lanes.snapshot();
                 match self
                     .store
-                    .claim_deliveries(room as i64, lease.as_millis() as i64, LANE, &in_flight)
+                    .claim_deliveries(room as i64, lease.as_millis() as i64, 2 * LANE, &in_flight)
                     .await
                 {
                     Ok(claims) => {
@@ -145,8 +165,8 @@ impl Worker {
     }
 }
 
-/// Sends one claimed delivery and records its attempt; its lane's place is given back either
-/// way: after a 2xx as soon as the answer is in (the record is the database's work, not the
+/// Waits for a place in its endpoint's lane, sends one claimed delivery and records its
+/// attempt; the place is given back either way: after a 2xx as soon as the answer is in (the record is the database's work, not the
 /// receiver's), after any other answer once it is recorded (so that a 410 disables the endpoint
 /// before its lane takes another of its deliveries). An attempt that cannot be recorded leaves the claim to lapse: the next claim of it is a
 /// counted reclaim, and a repeat with the same `webhook-id`.
@@ -157,6 +177,7 @@ async fn deliver_one(
     lanes: Lanes,
     retry_secs: u64,
 ) {
+    let place = lanes.place(claim.endpoint_id).await;
     let answer = client
         .send(Request {
             url: &claim.url,
@@ -168,7 +189,9 @@ async fn deliver_one(
         .await;
     metrics::histogram!(t::WEBHOOK_DELIVERY_SECONDS).record(answer.duration.as_secs_f64());
     let early = answer.delivered();
+    let mut place = place;
     if early {
+        drop(place.take());
         lanes.free(claim.endpoint_id);
     }
     let result = if answer.delivered() {
@@ -203,6 +226,7 @@ async fn deliver_one(
         ),
     }
     if !early {
+        drop(place);
         lanes.free(claim.endpoint_id);
     }
 }

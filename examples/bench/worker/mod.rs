@@ -263,6 +263,20 @@ pub async fn run(opts: &Opts) -> Result<Vec<Section>> {
             ),
         ));
     }
+    if let (Some(h), Some(m)) = (
+        rate(mail50.clone().beside_a_hanging_hook()),
+        rate(mail50.clone()),
+    ) {
+        section.targets.push(Target::at_least(
+            "emails beside a hanging webhook endpoint >= 0.9x the 50 ms mail row",
+            h / m,
+            0.9,
+            format!(
+                "{h:.0} / {m:.0} events/s, each event also due to an endpoint that never answers \
+                 within the 10 s deadline"
+            ),
+        ));
+    }
     if let (Some(h), Some(w)) = (hooks.get(&true), hooks.get(&false)) {
         section.targets.push(Target::at_least(
             "webhooks: one endpoint hanging keeps the others' rate >= 0.9x",

@@ -82,6 +82,15 @@ pub(super) async fn run_scenario(
         ]);
     }
     env.extend(sink.env());
+    // Beside a hanging endpoint: every event also has a webhook delivery to it.
+    let _hanging = if sc.hanging_hook {
+        let (url, server) = super::webhooks::hanging_receiver().await?;
+        super::webhooks::hook_every_event(&copy.url, &url).await?;
+        env.push(("WEBHOOK_ALLOW_PRIVATE", "true".into()));
+        Some(AbortOnDrop(server))
+    } else {
+        None
+    };
     let mut relay = None;
     if sc.sqs {
         let client = sqs_client().await;
@@ -324,4 +333,13 @@ async fn xact_commit(url: &str) -> Result<i64> {
     )
     .fetch_one(&mut c)
     .await?)
+}
+
+/// Stops a server task when the scenario ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

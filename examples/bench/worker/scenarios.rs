@@ -36,6 +36,9 @@ pub(super) struct Scenario {
     pub(super) events: usize,
     /// Every setting the scenario does not need left at its default (pool, concurrency, batch).
     pub(super) defaults: bool,
+    /// Each event also has a webhook delivery due to an endpoint whose receiver never answers
+    /// within the worker's deadline: the emails beside a hanging endpoint.
+    pub(super) hanging_hook: bool,
 }
 
 impl Scenario {
@@ -58,6 +61,15 @@ impl Scenario {
             procs,
             events,
             defaults: false,
+            hanging_hook: false,
+        }
+    }
+
+    /// The scenario with a hanging webhook endpoint that takes every event.
+    pub(super) fn beside_a_hanging_hook(self) -> Scenario {
+        Scenario {
+            hanging_hook: true,
+            ..self
         }
     }
 
@@ -91,7 +103,11 @@ impl Scenario {
             },
             self.procs,
             if self.defaults { " defaults" } else { "" }
-        )
+        ) + if self.hanging_hook {
+            ", a webhook endpoint hanging"
+        } else {
+            ""
+        }
     }
 }
 
@@ -147,6 +163,16 @@ pub(super) fn all(
             1,
             events,
         ),
+        s(
+            Db::Postgres,
+            false,
+            Mail::Smtp(50),
+            "lease",
+            true,
+            1,
+            events,
+        )
+        .beside_a_hanging_hook(),
         s(
             Db::Postgres,
             false,

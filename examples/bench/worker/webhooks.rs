@@ -88,6 +88,47 @@ async fn receive(
     StatusCode::NO_CONTENT
 }
 
+/// A receiver whose every request hangs past the worker's deadline, for the mail rows run beside
+/// a hanging endpoint: its URL, and the server (aborted when dropped by the caller).
+pub(super) async fn hanging_receiver() -> Result<(String, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/hang", listener.local_addr()?);
+    let app = axum::Router::new()
+        .route("/{name}", axum::routing::post(receive))
+        .with_state(Arc::new(Mutex::new(Book::default())));
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok((url, server))
+}
+
+/// Gives the seed's company an endpoint at `url` that takes every status change, and a delivery
+/// of each event on the outbox to it, due now: the events' webhooks, as the store writes them.
+pub(super) async fn hook_every_event(db_url: &str, url: &str) -> Result<()> {
+    let company = sqlx_scalar_i64(db_url, "SELECT MIN(id) FROM companies")
+        .await?
+        .context("the seed has no company")?;
+    let endpoint = sqlx_scalar_i64(
+        db_url,
+        &format!(
+            "INSERT INTO webhook_endpoints (company_id, url, events, secret, created_at, \
+             updated_at) VALUES ({company}, '{url}', 'application.status_changed', \
+             'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/0Xr7zd7Q/0=', now(), now()) RETURNING id"
+        ),
+    )
+    .await?
+    .context("no endpoint id")?;
+    sqlx_exec(
+        db_url,
+        &format!(
+            "INSERT INTO webhook_deliveries (webhook_id, endpoint_id, event_id, type, body, \
+             next_attempt_at, created_at) SELECT 'msg_hang' || id, {endpoint}, event_id, \
+             'application.status_changed', '{{}}', now(), now() FROM outbox"
+        ),
+    )
+    .await
+}
+
 pub(super) async fn run_webhooks(
     opts: &Opts,
     seed: &Seed,
