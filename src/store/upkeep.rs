@@ -25,6 +25,12 @@ where
     }
 }
 
+/// The time `retention` before `now_ms` (the database's clock, ms since the epoch).
+fn time_before(now_ms: i64, retention: Duration) -> StoreResult<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::from_timestamp_millis(now_ms - retention.as_millis() as i64)
+        .ok_or_else(|| anyhow::anyhow!("the database clock reads {now_ms} ms, out of range").into())
+}
+
 /// Deletes finished processed-event records older than `retention`.
 pub async fn delete_expired_events(
     store: &dyn EventStore,
@@ -40,9 +46,7 @@ pub async fn delete_expired_event_records(
     store: &dyn EventStore,
     retention: Duration,
 ) -> StoreResult<u64> {
-    let now = store.now_ms().await?;
-    let cutoff = chrono::DateTime::from_timestamp_millis(now - retention.as_millis() as i64)
-        .ok_or_else(|| anyhow::anyhow!("the database clock reads {now} ms, out of range"))?;
+    let cutoff = time_before(store.now_ms().await?, retention)?;
     in_batches(|| store.delete_event_records(cutoff, BATCH)).await
 }
 
@@ -52,9 +56,7 @@ pub async fn delete_finished_deliveries(
     store: &dyn super::WorkerStore,
     retention: Duration,
 ) -> StoreResult<u64> {
-    let now = store.now_ms().await?;
-    let cutoff = chrono::DateTime::from_timestamp_millis(now - retention.as_millis() as i64)
-        .ok_or_else(|| anyhow::anyhow!("the database clock reads {now} ms, out of range"))?;
+    let cutoff = time_before(store.now_ms().await?, retention)?;
     in_batches(|| store.delete_finished_deliveries(cutoff, BATCH)).await
 }
 
@@ -64,9 +66,7 @@ pub async fn delete_retired_applications(
     store: &dyn super::WorkerStore,
     retention: Duration,
 ) -> StoreResult<u64> {
-    let now = store.now_ms().await?;
-    let cutoff = chrono::DateTime::from_timestamp_millis(now - retention.as_millis() as i64)
-        .ok_or_else(|| anyhow::anyhow!("the database clock reads {now} ms, out of range"))?;
+    let cutoff = time_before(store.now_ms().await?, retention)?;
     in_batches(|| store.delete_retired_applications(cutoff, BATCH)).await
 }
 

@@ -326,7 +326,7 @@ pub(crate) async fn wait_for_emails(
     }
 }
 
-async fn xact_commit(url: &str) -> Result<i64> {
+pub(super) async fn xact_commit(url: &str) -> Result<i64> {
     let mut c = crate::common::pg_connect(url).await?;
     Ok(sqlx::query_scalar(
         "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",

@@ -15,6 +15,7 @@
 //! have no secret rotation. Events/s = (deliveries - 1) / (first .. last delivery answered) of
 //! the answering endpoints.
 
+use super::phases::xact_commit;
 use super::scenarios::{CONCURRENCY, Db, POOL};
 use super::seed::{Seed, copy_seed};
 use super::sql::{sqlx_exec, sqlx_scalar_i64};
@@ -277,13 +278,4 @@ pub(super) async fn run_webhooks(
         duplicates,
         losses,
     })
-}
-
-async fn xact_commit(url: &str) -> Result<i64> {
-    let mut c = crate::common::pg_connect(url).await?;
-    Ok(sqlx::query_scalar(
-        "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",
-    )
-    .fetch_one(&mut c)
-    .await?)
 }

@@ -1,7 +1,7 @@
 //! Applications, their status changes (each with its event in the outbox) and history.
 
 use super::store_impl::push_page;
-use super::{D, Db, S, sql};
+use super::{D, Db, S, Tx, sql};
 use crate::domain::event::{Event, EventKind};
 use crate::domain::{Actor, ApplicationStatus, Conflict, JobStatus};
 use crate::store::dialect::Dialect;
@@ -23,25 +23,7 @@ impl S {
                 .await;
         }
         let mut tx = self.begin_write().await?;
-        let (status, expires_at): (String, Option<chrono::DateTime<chrono::Utc>>) =
-            sqlx::query_as(sql::JOB_STATUS_SHARED)
-                .bind(job_id)
-                .fetch_optional(&mut *tx)
-                .await
-                .with_step(|| format!("reading the status of job {job_id}"))?
-                .ok_or(StoreError::NotFound)?;
-        let status =
-            JobStatus::try_from(status).map_err(|e| StoreError::Other(anyhow::Error::new(e)))?;
-        // The database's clock stamps the application and judges the job's expiry: an API host
-        // whose clock is behind must not stamp it into an hour whose digest is written.
-        let now = Self::clock(&mut *tx).await?;
-        // Past its `expires_at` a job takes no application, whether or not the upkeep has
-        // marked it expired yet.
-        match crate::domain::job::status_at(status, expires_at, now) {
-            JobStatus::Open => {}
-            JobStatus::Expired => return Err(StoreError::Conflict(Conflict::JobExpired)),
-            _ => return Err(StoreError::Conflict(Conflict::JobClosed)),
-        }
+        let now = Self::job_takes_applications(&mut tx, job_id).await?;
         // The UNIQUE (job_id, candidate_id) constraint decides races, not a prior check.
         let id: i64 = sqlx::query_scalar(sql::APPLICATION_INSERT)
             .bind(job_id)
@@ -70,6 +52,32 @@ impl S {
             .step("reading the new application")?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(row)
+    }
+
+    /// The database's clock, if job `job_id` takes applications now (locked `FOR SHARE` for the
+    /// rest of the transaction); `NotFound`, `JobExpired` or `JobClosed` if not. The database's
+    /// clock stamps the application and judges the job's expiry: an API host whose clock is
+    /// behind must not stamp it into an hour whose digest is written. Past its `expires_at` a job
+    /// takes no application, whether or not the upkeep has marked it expired yet.
+    async fn job_takes_applications(
+        tx: &mut Tx,
+        job_id: i64,
+    ) -> StoreResult<chrono::DateTime<chrono::Utc>> {
+        let (status, expires_at): (String, Option<chrono::DateTime<chrono::Utc>>) =
+            sqlx::query_as(sql::JOB_STATUS_SHARED)
+                .bind(job_id)
+                .fetch_optional(&mut **tx)
+                .await
+                .with_step(|| format!("reading the status of job {job_id}"))?
+                .ok_or(StoreError::NotFound)?;
+        let status =
+            JobStatus::try_from(status).map_err(|e| StoreError::Other(anyhow::Error::new(e)))?;
+        let now = Self::clock(&mut **tx).await?;
+        match crate::domain::job::status_at(status, expires_at, now) {
+            JobStatus::Open => Ok(now),
+            JobStatus::Expired => Err(StoreError::Conflict(Conflict::JobExpired)),
+            _ => Err(StoreError::Conflict(Conflict::JobClosed)),
+        }
     }
 
     /// PostgreSQL's apply: the same writes as SQLite's, in two statements between BEGIN and
@@ -103,23 +111,9 @@ impl S {
             .with_step(|| format!("inserting the application to job {job_id}"))?;
         let Some((id, now, job_title, company_id, company_name, name, email, endpoints)) = applied
         else {
-            // Nothing inserted: say why, as the other path does.
-            let (status, expires_at): (String, Option<chrono::DateTime<chrono::Utc>>) =
-                sqlx::query_as(sql::JOB_STATUS_SHARED)
-                    .bind(job_id)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .with_step(|| format!("reading the status of job {job_id}"))?
-                    .ok_or(StoreError::NotFound)?;
-            let status = JobStatus::try_from(status)
-                .map_err(|e| StoreError::Other(anyhow::Error::new(e)))?;
-            let now = Self::clock(&mut *tx).await?;
-            return Err(
-                match crate::domain::job::status_at(status, expires_at, now) {
-                    JobStatus::Expired => StoreError::Conflict(Conflict::JobExpired),
-                    _ => StoreError::Conflict(Conflict::JobClosed),
-                },
-            );
+            // Nothing inserted: the job takes no application; say why, as the other path does.
+            Self::job_takes_applications(&mut tx, job_id).await?;
+            return Err(StoreError::Conflict(Conflict::JobClosed));
         };
         let event = Event::new(EventKind::Submitted { application_id: id }, now);
         let body = event.to_json();
