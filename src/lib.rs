@@ -9,15 +9,16 @@
 //!
 //! | module | what it is | may use |
 //! |---|---|---|
-//! | `run` | the subcommands and the wiring: config → store, search index, cache, queue, mailer, relay, worker, API state | `cli` `config` `http` `worker` `relay` `queue` `store` `search` `cache` `email` `auth` `unsubscribe` `webhooks` `domain` `telemetry` `shutdown` `timefmt` |
+//! | `run` | the subcommands and the wiring: config → store, search index, cache, queue, mailer, file store, relay, worker, API state | `cli` `config` `http` `worker` `relay` `queue` `store` `search` `cache` `email` `files` `auth` `unsubscribe` `webhooks` `domain` `telemetry` `shutdown` `timefmt` |
 //! | `cli` | the command line | `config` |
-//! | `http` | routes, extractors, problem+json, `AppState` and `serve` | `relay` `queue` `store` `search` `cache` `auth` `unsubscribe` `webhooks` `domain` `config` `telemetry` `timefmt` |
-//! | `worker` | receive → claim → send → record → ack, both claim modes; the upkeep's events (the alerts' digests matched by `search`'s alert matcher); the webhook deliveries, in lanes per endpoint | `queue` `store` `search` `email` `unsubscribe` `webhooks` `domain` `config` `telemetry` |
+//! | `http` | routes, extractors, problem+json, `AppState` and `serve` | `relay` `queue` `store` `search` `cache` `files` `auth` `unsubscribe` `webhooks` `domain` `config` `telemetry` `timefmt` |
+//! | `worker` | receive → claim → send → record → ack, both claim modes; the upkeep's events (the alerts' digests matched by `search`'s alert matcher); the webhook deliveries, in lanes per endpoint; the files' retention and sweep | `queue` `store` `search` `email` `files` `unsubscribe` `webhooks` `domain` `config` `telemetry` |
 //! | `relay` | publishes the outbox to SQS | `queue` `store` `telemetry` |
 //! | `queue` | the `Queue` trait; the database queue and SQS | `store` `domain` `timefmt` |
 //! | `search` | the search index (tantivy) of the open jobs, kept in step by the job-change log; the job-alert matcher | `store` `domain` `telemetry` |
 //! | `store` | the `Store` trait; PostgreSQL and SQLite | `domain` `config` `timefmt` |
 //! | `cache` | the job-search cache, in process or in Redis | |
+//! | `files` | the `FileStore` trait (a folder, or S3); uploads spooled and recognised by their content | `config` |
 //! | `email` | the `Mailer` trait; console, file, SMTP and Amazon SES | `unsubscribe` `domain` `config` |
 //! | `auth` | password hashing and access tokens | `config` |
 //! | `unsubscribe` | the signed tokens of unsubscribe links | |
@@ -35,6 +36,7 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod email;
+pub mod files;
 pub mod http;
 pub mod queue;
 pub mod relay;

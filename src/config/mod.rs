@@ -59,6 +59,13 @@ pub enum EmailBackend {
     Ses,
 }
 
+/// Where résumés live (`FILE_STORE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FileStoreKind {
+    Local,
+    S3,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
     Pretty,
@@ -258,6 +265,32 @@ pub struct Config {
     #[arg(long, env = "APPLICATION_RETENTION_DAYS", default_value = "365",
           value_parser = parse::ranged(0, 3_650))]
     pub application_retention_days: u64,
+    /// where résumés live: local (a folder, FILE_STORE_DIR) or s3 (Amazon S3 through the AWS
+    /// SDK: S3_BUCKET, S3_PREFIX, the usual AWS variables and AWS_ENDPOINT_URL_S3)
+    #[arg(
+        long,
+        env = "FILE_STORE",
+        value_enum,
+        ignore_case = true,
+        default_value = "local"
+    )]
+    pub file_store: FileStoreKind,
+    /// the folder of FILE_STORE=local (created)
+    #[arg(long, env = "FILE_STORE_DIR", default_value = "data/files")]
+    pub file_store_dir: PathBuf,
+    /// the bucket of FILE_STORE=s3 (required with it)
+    #[arg(long, env = "S3_BUCKET")]
+    pub s3_bucket: Option<String>,
+    /// the prefix of every key FILE_STORE=s3 writes (`resumes/…` follows it)
+    #[arg(long, env = "S3_PREFIX", default_value = "")]
+    pub s3_prefix: String,
+    /// the S3 endpoint, for S3 alone (over AWS_ENDPOINT_URL), as the AWS SDKs read it
+    #[arg(long, env = "AWS_ENDPOINT_URL_S3", value_parser = parse::url)]
+    pub s3_endpoint_url: Option<String>,
+    /// 1024-52428800: the largest résumé accepted, in bytes (5 MiB by default)
+    #[arg(long, env = "RESUME_MAX_BYTES", default_value = "5242880",
+          value_parser = parse::ranged(1_024, 52_428_800))]
+    pub resume_max_bytes: u64,
     /// 1-60: one webhook attempt's deadline, from the connection to the last byte of the answer;
     /// a claimed delivery's lease is six times it
     #[arg(long, env = "WEBHOOK_TIMEOUT_SECS", default_value = "10",
@@ -422,6 +455,9 @@ impl Config {
                     return Err(err(var, "is required with QUEUE=sqs"));
                 }
             }
+        }
+        if self.file_store == FileStoreKind::S3 && self.s3_bucket.is_none() {
+            return Err(err("S3_BUCKET", "is required with FILE_STORE=s3"));
         }
         if self.email_send_timeout_secs * 2 > self.visibility_timeout_secs {
             return Err(err(

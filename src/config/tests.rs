@@ -328,7 +328,7 @@ fn the_ranges_in_the_help_are_the_ones_enforced() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 21, "every numeric variable states its range");
+    assert_eq!(checked, 22, "every numeric variable states its range");
 }
 
 #[test]
