@@ -93,6 +93,8 @@ fn main() -> Result<()> {
                 status: JobStatus::Open,
                 expires_at: None,
                 rejection_reason: None,
+                resume_required: false,
+                questions: None,
                 created_at: at,
                 updated_at: at,
             }

@@ -1,26 +1,31 @@
 """A whole flow through the Python client that openapi-python-client generates from
 /api/openapi.json (scripts/check-openapi generates it and runs this): an employer registers, logs
-in, creates a company and a job; a candidate registers, logs in and applies; the employer moves
-the application; the candidate withdraws it. The client raises on any status the document does
+in, creates a company and a job; a candidate registers, logs in, uploads a résumé (a
+multipart/form-data body, as the document describes it) and applies with it; the employer
+downloads it and moves the application; the candidate withdraws it. The client raises on any status the document does
 not list, and every answer must parse into the type the document gives it.
 
     PYTHONPATH=<folder holding jobboard_client> python openapi_client_flow.py http://127.0.0.1:8000
 """
 
+import io
 import sys
 import typing
 import uuid
 
 import attrs
+import jobboard_client.models
 from jobboard_client import AuthenticatedClient, Client
 from jobboard_client.api.accounts import create_token, register
 from jobboard_client.api.applications import (
     apply_to_job,
     change_application_status,
     get_application_history,
+    download_application_resume,
     withdraw_application,
 )
 from jobboard_client.api.companies import create_company, get_company
+from jobboard_client.api.resumes import list_resumes, upload_resume
 from jobboard_client.api.jobs import create_job, get_job, search_jobs
 from jobboard_client.models import (
     ApplicationOut,
@@ -35,13 +40,15 @@ from jobboard_client.models import (
     JobOut,
     Problem,
     RegisterIn,
+    ResumeOut,
+    ResumeUpload,
     Role,
     StatusIn,
     TokenIn,
     TokenOut,
     UserOut,
 )
-from jobboard_client.types import Unset
+from jobboard_client.types import File, Unset
 
 BASE = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8000"
 PASSWORD = "correct horse battery staple"
@@ -82,9 +89,11 @@ def account(anonymous, role):
 
 def main():
     # Enumerated inputs are typed by their enums, not as plain strings.
-    assert typing.get_type_hints(RegisterIn)["role"] is Role
-    assert typing.get_type_hints(JobIn)["employment_type"] is EmploymentType
-    assert typing.get_type_hints(StatusIn)["status"] is ApplicationStatus
+    # (Models name each other in annotations that only the models module resolves.)
+    models = vars(jobboard_client.models)
+    assert typing.get_type_hints(RegisterIn, localns=models)["role"] is Role
+    assert typing.get_type_hints(JobIn, localns=models)["employment_type"] is EmploymentType
+    assert typing.get_type_hints(StatusIn, localns=models)["status"] is ApplicationStatus
 
     anonymous = Client(base_url=BASE, raise_on_unexpected_status=True)
     employer = account(anonymous, Role.EMPLOYER)
@@ -125,14 +134,29 @@ def main():
     expect(get_job.sync_detailed(job.id, client=anonymous), 200, JobOut)
 
     candidate = account(anonymous, Role.CANDIDATE)
+    cv = "Jane Doe\nRust engineer, Berlin\n".encode()
+    upload = File(payload=io.BytesIO(cv), file_name="Jane Doe CV.txt", mime_type="text/plain")
+    resume = expect(
+        upload_resume.sync_detailed(client=candidate, body=ResumeUpload(file=upload)),
+        201,
+        ResumeOut,
+    )
+    no_unset(resume)
+    assert resume.filename == "Jane Doe CV.txt" and resume.size == len(cv), resume
+    assert resume.content_type == "text/plain; charset=utf-8", resume
+    listed = list_resumes.sync_detailed(client=candidate)
+    assert listed.status_code == 200 and [r.id for r in listed.parsed] == [resume.id]
     application = expect(
-        apply_to_job.sync_detailed(job.id, client=candidate, body=ApplyIn()),
+        apply_to_job.sync_detailed(job.id, client=candidate, body=ApplyIn(resume_id=resume.id)),
         201,
         ApplicationOut,
     )
     no_unset(application)
     assert application.status == ApplicationStatus.SUBMITTED
     assert application.cover_letter is None
+    assert application.resume.id == resume.id and application.answers == []
+    download = download_application_resume.sync_detailed(application.id, client=employer)
+    assert download.status_code == 200 and download.content == cv, download.content
 
     moved = expect(
         change_application_status.sync_detailed(
@@ -187,7 +211,7 @@ def main():
     expect(get_company.sync_detailed(company.id, client=stranger), 401, Problem)
     expect(search_jobs.sync_detailed(client=stranger), 401, Problem)
 
-    print("client flow: register, token, company, job, search, apply, move, withdraw: ok")
+    print("client flow: register, token, company, job, search, upload, apply, download, move, withdraw: ok")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ pub const DEAD_LETTERS: &str = "dead_letters";
 pub const QUEUE_OLDEST_AGE_SECONDS: &str = "queue_oldest_age_seconds";
 pub const PROCESSED_EVENTS_DELETED_TOTAL: &str = "processed_events_deleted_total";
 pub const APPLICATIONS_DELETED_TOTAL: &str = "applications_deleted_total";
+pub const FILES_DELETED_TOTAL: &str = "files_deleted_total";
 pub const UPKEEP_FAILURES_TOTAL: &str = "upkeep_failures_total";
 pub const UPKEEP_EVENTS_WRITTEN_TOTAL: &str = "upkeep_events_written_total";
 pub const MAIL_SERVICE_UP: &str = "mail_service_up";
@@ -236,6 +237,9 @@ fn describe() {
     metrics::counter!(EVENTS_RECLAIMED_TOTAL).increment(0);
     metrics::counter!(PROCESSED_EVENTS_DELETED_TOTAL).increment(0);
     metrics::counter!(APPLICATIONS_DELETED_TOTAL).increment(0);
+    for reason in ["retention", "orphan"] {
+        metrics::counter!(FILES_DELETED_TOTAL, "reason" => reason).increment(0);
+    }
     metrics::counter!(LEASES_LOST_TOTAL).increment(0);
     metrics::counter!(WORKER_TASK_PANICS_TOTAL).increment(0);
     for task in [

@@ -23,7 +23,13 @@ pub struct EmailData {
 pub enum About {
     /// `application.status_changed`, `application.submitted`: the application's job and its
     /// company.
-    Application { job_title: String, company: String },
+    Application {
+        job_title: String,
+        company: String,
+        /// The file name of the résumé attached to the application, if any (the
+        /// confirmation names it).
+        resume: Option<String>,
+    },
     /// `job.expiring`, `job.expired`, `job.reviewed`: the job and its company.
     Job {
         job_title: String,

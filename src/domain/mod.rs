@@ -7,6 +7,7 @@ pub mod event;
 pub mod job;
 pub mod mail;
 pub mod passwords;
+pub mod questions;
 pub mod search;
 pub mod status;
 pub mod validate;
@@ -154,7 +155,12 @@ pub enum Conflict {
     TooManyAlerts,
     /// A company has [`webhook::MAX_ENDPOINTS_PER_COMPANY`] webhook endpoints already.
     TooManyWebhooks,
+    /// A user has [`MAX_RESUMES_PER_USER`] résumés already.
+    TooManyResumes,
 }
+
+/// The most résumés one account keeps.
+pub const MAX_RESUMES_PER_USER: i64 = 10;
 
 impl Conflict {
     /// The last segment of the problem `type` URI.
@@ -171,6 +177,7 @@ impl Conflict {
             Conflict::JobNotOpen(_) => "job-not-open",
             Conflict::TooManyAlerts => "too-many-alerts",
             Conflict::TooManyWebhooks => "too-many-webhooks",
+            Conflict::TooManyResumes => "too-many-resumes",
         }
     }
 
@@ -189,6 +196,7 @@ impl Conflict {
             Conflict::JobNotOpen(_) => "Job not open",
             Conflict::TooManyAlerts => "Too many alerts",
             Conflict::TooManyWebhooks => "Too many webhook endpoints",
+            Conflict::TooManyResumes => "Too many résumés",
         }
     }
 
@@ -224,6 +232,9 @@ impl Conflict {
                 "this company has {} webhook endpoints, the most one company may have; delete one \
                  first",
                 webhook::MAX_ENDPOINTS_PER_COMPANY
+            ),
+            Conflict::TooManyResumes => format!(
+                "you have {MAX_RESUMES_PER_USER} résumés, the most one account may keep; delete                  one first"
             ),
         }
     }

@@ -301,6 +301,7 @@ mod tests {
             about: crate::domain::mail::About::Application {
                 job_title: "Rust Engineer".into(),
                 company: "Acme".into(),
+                resume: None,
             },
         }
     }

@@ -42,15 +42,31 @@ pub fn render(
                 new_status,
                 ..
             },
-            About::Application { job_title, company },
+            About::Application {
+                job_title, company, ..
+            },
         ) => status_changed(name, job_title, company, *old_status, *new_status),
-        (EventKind::Submitted { .. }, About::Application { job_title, company }) => Rendered {
-            subject: format!("We received your application for {job_title} at {company}"),
-            body: format!(
-                "Hello {name},\n\nWe received your application for {job_title} at {company}. \
-                 Its status is submitted; you will get an email each time it changes.\n{SIGNATURE}"
-            ),
-        },
+        (
+            EventKind::Submitted { .. },
+            About::Application {
+                job_title,
+                company,
+                resume,
+            },
+        ) => {
+            let with = match resume {
+                Some(file) => format!(" with your résumé {file}"),
+                None => String::new(),
+            };
+            Rendered {
+                subject: format!("We received your application for {job_title} at {company}"),
+                body: format!(
+                    "Hello {name},\n\nWe received your application for {job_title} at \
+                     {company}{with}. Its status is submitted; you will get an email each time \
+                     it changes.\n{SIGNATURE}"
+                ),
+            }
+        }
         (
             EventKind::JobExpiring {
                 job_id, expires_at, ..
@@ -165,9 +181,14 @@ pub fn render(
 fn one_line(data: &EmailData) -> EmailData {
     let fold = |s: &String| validate::fold_one_line(s);
     let about = match &data.about {
-        About::Application { job_title, company } => About::Application {
+        About::Application {
+            job_title,
+            company,
+            resume,
+        } => About::Application {
             job_title: fold(job_title),
             company: fold(company),
+            resume: resume.as_ref().map(fold),
         },
         About::Job {
             job_title,
@@ -521,6 +542,7 @@ mod tests {
             about: About::Application {
                 job_title: "Rust Engineer".into(),
                 company: "Acme".into(),
+                resume: None,
             },
         }
     }
@@ -588,6 +610,18 @@ mod tests {
             "We received your application for Rust Engineer at Acme"
         );
         assert!(r.body.contains("Its status is submitted"), "{}", r.body);
+        assert!(!r.body.contains("résumé"), "{}", r.body);
+        let mut with = application();
+        if let About::Application { resume, .. } = &mut with.about {
+            *resume = Some("Jane Doe CV.pdf".into());
+        }
+        let r = rendered(EventKind::Submitted { application_id: 3 }, &with);
+        assert!(
+            r.body
+                .contains("Rust Engineer at Acme with your résumé Jane Doe CV.pdf."),
+            "{}",
+            r.body
+        );
     }
 
     #[test]
@@ -710,6 +744,7 @@ mod tests {
             about: About::Application {
                 job_title: forged(),
                 company: forged(),
+                resume: None,
             },
         };
         for kind in [

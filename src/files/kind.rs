@@ -51,7 +51,6 @@ impl Refusal {
     }
 }
 
-/// The family the first bytes name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Family {
     Pdf,
@@ -60,7 +59,7 @@ enum Family {
     Text,
 }
 
-/// How many bytes are gathered before the family is decided (fewer at the end of a short file).
+/// Bytes gathered before the family is decided (fewer at the end of a short file).
 const HEAD: usize = 512;
 const ODT_MIMETYPE: &[u8] = b"application/vnd.oasis.opendocument.text";
 
@@ -157,7 +156,6 @@ impl Recognizer {
                 // Cut inside a sequence: the rest comes with the next chunk.
                 let (good, cut) = bytes.split_at(e.valid_up_to());
                 self.carry = cut.to_vec();
-                // `good` is valid by the error's own account.
                 std::str::from_utf8(good).map_err(|_| Refusal::Kind("not UTF-8 text"))?
             }
             Err(_) => return Err(Refusal::Kind("binary data, not UTF-8 text")),
@@ -233,7 +231,6 @@ fn zip_kind<F: Read + Seek>(head: &[u8], file: F) -> Result<Kind, Refusal> {
     let docx = archive.index_for_name("[Content_Types].xml").is_some()
         && archive.index_for_name("word/document.xml").is_some();
     // The directory is read; nothing of the entries' contents needs to be.
-    let _ = archive.len();
     if docx {
         Ok(Kind::Docx)
     } else {
@@ -257,16 +254,13 @@ mod tests {
     }
 
     /// A ZIP holding `names` (empty entries, stored), built by hand.
-    pub(crate) fn zip_of(names: &[(&str, &[u8])]) -> Vec<u8> {
+    fn zip_of(names: &[(&str, &[u8])]) -> Vec<u8> {
         let mut out = Vec::new();
         let mut dir = Vec::new();
         for (name, data) in names {
             let offset = out.len() as u32;
             let crc = crc32(data);
-            let local = |sig: u32, out: &mut Vec<u8>| {
-                out.extend_from_slice(&sig.to_le_bytes());
-            };
-            local(0x0403_4b50, &mut out);
+            out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
             out.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
             out.extend_from_slice(&crc.to_le_bytes());
             out.extend_from_slice(&(data.len() as u32).to_le_bytes());

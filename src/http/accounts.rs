@@ -370,7 +370,8 @@ async fn delete_me(
 ) -> ApiResult<StatusCode> {
     // The account's idempotency records go with it, this request's included.
     idem.check()?;
-    st.store.delete_user(user.id()).await?;
+    let files = st.store.delete_user(user.id()).await?;
+    super::resumes::forget_files(&st, files).await;
     tracing::info!(
         user_id = user.id(),
         "user {} deleted their account",

@@ -50,17 +50,53 @@ pub struct ApplicationOut {
     pub status: ApplicationStatus,
     #[schema(required = true)]
     pub cover_letter: Option<String>,
+    /// The attached résumé (`GET /api/applications/{id}/resume` downloads it), or `null`.
+    #[schema(required = true)]
+    pub resume: Option<AttachedResume>,
+    /// The answers to the job's screening questions, in the questions' order.
+    pub answers: Vec<crate::domain::questions::Answer>,
     #[serde(with = "crate::timefmt")]
     pub created_at: DateTime<Utc>,
     #[serde(with = "crate::timefmt")]
     pub updated_at: DateTime<Utc>,
 }
 
+/// A résumé as an application shows it.
+#[derive(Serialize, ToSchema)]
+pub struct AttachedResume {
+    pub id: i64,
+    pub filename: String,
+    pub content_type: String,
+    pub size: i64,
+}
+
 impl From<ApplicationRow> for ApplicationOut {
     fn from(a: ApplicationRow) -> Self {
+        let status = a.status();
+        let resume = match (
+            a.resume_id,
+            a.resume_filename,
+            a.resume_content_type,
+            a.resume_size,
+        ) {
+            (Some(id), Some(filename), Some(content_type), Some(size)) => Some(AttachedResume {
+                id,
+                filename,
+                content_type,
+                size,
+            }),
+            _ => None,
+        };
+        let answers = a
+            .answers
+            .as_deref()
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or_default();
         ApplicationOut {
+            resume,
+            answers,
             id: a.id,
-            status: a.status(),
+            status,
             job: JobRef {
                 id: a.job_id,
                 title: a.job_title,
@@ -121,10 +157,19 @@ impl TryFrom<HistoryRow> for HistoryOut {
 pub struct ApplyIn {
     #[serde(default)]
     pub cover_letter: Option<String>,
+    /// One of the caller's résumés (`/api/me/resumes`); required when the job's
+    /// `resume_required` is true.
+    #[serde(default)]
+    pub resume_id: Option<i64>,
+    /// Answers to the job's questions: `[{question_id, answer}]`, `answer` a boolean
+    /// (`yes_no`), a string (`short_text`, at most 1 000 characters) or a number (`number`).
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<crate::domain::questions::Answer>>)]
+    pub answers: Option<serde_json::Value>,
 }
 
 impl JsonBody for ApplyIn {
-    const FIELDS: &'static [&'static str] = &["cover_letter"];
+    const FIELDS: &'static [&'static str] = &["cover_letter", "resume_id", "answers"];
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -140,7 +185,7 @@ impl JsonBody for StatusIn {
 }
 
 /// The application if the caller may see it; 404 otherwise.
-async fn visible(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<ApplicationRow> {
+pub(super) async fn visible(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<ApplicationRow> {
     let app = st.store.application(id).await?;
     let allowed = match user.role() {
         Role::Candidate => app.candidate_id == user.id(),
@@ -176,13 +221,30 @@ async fn apply(
         ),
         None => None,
     };
+    if job.resume_required && input.resume_id.is_none() {
+        return Err(ApiError::field(
+            "resume_id",
+            "this job asks for a résumé: upload one (POST /api/me/resumes) and send its id",
+        ));
+    }
+    let questions = crate::domain::questions::stored(job.questions.as_deref());
+    let answers = crate::domain::questions::check_answers(&questions, input.answers.as_ref())
+        .map_err(|(field, message)| ApiError::field(&field, message))?;
     let done = idem.completion(
         StatusCode::CREATED,
         &json_of::<ApplicationRow, ApplicationOut>,
     )?;
+    let new = crate::store::NewApplication {
+        cover_letter,
+        resume_id: input.resume_id,
+        answers: (!answers.is_empty())
+            .then(|| serde_json::to_string(&answers))
+            .transpose()
+            .map_err(|e| ApiError::internal(e.into()))?,
+    };
     let app = st
         .store
-        .apply(job.id, user.id(), cover_letter, done.as_ref())
+        .apply(job.id, user.id(), new, done.as_ref())
         .await?;
     tracing::info!(
         application_id = app.id,

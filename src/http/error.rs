@@ -286,6 +286,7 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::NotFound => ApiError::not_found(),
             StoreError::Conflict(c) => ApiError::conflict(c),
+            StoreError::Invalid { field, message } => ApiError::field(field, message),
             StoreError::Other(e) if crate::store::is_database_timeout(&e) => {
                 ApiError::database_timeout(e)
             }

@@ -53,6 +53,17 @@ pub struct Export {
     pub alerts: Vec<AlertOut>,
     /// The caller's email preferences.
     pub notifications: NotificationsOut,
+    /// The caller's résumés, newest first, each with the link that downloads it.
+    pub resumes: Vec<ExportedResume>,
+}
+
+/// A résumé of the caller's, with its download link.
+#[derive(Serialize, ToSchema)]
+pub struct ExportedResume {
+    #[serde(flatten)]
+    pub resume: super::resumes::ResumeOut,
+    /// `PUBLIC_BASE_URL` + `/api/me/resumes/{id}/file` (with the caller's token).
+    pub download_url: String,
 }
 
 /// Reads every page of a list, `PAGE` rows at a time, until `total` are read.
@@ -120,6 +131,20 @@ async fn export(State(st): State<AppState>, user: AuthUser) -> ApiResult<impl In
         applications,
         alerts,
         notifications: st.store.notifications(id).await?.into(),
+        resumes: st
+            .store
+            .resumes_of(id)
+            .await?
+            .into_iter()
+            .map(|r| ExportedResume {
+                download_url: format!(
+                    "{}/api/me/resumes/{}/file",
+                    st.config.public_base_url.trim_end_matches('/'),
+                    r.id
+                ),
+                resume: r.into(),
+            })
+            .collect(),
     };
     Ok((
         [(

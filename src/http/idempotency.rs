@@ -9,7 +9,7 @@ use super::extract::{Body, Caller};
 use crate::http::AppState;
 use crate::store::{Completion, IdemBegin, KEY_TTL_MS, Store};
 use crate::telemetry::IDEMPOTENCY_FAILURES_TOTAL;
-use axum::extract::{FromRequest, MatchedPath, Request};
+use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Request};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -103,45 +103,79 @@ impl<B: KeyedBody> FromRequest<AppState> for Idempotent<B> {
     type Rejection = Response;
 
     async fn from_request(req: Request, st: &AppState) -> Result<Self, Response> {
-        let ext = req.extensions();
+        let (parts, body) = req.into_parts();
+        let deferred = DeferredKey::of(&parts).ok_or_else(DeferredKey::unwired)?;
+        let body = B::read(Request::from_parts(parts, body))
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let key = deferred.begin_key(st, body.bytes()).await?;
+        Ok(Idempotent { body, key })
+    }
+}
+
+/// An `Idempotency-Key` read before the body, bound to what the body holds once it is read: the
+/// extractor of a request whose body is read by the handler itself, as it arrives (an upload),
+/// which calls [`DeferredKey::begin`] with what identifies the request once it knows it.
+pub struct DeferredKey {
+    slot: Slot,
+    user_id: i64,
+    route: String,
+    method: axum::http::Method,
+    key: Result<Option<String>, ()>,
+}
+
+impl DeferredKey {
+    /// The key of the request; `None` without the settle layer or an `AuthUser` before it.
+    fn of(parts: &axum::http::request::Parts) -> Option<DeferredKey> {
+        let ext = &parts.extensions;
         let (Some(slot), Some(&Caller(user_id))) =
             (ext.get::<Slot>().cloned(), ext.get::<Caller>())
         else {
-            return Err(ApiError::internal(anyhow::anyhow!(
-                "Idempotent needs the settle layer and an AuthUser before it"
-            ))
-            .into_response());
+            return None;
         };
         let route = ext
             .get::<MatchedPath>()
             .map(|p| p.as_str().to_string())
-            .unwrap_or_else(|| req.uri().path().to_string());
-        let method = req.method().clone();
-        let key = header_key(req.headers());
-        let body = B::read(req).await.map_err(IntoResponse::into_response)?;
-        let key = match key {
-            Ok(None) => {
-                return Ok(Idempotent {
-                    body,
-                    key: Key::Absent,
-                });
-            }
+            .unwrap_or_else(|| parts.uri.path().to_string());
+        Some(DeferredKey {
+            slot,
+            user_id,
+            route,
+            method: parts.method.clone(),
+            key: header_key(&parts.headers),
+        })
+    }
+
+    fn unwired() -> Response {
+        ApiError::internal(anyhow::anyhow!(
+            "Idempotent needs the settle layer and an AuthUser before it"
+        ))
+        .into_response()
+    }
+
+    /// The key bound to `content` (the request's body, or what identifies it): a replay of the
+    /// stored answer, 422 for a key used with other content, 409 while its request runs.
+    pub async fn begin(self, st: &AppState, content: &[u8]) -> Result<Idempotent<()>, Response> {
+        let key = self.begin_key(st, content).await?;
+        Ok(Idempotent { body: (), key })
+    }
+
+    async fn begin_key(self, st: &AppState, content: &[u8]) -> Result<Key, Response> {
+        let key = match self.key {
+            Ok(None) => return Ok(Key::Absent),
             Err(()) => {
-                let _ = slot.0.set(Key::Malformed);
-                return Ok(Idempotent {
-                    body,
-                    key: Key::Malformed,
-                });
+                let _ = self.slot.0.set(Key::Malformed);
+                return Ok(Key::Malformed);
             }
             Ok(Some(k)) => k,
         };
-        let hash = hex::encode(Sha256::digest(body.bytes()));
+        let hash = hex::encode(Sha256::digest(content));
         let begun = st
             .store
             .idem_begin(
-                user_id,
-                method.as_str(),
-                &route,
+                self.user_id,
+                self.method.as_str(),
+                &self.route,
                 &key,
                 &hash,
                 LOCK_MS,
@@ -177,11 +211,19 @@ impl<B: KeyedBody> FromRequest<AppState> for Idempotent<B> {
             token,
             stored: AtomicBool::new(false),
         });
-        let _ = slot.0.set(Key::Held(hold.clone()));
-        Ok(Idempotent {
-            body,
-            key: Key::Held(hold),
-        })
+        let _ = self.slot.0.set(Key::Held(hold.clone()));
+        Ok(Key::Held(hold))
+    }
+}
+
+impl FromRequestParts<AppState> for DeferredKey {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &AppState,
+    ) -> Result<Self, Response> {
+        DeferredKey::of(parts).ok_or_else(DeferredKey::unwired)
     }
 }
 

@@ -7,6 +7,7 @@
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{JsonBody, double_option};
 use crate::domain::job::{check_expires_at, parse_time};
+use crate::domain::questions::{self, Question};
 use crate::domain::values::{SalaryRange, Title};
 use crate::domain::{Conflict, EmploymentType, JobStatus, validate};
 use crate::store::{JobFields, JobRow, StoreError};
@@ -25,6 +26,11 @@ pub(super) struct Draft {
     pub(super) employment_type: String,
     pub(super) status: JobStatus,
     pub(super) expires_at: Option<DateTime<Utc>>,
+    pub(super) resume_required: bool,
+    /// New questions as sent (replacing `questions`), or `None` to keep them.
+    pub(super) new_questions: Option<serde_json::Value>,
+    /// The questions stored so far, whose ids unchanged questions keep.
+    pub(super) questions: Vec<Question>,
 }
 
 pub(super) fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFields> {
@@ -41,26 +47,48 @@ pub(super) fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFi
             }
         })
         .ok();
+    let questions = match &d.new_questions {
+        None => Some(d.questions.clone()),
+        Some(raw) => match questions::parse(raw, &d.questions) {
+            Ok(q) => Some(q),
+            Err((field, message)) => {
+                errors.add(&field, message);
+                None
+            }
+        },
+    };
     let employment_type = errors.check(
         "employment_type",
         EmploymentType::parse(&d.employment_type)
             .ok_or_else(|| "must be full_time, part_time, contract or internship".to_string()),
     );
-    match (title, description, location, salary, employment_type) {
-        (Some(title), Some(description), Some(location), Some(salary), Some(employment_type))
-            if errors.is_empty() =>
-        {
-            Ok(JobFields {
-                title,
-                description,
-                location,
-                remote: d.remote,
-                salary,
-                employment_type,
-                status: d.status,
-                expires_at: d.expires_at,
-            })
-        }
+    match (
+        title,
+        description,
+        location,
+        salary,
+        employment_type,
+        questions,
+    ) {
+        (
+            Some(title),
+            Some(description),
+            Some(location),
+            Some(salary),
+            Some(employment_type),
+            Some(questions),
+        ) if errors.is_empty() => Ok(JobFields {
+            title,
+            description,
+            location,
+            remote: d.remote,
+            salary,
+            employment_type,
+            status: d.status,
+            expires_at: d.expires_at,
+            resume_required: d.resume_required,
+            questions: questions::to_stored(&questions),
+        }),
         _ => Err(ApiError::validation(errors)),
     }
 }
@@ -92,6 +120,24 @@ pub struct JobPatch {
     #[serde(default, deserialize_with = "double_option")]
     #[schema(value_type = String, format = DateTime)]
     pub expires_at: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub resume_required: Option<Option<bool>>,
+    /// Replaces the questions (`[{text, kind, required?}]`; `null` or `[]`: none); an unchanged
+    /// question keeps its id.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<Vec<QuestionIn>>)]
+    pub questions: Option<Option<serde_json::Value>>,
+}
+
+/// A screening question as a member sends it; the server assigns its `id`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct QuestionIn {
+    /// 1-500 characters, one line.
+    pub text: String,
+    pub kind: crate::domain::questions::QuestionKind,
+    /// Default false.
+    pub required: Option<bool>,
 }
 
 impl JsonBody for JobPatch {
@@ -105,6 +151,8 @@ impl JsonBody for JobPatch {
         "employment_type",
         "status",
         "expires_at",
+        "resume_required",
+        "questions",
     ];
     const READ_ONLY: &'static [&'static str] = &[
         "id",
@@ -187,6 +235,18 @@ pub(super) fn merge(
         ),
         status: job.status,
         expires_at: new_expiry.or(job.expires_at),
+        resume_required: required(
+            &mut errors,
+            "resume_required",
+            &p.resume_required,
+            cur.resume_required,
+        ),
+        new_questions: match &p.questions {
+            None => None,
+            Some(None) => Some(serde_json::Value::Array(Vec::new())),
+            Some(Some(v)) => Some(v.clone()),
+        },
+        questions: questions::stored(cur.questions.as_deref()),
     };
     // Every field is judged (422) before the move (409).
     let mut fields = validate_job(draft, errors)?;

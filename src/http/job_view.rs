@@ -36,6 +36,10 @@ pub struct JobOut {
     /// Why an operator rejected the job; `null` unless it is `rejected`.
     #[schema(required = true)]
     pub rejection_reason: Option<String>,
+    /// Whether applying needs a résumé (`resume_id`).
+    pub resume_required: bool,
+    /// The screening questions applying answers (at most 20).
+    pub questions: Vec<crate::domain::questions::Question>,
     /// When the job opened: its creation, or its approval under moderation.
     #[serde(with = "crate::timefmt")]
     pub created_at: DateTime<Utc>,
@@ -62,6 +66,8 @@ impl From<JobRow> for JobOut {
             status,
             expires_at: j.expires_at,
             rejection_reason: j.rejection_reason.filter(|_| status == JobStatus::Rejected),
+            resume_required: j.resume_required,
+            questions: crate::domain::questions::stored(j.questions.as_deref()),
             created_at: j.created_at,
             updated_at: j.updated_at,
         }

@@ -47,6 +47,13 @@ pub struct JobIn {
     #[serde(default)]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub expires_at: Option<String>,
+    /// Whether applying needs a résumé; default false.
+    #[serde(default)]
+    pub resume_required: bool,
+    /// Up to 20 screening questions, `[{text, kind, required?}]`; the server assigns their ids.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<super::job_patch::QuestionIn>>)]
+    pub questions: Option<serde_json::Value>,
 }
 
 impl JsonBody for JobIn {
@@ -60,6 +67,8 @@ impl JsonBody for JobIn {
         "salary_max",
         "employment_type",
         "expires_at",
+        "resume_required",
+        "questions",
     ];
     const READ_ONLY: &'static [&'static str] = &[
         "id",
@@ -130,6 +139,9 @@ async fn create(
             employment_type: input.employment_type,
             status,
             expires_at,
+            resume_required: input.resume_required,
+            new_questions: input.questions.filter(|q| !q.is_null()),
+            questions: Vec::new(),
         },
         errors,
     )?;

@@ -22,6 +22,7 @@ pub mod openapi;
 pub mod ops;
 pub mod pages;
 mod refusals;
+pub mod resumes;
 pub mod search;
 mod serve;
 mod state;
@@ -147,7 +148,12 @@ pub async fn security_headers(req: Request, next: Next) -> Response {
     headers
         .entry(header::CONTENT_SECURITY_POLICY)
         .or_insert(HeaderValue::from_static(API_CSP));
-    if private {
+    // A handler's own `no-store` (`private, no-store` on a file) stays.
+    let stores_nothing = headers
+        .get(header::CACHE_CONTROL)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("no-store"));
+    if private && !stores_nothing {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
     res
@@ -169,6 +175,7 @@ pub fn router(state: AppState) -> Router {
         .merge(console::router())
         .merge(notifications::router())
         .merge(export::router())
+        .merge(resumes::router())
         .merge(unsubscribe::router())
         .merge(pages::router());
     if state.config.metrics_addr.is_none() {

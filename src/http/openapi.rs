@@ -3,7 +3,7 @@
 use super::error::Problem;
 use super::{
     accounts, admin, admin_jobs, alerts, applications, companies, console, export, jobs,
-    notifications, ops, pages, search, unsubscribe, webhooks,
+    notifications, ops, pages, resumes, search, unsubscribe, webhooks,
 };
 use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -210,6 +210,8 @@ impl Modify for CommonResponses {
         jobs::create, search::search_jobs, jobs::show, jobs::update, jobs::remove, jobs::renew,
         applications::apply, applications::list, applications::show, applications::change_status,
         applications::withdraw, applications::remove, applications::history,
+        resumes::upload, resumes::list, resumes::remove, resumes::download_own,
+        resumes::download_attached,
         alerts::create, alerts::list, alerts::update, alerts::remove,
         webhooks::create, webhooks::list, webhooks::show, webhooks::update, webhooks::remove,
         webhooks::rotate_secret, webhooks::test, webhooks::attempts, webhooks::redeliver,
@@ -228,6 +230,7 @@ impl Modify for CommonResponses {
         (name = "companies", description = "Companies and their members"),
         (name = "jobs", description = "Publishing and searching jobs"),
         (name = "applications", description = "Applications and their status workflow"),
+        (name = "resumes", description = "A candidate's résumés: files uploaded as multipart/form-data, recognised by their content, attached to applications"),
         (name = "notifications", description = "The unsubscribe links of the digest emails (RFC 8058 one-click): public, the signed token in the link is the authority"),
         (name = "alerts", description = "Job alerts: a candidate's saved searches, each emailed as a daily or weekly digest of the new jobs that match it"),
         (name = "webhooks", description = "Webhook endpoints: a company's own systems receive its events as signed HTTP requests (Standard Webhooks)"),

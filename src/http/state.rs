@@ -37,6 +37,8 @@ pub struct AppState {
     /// The queue the operator endpoints read and act on (dead letters, figures), the same the
     /// `dlq` commands use.
     pub queue: Arc<dyn Queue>,
+    /// Where résumés live (`FILE_STORE`), and the folder uploads are spooled in.
+    pub files: crate::files::Files,
 }
 
 impl AppState {

@@ -115,7 +115,8 @@ pub async fn check_worker_queues(config: &Config, store: Arc<dyn Store>) -> anyh
 pub async fn build_worker(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<Worker> {
     let queue = build_queue(config, store.clone()).await?;
     let mailer = crate::email::from_config(config).await?;
-    Ok(Worker::new(config, store, queue, mailer))
+    let files = crate::files::from_config(config).await?;
+    Ok(Worker::new(config, store, queue, mailer).with_files(files))
 }
 
 /// Opens this process's search index in `SEARCH_INDEX_DIR` (refused, naming the folder and its
@@ -197,6 +198,7 @@ pub async fn app_state(
         QueueKind::Db => (None, build_queue(&config, store.clone()).await?),
     };
     let search = open_search_index(&config, store.clone(), stopping.clone())?;
+    let files = crate::files::from_config(&config).await?;
     let tokens = Arc::new(Tokens::from_config(&config));
     let unsubscribe = Arc::new(unsubscribe_keys(&config, &tokens));
     let dummy_hash: Arc<str> =
@@ -216,5 +218,6 @@ pub async fn app_state(
         dummy_hash,
         relay,
         queue,
+        files,
     })
 }

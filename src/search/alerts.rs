@@ -241,6 +241,8 @@ mod tests {
             status: JobStatus::Open,
             expires_at: None,
             rejection_reason: None,
+            resume_required: false,
+            questions: None,
             created_at: at(minutes),
             updated_at: at(minutes),
         }

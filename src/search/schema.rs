@@ -147,6 +147,10 @@ struct StoredJob {
     status: String,
     expires_at: Option<DateTime<Utc>>,
     rejection_reason: Option<String>,
+    #[serde(default)]
+    resume_required: bool,
+    #[serde(default)]
+    questions: Option<String>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -179,6 +183,8 @@ impl Fields {
             status: job.status.as_str().to_string(),
             expires_at: job.expires_at,
             rejection_reason: job.rejection_reason.clone(),
+            resume_required: job.resume_required,
+            questions: job.questions.clone(),
             created_at: job.created_at,
             updated_at: job.updated_at,
         };
@@ -236,6 +242,8 @@ impl Fields {
                 .ok_or_else(|| anyhow::anyhow!("unknown job status {:?}", s.status))?,
             expires_at: s.expires_at,
             rejection_reason: s.rejection_reason,
+            resume_required: s.resume_required,
+            questions: s.questions,
             created_at: s.created_at,
             updated_at: s.updated_at,
         })

@@ -26,8 +26,9 @@ pub trait ApiStore: Send + Sync {
         password_hash: &str,
         idem: Idem<'_, ()>,
     ) -> StoreResult<()>;
-    /// Deletes the user with their applications and memberships.
-    async fn delete_user(&self, user_id: i64) -> StoreResult<()>;
+    /// Deletes the user with their applications, memberships and résumés, and gives the keys of
+    /// the résumés' files, for the caller to delete after the commit.
+    async fn delete_user(&self, user_id: i64) -> StoreResult<Vec<String>>;
     /// The user's email preferences; `NotFound` for no such user.
     async fn notifications(&self, user_id: i64) -> StoreResult<Notifications>;
     /// Sets the preferences given (`None` keeps one as it is) and returns them all;
@@ -139,12 +140,13 @@ pub trait ApiStore: Send + Sync {
     ) -> StoreResult<(Vec<JobRow>, i64)>;
 
     // Applications
-    /// `Conflict(AlreadyApplied)` from the unique constraint, `Conflict(JobClosed)`.
+    /// `Conflict(AlreadyApplied)` from the unique constraint, `Conflict(JobClosed)`, `Invalid`
+    /// naming `resume_id` when the résumé is not the candidate's.
     async fn apply(
         &self,
         job_id: i64,
         candidate_id: i64,
-        cover_letter: Option<String>,
+        input: NewApplication,
         idem: Idem<'_, ApplicationRow>,
     ) -> StoreResult<ApplicationRow>;
     async fn application(&self, id: i64) -> StoreResult<ApplicationRow>;

@@ -9,6 +9,13 @@ pub enum StoreError {
     NotFound,
     #[error("conflict: {0:?}")]
     Conflict(Conflict),
+    /// A value of the request that the stored state refuses (422 naming `field`): a résumé
+    /// that is not the caller's, say.
+    #[error("{field}: {message}")]
+    Invalid {
+        field: &'static str,
+        message: &'static str,
+    },
     #[error(transparent)]
     Other(#[from] anyhow::Error),
 }

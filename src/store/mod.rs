@@ -22,6 +22,7 @@ pub mod joblog;
 pub mod pages;
 mod postgres;
 mod query;
+pub mod resumes;
 mod rows;
 mod sqlite;
 pub mod sqs_dead_letters;
@@ -42,6 +43,7 @@ pub use job_upkeep::JobUpkeepStore;
 pub use joblog::*;
 pub use pages::*;
 pub use query::*;
+pub use resumes::*;
 pub use rows::*;
 pub use sqs_dead_letters::*;
 pub use webhooks::*;
@@ -66,6 +68,7 @@ pub trait Store:
     + AlertStore
     + PageStore
     + WebhookStore
+    + ResumeStore
     + Send
     + Sync
     + 'static
@@ -84,7 +87,7 @@ impl<T> Store for T where
         + AlertStore
         + PageStore
         + WebhookStore
-        + WebhookStore
+        + ResumeStore
         + Send
         + Sync
         + 'static
@@ -103,7 +106,13 @@ impl<T: EventStore + SqsDeadLetterStore> SqsQueueStore for T {}
 /// What the worker uses: claims and records of events, the hourly digests, the alerts'
 /// digests, the jobs' upkeep, the webhook deliveries, and a ping.
 pub trait WorkerStore:
-    EventStore + DigestStore + AlertDigestStore + JobUpkeepStore + WebhookDeliveryStore + DatabaseStore
+    EventStore
+    + DigestStore
+    + AlertDigestStore
+    + JobUpkeepStore
+    + WebhookDeliveryStore
+    + ResumeStore
+    + DatabaseStore
 {
 }
 impl<T> WorkerStore for T where
@@ -112,6 +121,7 @@ impl<T> WorkerStore for T where
         + AlertDigestStore
         + JobUpkeepStore
         + WebhookDeliveryStore
+        + ResumeStore
         + DatabaseStore
 {
 }

@@ -85,6 +85,10 @@ pub struct JobRow {
     pub expires_at: Option<DateTime<Utc>>,
     /// An operator's reason, while the job is rejected.
     pub rejection_reason: Option<String>,
+    /// Whether applying needs a résumé.
+    pub resume_required: bool,
+    /// The screening questions as stored (`domain::questions`, a JSON array; `None`: none).
+    pub questions: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -113,6 +117,8 @@ impl JobRow {
             employment_type: self.employment_type,
             status: self.status,
             expires_at: self.expires_at,
+            resume_required: self.resume_required,
+            questions: self.questions.clone(),
         })
     }
 }
@@ -129,6 +135,9 @@ pub struct JobFields {
     pub status: JobStatus,
     /// When the job expires (see [`JobRow::expires_at`]).
     pub expires_at: Option<DateTime<Utc>>,
+    pub resume_required: bool,
+    /// As stored (see [`JobRow::questions`]).
+    pub questions: Option<String>,
 }
 
 /// An operator's decision on a job waiting for review.
@@ -154,8 +163,25 @@ pub struct ApplicationRow {
     #[sqlx(try_from = "String")]
     pub status: ApplicationStatus,
     pub cover_letter: Option<String>,
+    /// The attached résumé, if any (its row's id, name, kind and size).
+    pub resume_id: Option<i64>,
+    pub resume_filename: Option<String>,
+    pub resume_content_type: Option<String>,
+    pub resume_size: Option<i64>,
+    /// The screening answers, as stored (a JSON array of `{question_id, answer}`).
+    pub answers: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// What an application is made with, its values validated.
+#[derive(Debug, Clone, Default)]
+pub struct NewApplication {
+    pub cover_letter: Option<String>,
+    /// One of the candidate's résumés.
+    pub resume_id: Option<i64>,
+    /// The screening answers as stored (a JSON array), `None` for a job without questions.
+    pub answers: Option<String>,
 }
 
 impl ApplicationRow {

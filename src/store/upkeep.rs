@@ -134,3 +134,21 @@ impl std::fmt::Display for Upkept {
         )
     }
 }
+
+/// Deletes the résumés attached to no application and unused for `retention`, in batches, and
+/// gives their files' keys.
+pub async fn delete_unused_resumes(
+    store: &dyn super::WorkerStore,
+    retention: Duration,
+) -> StoreResult<Vec<String>> {
+    let cutoff = time_before(store.now_ms().await?, retention)?;
+    let mut keys = Vec::new();
+    loop {
+        let batch = store.delete_unused_resumes(cutoff, BATCH).await?;
+        let done = (batch.len() as i64) < BATCH;
+        keys.extend(batch);
+        if done {
+            return Ok(keys);
+        }
+    }
+}

@@ -20,6 +20,7 @@ mod record;
 mod run_loop;
 mod transaction;
 mod upkeep;
+mod upkeep_files;
 pub mod upkeep_jobs;
 pub mod webhooks;
 
@@ -140,8 +141,8 @@ pub struct Worker {
     /// `WEBHOOK_TIMEOUT_SECS` and `WEBHOOK_RETRY_SECS`: an attempt's deadline, a first retry's wait.
     pub(crate) webhook_timeout: Duration,
     webhook_retry_secs: u64,
-    /// `APPLICATION_RETENTION_DAYS`; `None` (0) keeps applications until they are deleted.
-    application_retention: Option<Duration>,
+    /// `APPLICATION_RETENTION_DAYS` and the file store (`upkeep_files.rs`).
+    keep: upkeep_files::Keep,
 }
 
 /// `PUBLIC_BASE_URL` and the secret that signs unsubscribe tokens.
@@ -180,8 +181,7 @@ impl Worker {
             webhook_allow_private: config.webhook_allow_private,
             webhook_timeout: Duration::from_secs(config.webhook_timeout_secs),
             webhook_retry_secs: config.webhook_retry_secs,
-            application_retention: (config.application_retention_days > 0)
-                .then(|| Duration::from_secs(config.application_retention_days * 86_400)),
+            keep: upkeep_files::Keep::from_config(config),
             links: (config.unsubscribe_secret.as_ref())
                 .or(config.jwt_secret.as_ref())
                 .map(|secret| Links {

@@ -87,21 +87,24 @@ impl Worker {
             crate::store::upkeep::delete_finished_deliveries(&*self.store, self.retention).await?;
         metrics::counter!(t::PROCESSED_EVENTS_DELETED_TOTAL).increment(total);
         // Applications last: a queued event of one deleted here ends as `missing`.
-        let applications = match self.application_retention {
+        let applications = match self.keep.applications {
             Some(retention) => {
                 crate::store::upkeep::delete_retired_applications(&*self.store, retention).await?
             }
             None => 0,
         };
         metrics::counter!(t::APPLICATIONS_DELETED_TOTAL).increment(applications);
+        let (resumes, files) = self.delete_unused_files().await?;
         tracing::info!(
             deleted = total,
             event_records = records,
             webhook_deliveries = deliveries,
             applications,
+            resumes,
+            files,
             "deleted {total} expired processed-event records, {records} event records, \
-             {deliveries} finished webhook deliveries and {applications} applications past \
-             their retention"
+             {deliveries} finished webhook deliveries, {applications} applications and \
+             {resumes} résumés past their retention, and {files} files no row names"
         );
         Ok(total)
     }
@@ -150,7 +153,7 @@ impl Worker {
     }
 
     /// The database's clock: every worker judges the periods by the same one.
-    async fn database_now(&self) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
+    pub(super) async fn database_now(&self) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
         let now = self.store.now_ms().await?;
         chrono::DateTime::from_timestamp_millis(now)
             .ok_or_else(|| anyhow::anyhow!("the database clock reads {now} ms"))

@@ -241,6 +241,8 @@ async fn corpus(
                     employment_type,
                     status: JobStatus::Open,
                     expires_at: Some(Utc::now() + Duration::days(30)),
+                    resume_required: false,
+                    questions: None,
                 },
                 None,
             )

@@ -263,7 +263,13 @@ async fn applications(h: &Harness, job_id: i64, n: usize) -> Vec<i64> {
             })
             .await
             .unwrap();
-        ids.push(store.apply(job_id, c.id, None, None).await.unwrap().id);
+        ids.push(
+            store
+                .apply(job_id, c.id, Default::default(), None)
+                .await
+                .unwrap()
+                .id,
+        );
     }
     ids
 }

@@ -153,6 +153,11 @@ impl TestApp {
             "EMAIL_FILE_DIR".into(),
             dir.path().join("mail").display().to_string(),
         );
+        // Each app has its own file store folder (FILE_STORE=local).
+        vars.insert(
+            "FILE_STORE_DIR".into(),
+            dir.path().join("files").display().to_string(),
+        );
         // Each app has its own search index, as each API process must.
         vars.insert(
             "SEARCH_INDEX_DIR".into(),
@@ -220,6 +225,11 @@ impl TestApp {
             .join(format!("search-{name}"))
             .display()
             .to_string()
+    }
+
+    /// This app's `FILE_STORE_DIR`.
+    pub fn files_dir(&self) -> std::path::PathBuf {
+        self._dir.path().join("files")
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -44,6 +44,7 @@ mod proxy;
 mod query_rules;
 mod readme;
 mod reliability;
+mod resumes;
 mod retention;
 mod rollout;
 mod search;

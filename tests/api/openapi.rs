@@ -71,6 +71,29 @@ struct Case {
     /// What the base case's replay (same `Idempotency-Key`) gets when it is not the stored
     /// answer: 401 once the base case revoked its own token.
     replay: Option<u16>,
+    /// `application/json`, or [`MULTIPART`] for an upload (`body` is then the raw text).
+    content_type: &'static str,
+}
+
+const JSON: &str = "application/json";
+const BOUNDARY: &str = "walk-boundary-x4Tq";
+const MULTIPART: &str = "multipart/form-data; boundary=walk-boundary-x4Tq";
+
+/// A `multipart/form-data` body (as [`MULTIPART`] names its boundary) with one part `name`.
+fn multipart_text(name: &str, filename: &str, content: &str) -> String {
+    format!(
+        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\n\
+         Content-Type: application/octet-stream\r\n\r\n{content}\r\n--{BOUNDARY}--\r\n"
+    )
+}
+
+/// An upload of a plain-text résumé.
+fn upload(who: Who, content: &str, want: u16) -> Case {
+    Case {
+        body: Some(Value::String(multipart_text("file", "cv.txt", content))),
+        content_type: MULTIPART,
+        ..case(who, "/api/me/resumes", None, want)
+    }
 }
 
 fn case(who: Who, path: &'static str, body: Option<Value>, want: u16) -> Case {
@@ -82,6 +105,7 @@ fn case(who: Who, path: &'static str, body: Option<Value>, want: u16) -> Case {
         times: 1,
         base: false,
         replay: None,
+        content_type: JSON,
     }
 }
 
@@ -257,6 +281,28 @@ fn table() -> Vec<Row> {
         (M::GET, "/api/applications/{id}/history", vec![
             case(OtherCandidate, "/api/applications/{a}/history", None, 404),
             base(Candidate, "/api/applications/{a}/history", None, 200),
+        ]),
+        (M::POST, "/api/me/resumes", vec![
+            upload(Member, "Jane Doe", 403),
+            upload(Candidate, "<html><body>Jane</body></html>", 415),
+            upload(OtherCandidate, "Jane Doe", 201).times(10),
+            upload(OtherCandidate, "Jane Doe", 409),
+            Case { base: true, ..upload(Candidate, "Jane Doe\nRust engineer\n", 201) },
+        ]),
+        (M::GET, "/api/me/resumes", vec![
+            base(Candidate, "/api/me/resumes", None, 200),
+        ]),
+        (M::GET, "/api/me/resumes/{id}/file", vec![
+            case(OtherCandidate, "/api/me/resumes/{r}/file", None, 404),
+            base(Candidate, "/api/me/resumes/{r}/file", None, 200),
+        ]),
+        (M::GET, "/api/applications/{id}/resume", vec![
+            case(OtherCandidate, "/api/applications/{a}/resume", None, 404),
+            base(Candidate, "/api/applications/{a}/resume", None, 200),
+        ]),
+        (M::DELETE, "/api/me/resumes/{id}", vec![
+            case(OtherCandidate, "/api/me/resumes/{r}", None, 404),
+            base(Candidate, "/api/me/resumes/{r}", None, 204),
         ]),
         (M::GET, "/api/alerts", vec![
             case(Candidate, "/api/alerts?page_size=0", None, 422),
@@ -865,6 +911,8 @@ struct World {
     a: i64,
     /// An alert of the candidate's.
     al: i64,
+    /// A résumé of the candidate's, attached to `a`.
+    r: i64,
     /// Webhook endpoints of `c`; the second is deleted by the walk.
     wh: i64,
     wh2: i64,
@@ -906,6 +954,25 @@ impl World {
             .expect(201)["id"]
             .as_i64()
             .expect("the alert's id");
+        let r = TestApp::read(
+            app.client
+                .post(app.url("/api/me/resumes"))
+                .bearer_auth(&s.candidate.token)
+                .header("content-type", MULTIPART)
+                .body(multipart_text("file", "cv.txt", "Jane Doe"))
+                .send()
+                .await
+                .expect("upload"),
+        )
+        .await
+        .expect(201)["id"]
+            .as_i64()
+            .expect("the résumé's id");
+        app.exec(&format!(
+            "UPDATE applications SET resume_id = {r} WHERE id = {}",
+            s.application_id
+        ))
+        .await;
         let mut hooks = Vec::new();
         for _ in 0..2 {
             hooks.push(
@@ -1022,6 +1089,7 @@ impl World {
             j: s.job_id,
             a: s.application_id,
             al,
+            r,
             wh,
             wh2,
             wev,
@@ -1046,6 +1114,7 @@ impl World {
             .replace("{jp}", &self.jp.to_string())
             .replace("{j}", &self.j.to_string())
             .replace("{al}", &self.al.to_string())
+            .replace("{r}", &self.r.to_string())
             .replace("{wh2}", &self.wh2.to_string())
             .replace("{wev}", &self.wev)
             .replace("{wh}", &self.wh.to_string())
@@ -1063,9 +1132,13 @@ impl World {
         out
     }
 
-    /// The body as sent: placeholders filled, and `"{c}"`-like ids as numbers.
+    /// The body as sent: placeholders filled, and `"{c}"`-like ids as numbers; an upload's
+    /// multipart text as it is.
     fn body(&self, body: &Option<Value>) -> Option<String> {
         let body = body.as_ref()?;
+        if let Value::String(raw) = body {
+            return Some(raw.clone());
+        }
         let mut text = self.fill(&body.to_string());
         for id in [self.c, self.c2, self.c3] {
             text = text.replace(&format!("\"{id}\""), &id.to_string());
@@ -1188,7 +1261,7 @@ fn variants(
         who: base.who,
         path: path.clone(),
         body: body.clone(),
-        content_type: "application/json",
+        content_type: base.content_type,
         key: None,
         want: None,
         replayed: false,
@@ -1233,7 +1306,38 @@ fn variants(
         }
         rest = &rest[close + 1..];
     }
-    if !op["requestBody"].is_null() {
+    let upload = op["requestBody"]["content"]["multipart/form-data"].is_object();
+    if upload {
+        out.push(Request {
+            what: "a JSON body".into(),
+            body: Some("{}".into()),
+            content_type: JSON,
+            want: Some(415),
+            ..template()
+        });
+        out.push(Request {
+            what: "a multipart body cut short".into(),
+            body: Some(format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"cv.txt\"\r\n\r\nJane")),
+            want: Some(400),
+            ..template()
+        });
+        out.push(Request {
+            what: "no file part".into(),
+            body: Some(multipart_text("cv", "cv.txt", "Jane Doe")),
+            want: Some(422),
+            ..template()
+        });
+        out.push(Request {
+            what: "a file over RESUME_MAX_BYTES".into(),
+            body: Some(multipart_text(
+                "file",
+                "cv.txt",
+                &"Jane Doe\n".repeat(600_000),
+            )),
+            want: Some(413),
+            ..template()
+        });
+    } else if !op["requestBody"].is_null() {
         out.push(Request {
             what: "malformed JSON".into(),
             body: Some("{".into()),
@@ -1418,7 +1522,7 @@ async fn every_route_and_every_status_it_answers_is_documented() {
                     who: c.who,
                     path: path.clone(),
                     body: body.clone(),
-                    content_type: "application/json",
+                    content_type: c.content_type,
                     key: key.clone(),
                     want: last.then_some(c.want),
                     replayed: false,
@@ -1432,7 +1536,7 @@ async fn every_route_and_every_status_it_answers_is_documented() {
                     who: c.who,
                     path: path.clone(),
                     body,
-                    content_type: "application/json",
+                    content_type: c.content_type,
                     key: Some(key.clone()),
                     want: Some(want),
                     replayed,

@@ -62,6 +62,8 @@ fn job(title: String, expires_at: DateTime<Utc>) -> JobFields {
         employment_type: EmploymentType::FullTime,
         status: JobStatus::Open,
         expires_at: Some(expires_at),
+        resume_required: false,
+        questions: None,
     }
 }
 

@@ -259,6 +259,7 @@ fn message() -> lettre::Message {
         about: About::Application {
             job_title: "Rust Engineer".into(),
             company: "Acme".into(),
+            resume: None,
         },
     };
     let mut event = Event::new(

@@ -36,7 +36,7 @@ pub const TIED: &[(Source, &str, &str)] = &[
     (
         Source::Const("APPLICATION_EVENT"),
         "Step/Phase::Data, Phase::TxData: email_data, process_in_transaction",
-        "91e6feb8bec155cf",
+        "6daf692afc817713",
     ),
     (
         Source::Const("STATUS_CHANGED_DATA"),

@@ -61,7 +61,10 @@ async fn apply_records_the_submission(store: Arc<dyn Store>) {
 
     // No cover letter is stored as none.
     let other = user(&store, Role::Candidate).await;
-    let bare = store.apply(s.job.id, other.id, None, None).await.unwrap();
+    let bare = store
+        .apply(s.job.id, other.id, Default::default(), None)
+        .await
+        .unwrap();
     assert_eq!(bare.cover_letter, None);
     assert_not_found(store.application(bare.id + 1000).await);
     assert!(store.history(bare.id + 1000).await.unwrap().is_empty());
@@ -70,19 +73,23 @@ async fn apply_records_the_submission(store: Arc<dyn Store>) {
 async fn apply_refuses_twice_closed_and_missing_jobs(store: Arc<dyn Store>) {
     let s = scenario(&store).await;
     assert_conflict(
-        store.apply(s.job.id, s.candidate.id, None, None).await,
+        store
+            .apply(s.job.id, s.candidate.id, Default::default(), None)
+            .await,
         Conflict::AlreadyApplied,
     );
     let mut closed = job_fields("Closed");
     closed.status = JobStatus::Closed;
     let closed = job(&store, s.company.id, closed).await;
     assert_conflict(
-        store.apply(closed.id, s.candidate.id, None, None).await,
+        store
+            .apply(closed.id, s.candidate.id, Default::default(), None)
+            .await,
         Conflict::JobClosed,
     );
     assert_not_found(
         store
-            .apply(closed.id + 1000, s.candidate.id, None, None)
+            .apply(closed.id + 1000, s.candidate.id, Default::default(), None)
             .await,
     );
     let (_, total) = store
@@ -108,7 +115,9 @@ async fn apply_refuses_twice_closed_and_missing_jobs(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert_conflict(
-        store.apply(s.job.id, s.candidate.id, None, None).await,
+        store
+            .apply(s.job.id, s.candidate.id, Default::default(), None)
+            .await,
         Conflict::AlreadyApplied,
     );
     store
@@ -116,7 +125,7 @@ async fn apply_refuses_twice_closed_and_missing_jobs(store: Arc<dyn Store>) {
         .await
         .unwrap();
     store
-        .apply(s.job.id, s.candidate.id, None, None)
+        .apply(s.job.id, s.candidate.id, Default::default(), None)
         .await
         .expect("apply again after deleting");
 }
@@ -126,11 +135,11 @@ async fn list_applications_shows_each_viewer_theirs(store: Arc<dyn Store>) {
     let second_job = job(&store, s.company.id, job_fields("Second")).await;
     let other_candidate = user(&store, Role::Candidate).await;
     let a2 = store
-        .apply(second_job.id, s.candidate.id, None, None)
+        .apply(second_job.id, s.candidate.id, Default::default(), None)
         .await
         .unwrap();
     let a3 = store
-        .apply(second_job.id, other_candidate.id, None, None)
+        .apply(second_job.id, other_candidate.id, Default::default(), None)
         .await
         .unwrap();
     store

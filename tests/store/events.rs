@@ -445,6 +445,7 @@ fn candidate_data(s: &Scenario, company: &str) -> Loaded {
         about: About::Application {
             job_title: s.job.title.clone(),
             company: company.to_string(),
+            resume: None,
         },
     })
 }

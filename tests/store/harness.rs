@@ -172,6 +172,8 @@ pub fn job_fields(title: &str) -> JobFields {
         employment_type: EmploymentType::FullTime,
         status: JobStatus::Open,
         expires_at: Some(jobboard::timefmt::now() + chrono::Duration::days(30)),
+        resume_required: false,
+        questions: None,
     }
 }
 
@@ -197,7 +199,15 @@ pub async fn scenario(store: &Arc<dyn Store>) -> Scenario {
     let job = job(store, company.id, job_fields("Rust engineer")).await;
     let candidate = user(store, Role::Candidate).await;
     let application = store
-        .apply(job.id, candidate.id, Some("Hello".to_string()), None)
+        .apply(
+            job.id,
+            candidate.id,
+            jobboard::store::NewApplication {
+                cover_letter: Some("Hello".to_string()),
+                ..Default::default()
+            },
+            None,
+        )
         .await
         .expect("apply");
     Scenario {

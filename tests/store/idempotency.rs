@@ -216,7 +216,7 @@ async fn every_write_stores_its_completion(store: Arc<dyn Store>) {
     let (a, body) = check!("apply", 201, &application, |idem| store.apply(
         j.id,
         candidate.id,
-        None,
+        Default::default(),
         idem
     ));
     assert_eq!(body, format!("application {} submitted", a.id));
@@ -362,7 +362,12 @@ async fn a_refused_write_stores_no_completion(store: Arc<dyn Store>) {
     };
     assert_conflict(
         store
-            .apply(s.job.id, s.candidate.id, None, Some(&completion))
+            .apply(
+                s.job.id,
+                s.candidate.id,
+                Default::default(),
+                Some(&completion),
+            )
             .await,
         jobboard::domain::Conflict::AlreadyApplied,
     );

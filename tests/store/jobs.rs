@@ -27,6 +27,8 @@ async fn jobs_are_created_and_read(store: Arc<dyn Store>) {
         employment_type: EmploymentType::Contract,
         status: JobStatus::Closed,
         expires_at: Some(jobboard::timefmt::now() + chrono::Duration::days(3)),
+        resume_required: false,
+        questions: None,
     };
     let created = store
         .create_job(c.id, fields.clone(), None)

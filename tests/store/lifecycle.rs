@@ -119,7 +119,7 @@ async fn applications_stop_at_expires_at_before_the_upkeep(store: Arc<dyn Store>
     let j = job(&store, c.id, fields(JobStatus::Open, Some(soon))).await;
     let early = user(&store, Role::Candidate).await;
     store
-        .apply(j.id, early.id, None, None)
+        .apply(j.id, early.id, Default::default(), None)
         .await
         .expect("open until its date");
     tokio::time::sleep((soon - Utc::now()).to_std().unwrap_or_default()).await;
@@ -128,7 +128,7 @@ async fn applications_stop_at_expires_at_before_the_upkeep(store: Arc<dyn Store>
     // No upkeep has run: the job is stored open, and still refuses.
     assert_eq!(store.job(j.id).await.unwrap().status, JobStatus::Open);
     assert_conflict(
-        store.apply(j.id, late.id, None, None).await,
+        store.apply(j.id, late.id, Default::default(), None).await,
         Conflict::JobExpired,
     );
     for status in [
@@ -138,7 +138,9 @@ async fn applications_stop_at_expires_at_before_the_upkeep(store: Arc<dyn Store>
     ] {
         let other = job(&store, c.id, fields(status, None)).await;
         assert_conflict(
-            store.apply(other.id, late.id, None, None).await,
+            store
+                .apply(other.id, late.id, Default::default(), None)
+                .await,
             Conflict::JobClosed,
         );
     }

@@ -51,6 +51,7 @@ async fn every_type_reads_what_it_reports(db: &TestDb) {
         about: About::Application {
             job_title: s.job.title.clone(),
             company: s.company.name.clone(),
+            resume: None,
         },
     });
     assert_eq!(store.email_data(&submitted).await.unwrap(), candidate);
@@ -195,7 +196,13 @@ async fn a_digest_counts_what_is_left_and_reads_its_preference(db: &TestDb) {
     let mut applications = vec![s.application.id];
     for job_id in [s.job.id, other_job.id, other_job.id] {
         let c = user(store, Role::Candidate).await;
-        applications.push(store.apply(job_id, c.id, None, None).await.unwrap().id);
+        applications.push(
+            store
+                .apply(job_id, c.id, Default::default(), None)
+                .await
+                .unwrap()
+                .id,
+        );
     }
     // Another company's application, listed by mistake, is not counted.
     let elsewhere = scenario(store).await;
@@ -290,7 +297,12 @@ async fn a_digest_counts_what_is_left_and_reads_its_preference(db: &TestDb) {
 /// Applies to `job_id` as a new candidate, created at `created`.
 async fn apply_at(db: &TestDb, job_id: i64, created: DateTime<Utc>) -> i64 {
     let c = user(&db.store, Role::Candidate).await;
-    let id = db.store.apply(job_id, c.id, None, None).await.unwrap().id;
+    let id = db
+        .store
+        .apply(job_id, c.id, Default::default(), None)
+        .await
+        .unwrap()
+        .id;
     run_sql(
         db,
         &format!(

@@ -65,7 +65,12 @@ async fn seed_store(url: &str, events: usize, latency: usize) -> Result<(Vec<i64
             let candidate = user(i, Role::Candidate);
             async move {
                 let candidate = store.create_user(candidate).await?;
-                anyhow::Ok(store.apply(job, candidate.id, None, None).await?.id)
+                anyhow::Ok(
+                    store
+                        .apply(job, candidate.id, Default::default(), None)
+                        .await?
+                        .id,
+                )
             }
         })
         .buffered(8)
@@ -139,6 +144,8 @@ pub(crate) async fn employer_with_job(
                 employment_type: EmploymentType::FullTime,
                 status: JobStatus::Open,
                 expires_at: Some(jobboard::timefmt::now() + chrono::Duration::days(30)),
+                resume_required: false,
+                questions: None,
             },
             None,
         )

@@ -25,6 +25,8 @@ fn job(id: i64, t: i64, title: &str) -> JobRow {
         status: JobStatus::Open,
         expires_at: None,
         rejection_reason: None,
+        resume_required: false,
+        questions: None,
         created_at: at(t),
         updated_at: at(t),
     }

@@ -59,16 +59,25 @@ impl S {
         Self::commit_with(tx, idem, &()).await
     }
 
-    pub(super) async fn delete_user(&self, user_id: i64) -> StoreResult<()> {
+    pub(super) async fn delete_user(&self, user_id: i64) -> StoreResult<Vec<String>> {
+        let mut tx = self.begin_write().await?;
+        let keys: Vec<String> = sqlx::query_scalar(sql::USER_RESUMES_DELETE)
+            .bind(user_id)
+            .fetch_all(&mut *tx)
+            .await
+            .with_step(|| format!("deleting the résumés of user {user_id}"))?;
         let done = sqlx::query(sql::USER_DELETE)
             .bind(user_id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .with_step(|| format!("deleting user {user_id}"))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
-        Ok(())
+        tx.commit()
+            .await
+            .with_step(|| format!("committing the deletion of user {user_id}"))?;
+        Ok(keys)
     }
 
     pub(super) async fn notifications(&self, user_id: i64) -> StoreResult<Notifications> {

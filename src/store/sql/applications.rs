@@ -14,22 +14,27 @@ impl S {
         &self,
         job_id: i64,
         candidate_id: i64,
-        cover_letter: Option<String>,
+        input: NewApplication,
         idem: Idem<'_, ApplicationRow>,
     ) -> StoreResult<ApplicationRow> {
         if D::NAME == "postgres" {
             return self
-                .apply_in_two_statements(job_id, candidate_id, cover_letter, idem)
+                .apply_in_two_statements(job_id, candidate_id, input, idem)
                 .await;
         }
         let mut tx = self.begin_write().await?;
         let now = Self::job_takes_applications(&mut tx, job_id).await?;
+        if let Some(resume_id) = input.resume_id {
+            Self::attach_resume(&mut tx, resume_id, candidate_id, Some(now)).await?;
+        }
         // The UNIQUE (job_id, candidate_id) constraint decides races, not a prior check.
         let id: i64 = sqlx::query_scalar(sql::APPLICATION_INSERT)
             .bind(job_id)
             .bind(candidate_id)
-            .bind(&cover_letter)
+            .bind(&input.cover_letter)
             .bind(now)
+            .bind(input.resume_id)
+            .bind(&input.answers)
             .fetch_one(&mut *tx)
             .await
             .map_err(|e| constraint(e, Conflict::AlreadyApplied))
@@ -52,6 +57,33 @@ impl S {
             .step("reading the new application")?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(row)
+    }
+
+    /// Marks résumé `resume_id` used, if it is `candidate_id`'s, and gives its name, kind and
+    /// size; `Invalid` naming `resume_id` if it is not. `now`: SQLite's time of the write
+    /// (PostgreSQL reads its own clock).
+    async fn attach_resume(
+        tx: &mut Tx,
+        resume_id: i64,
+        candidate_id: i64,
+        now: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> StoreResult<(String, String, i64)> {
+        let q = match now {
+            Some(now) => sqlx::query_as(sql::RESUME_ATTACH)
+                .bind(resume_id)
+                .bind(candidate_id)
+                .bind(now),
+            None => sqlx::query_as(sql::RESUME_ATTACH_PG)
+                .bind(resume_id)
+                .bind(candidate_id),
+        };
+        q.fetch_optional(&mut **tx)
+            .await
+            .with_step(|| format!("attaching résumé {resume_id}"))?
+            .ok_or(StoreError::Invalid {
+                field: "resume_id",
+                message: "is not one of your résumés",
+            })
     }
 
     /// The database's clock, if job `job_id` takes applications now (locked `FOR SHARE` for the
@@ -86,7 +118,7 @@ impl S {
         &self,
         job_id: i64,
         candidate_id: i64,
-        cover_letter: Option<String>,
+        input: NewApplication,
         idem: Idem<'_, ApplicationRow>,
     ) -> StoreResult<ApplicationRow> {
         type Applied = (
@@ -100,11 +132,18 @@ impl S {
             Option<String>,
         );
         let mut tx = self.begin_write().await?;
+        // A third statement only with a résumé.
+        let resume = match input.resume_id {
+            Some(id) => Some(Self::attach_resume(&mut tx, id, candidate_id, None).await?),
+            None => None,
+        };
         // The UNIQUE (job_id, candidate_id) constraint decides races, not a prior check.
         let applied: Option<Applied> = sqlx::query_as(sql::APPLY_PG)
             .bind(job_id)
             .bind(candidate_id)
-            .bind(&cover_letter)
+            .bind(&input.cover_letter)
+            .bind(input.resume_id)
+            .bind(&input.answers)
             .fetch_optional(&mut *tx)
             .await
             .map_err(|e| constraint(e, Conflict::AlreadyApplied))
@@ -153,7 +192,12 @@ impl S {
             candidate_name: name,
             candidate_email: email,
             status: ApplicationStatus::Submitted,
-            cover_letter,
+            cover_letter: input.cover_letter,
+            resume_id: input.resume_id,
+            resume_filename: resume.as_ref().map(|r| r.0.clone()),
+            resume_content_type: resume.as_ref().map(|r| r.1.clone()),
+            resume_size: resume.as_ref().map(|r| r.2),
+            answers: input.answers,
             created_at: now,
             updated_at: now,
         };

@@ -23,6 +23,7 @@ struct ApplicationEventRow {
     name: String,
     job_title: String,
     company: String,
+    resume: Option<String>,
 }
 
 impl ApplicationEventRow {
@@ -36,6 +37,7 @@ impl ApplicationEventRow {
             about: About::Application {
                 job_title: self.job_title,
                 company: self.company,
+                resume: self.resume,
             },
         })
     }

@@ -332,4 +332,6 @@ fn bind_job<'q>(query: Query<'q>, f: &'q JobFields, company: &str) -> Query<'q> 
         .bind(job_terms(f.title.as_str(), &f.description, company))
         .bind(search::document_terms(&[f.title.as_str()]))
         .bind(f.expires_at)
+        .bind(f.resume_required)
+        .bind(&f.questions)
 }

@@ -26,6 +26,7 @@ mod job_upkeep;
 mod joblog;
 mod jobs;
 mod pages;
+mod resumes;
 mod sqs_dead_letters;
 mod statements;
 mod store_impl;

@@ -19,6 +19,10 @@ pub const USER_INSERT: &str = "INSERT INTO users (email, email_key, name, role, 
      created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
 pub const USER_SET_PASSWORD: &str = "UPDATE users SET password_hash = $1, \
      token_generation = token_generation + 1 WHERE id = $2";
+/// A user's résumés, deleted before the user (whose deletion would cascade to them) so that
+/// their files' keys are known.
+pub const USER_RESUMES_DELETE: &str =
+    "DELETE FROM resumes WHERE user_id = $1 RETURNING storage_key";
 pub const USER_DELETE: &str = "DELETE FROM users WHERE id = $1";
 pub const USER_NOTIFICATIONS: &str = "SELECT application_digest FROM users WHERE id = $1";
 /// `$1` the new `application_digest`, or NULL to keep it.
@@ -107,13 +111,14 @@ pub const EMPLOYER_BY_EMAIL_KEY: &str =
 
 pub const JOB_SELECT: &str = "SELECT j.id, j.company_id, c.name AS company_name, j.title, \
      j.description, j.location, j.remote, j.salary_min, j.salary_max, j.employment_type, \
-     j.status, j.expires_at, j.rejection_reason, j.created_at, j.updated_at \
-     FROM jobs j JOIN companies c ON c.id = j.company_id";
+     j.status, j.expires_at, j.rejection_reason, j.resume_required, j.questions, j.created_at, \
+     j.updated_at FROM jobs j JOIN companies c ON c.id = j.company_id";
 pub const JOB_BY_ID: &str = concatcp!(JOB_SELECT, " WHERE j.id = $1");
 pub const JOB_INSERT: &str = "INSERT INTO jobs (company_id, title, description, location, \
      location_key, remote, salary_min, salary_max, employment_type, status, search_terms, \
-     title_terms, expires_at, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14) RETURNING id";
+     title_terms, expires_at, resume_required, questions, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16) \
+     RETURNING id";
 /// The creation time of the job with the highest id: a new job is never created before it.
 pub const JOB_LATEST_CREATED: &str = "SELECT created_at FROM jobs ORDER BY id DESC LIMIT 1";
 /// Updates the job only if it still has the version (`updated_at`) its merge started from.
@@ -121,8 +126,9 @@ pub const JOB_LATEST_CREATED: &str = "SELECT created_at FROM jobs ORDER BY id DE
 pub const JOB_UPDATE: &str = "UPDATE jobs SET title = $1, description = $2, location = $3, \
      location_key = $4, remote = $5, salary_min = $6, salary_max = $7, employment_type = $8, \
      status = $9, search_terms = $10, title_terms = $11, expires_at = $12, \
-     rejection_reason = CASE WHEN $9 = 'rejected' THEN rejection_reason END, updated_at = $13 \
-     WHERE id = $14 AND updated_at = $15";
+     resume_required = $13, questions = $14, \
+     rejection_reason = CASE WHEN $9 = 'rejected' THEN rejection_reason END, updated_at = $15 \
+     WHERE id = $16 AND updated_at = $17";
 /// Rows whose title terms are not filled yet (written before the column existed).
 /// The next jobs after an id whose titles have no terms: each batch starts where the last one
 /// ended, so a backfill reads the table once, not its filled part again for every batch.
@@ -162,12 +168,22 @@ pub const JOB_DELETE: &str = "DELETE FROM jobs WHERE id = $1";
 
 pub const APPLICATION_SELECT: &str = "SELECT a.id, a.job_id, j.title AS job_title, \
      j.company_id, c.name AS company_name, a.candidate_id, u.name AS candidate_name, \
-     u.email AS candidate_email, a.status, a.cover_letter, a.created_at, a.updated_at \
+     u.email AS candidate_email, a.status, a.cover_letter, a.resume_id, \
+     r.filename AS resume_filename, r.content_type AS resume_content_type, \
+     r.size AS resume_size, a.answers, a.created_at, a.updated_at \
      FROM applications a JOIN jobs j ON j.id = a.job_id JOIN companies c ON c.id = j.company_id \
-     JOIN users u ON u.id = a.candidate_id";
+     JOIN users u ON u.id = a.candidate_id LEFT JOIN resumes r ON r.id = a.resume_id";
 pub const APPLICATION_BY_ID: &str = concatcp!(APPLICATION_SELECT, " WHERE a.id = $1");
 pub const APPLICATION_INSERT: &str = "INSERT INTO applications (job_id, candidate_id, status, \
-     cover_letter, created_at, updated_at) VALUES ($1, $2, 'submitted', $3, $4, $4) RETURNING id";
+     cover_letter, resume_id, answers, created_at, updated_at) \
+     VALUES ($1, $2, 'submitted', $3, $5, $6, $4, $4) RETURNING id";
+/// Attaches résumé `$1` to an application of user `$2` at `$3`: marks it used and reads what
+/// the application shows of it; no row when it is not theirs.
+pub const RESUME_ATTACH: &str = "UPDATE resumes SET used_at = $3 WHERE id = $1 AND user_id = $2 \
+     RETURNING filename, content_type, size";
+/// [`RESUME_ATTACH`] on PostgreSQL, at the database's clock.
+pub const RESUME_ATTACH_PG: &str = "UPDATE resumes SET used_at = clock_timestamp() \
+     WHERE id = $1 AND user_id = $2 RETURNING filename, content_type, size";
 /// An apply's first statement on PostgreSQL: the job locked `FOR SHARE` and judged open by the
 /// database's clock (as `domain::job::status_at` judges it), the application inserted, and what
 /// the answer, the event and its webhook deliveries need read back: its id and time, the job's
@@ -176,8 +192,9 @@ pub const APPLICATION_INSERT: &str = "INSERT INTO applications (job_id, candidat
 /// expired, which the caller then tells apart.
 pub const APPLY_PG: &str = "WITH j AS (SELECT id, status, expires_at, title, company_id \
      FROM jobs WHERE id = $1 FOR SHARE), c AS (SELECT clock_timestamp() AS t), \
-     a AS (INSERT INTO applications (job_id, candidate_id, status, cover_letter, created_at, \
-         updated_at) SELECT j.id, $2, 'submitted', $3, c.t, c.t FROM j, c \
+     a AS (INSERT INTO applications (job_id, candidate_id, status, cover_letter, resume_id, \
+         answers, created_at, updated_at) SELECT j.id, $2, 'submitted', $3, $4, $5, c.t, c.t \
+         FROM j, c \
          WHERE j.status = 'open' AND (j.expires_at IS NULL OR j.expires_at > c.t) \
          RETURNING id, created_at) \
      SELECT a.id, a.created_at, j.title, j.company_id, co.name, u.name, u.email, \
@@ -421,9 +438,11 @@ const RECIPIENT: &str = "u.id AS user_id, u.email, u.name";
 const APPLICATION_EVENT: &str = concatcp!(
     "SELECT h.event_id, a.id AS application_id, ",
     RECIPIENT,
-    ", j.title AS job_title, c.name AS company FROM application_history h \
+    ", j.title AS job_title, c.name AS company, r.filename AS resume \
+     FROM application_history h \
      JOIN applications a ON a.id = h.application_id JOIN users u ON u.id = a.candidate_id \
-     JOIN jobs j ON j.id = a.job_id JOIN companies c ON c.id = j.company_id"
+     JOIN jobs j ON j.id = a.job_id JOIN companies c ON c.id = j.company_id \
+     LEFT JOIN resumes r ON r.id = a.resume_id"
 );
 /// `application.status_changed`: its record is its history row.
 pub const STATUS_CHANGED_DATA: &str = concatcp!(APPLICATION_EVENT, " WHERE h.event_id = $1");

@@ -136,7 +136,7 @@ impl ApiStore for S {
         S::change_password(self, user_id, hash, idem).await
     }
 
-    async fn delete_user(&self, user_id: i64) -> StoreResult<()> {
+    async fn delete_user(&self, user_id: i64) -> StoreResult<Vec<String>> {
         S::delete_user(self, user_id).await
     }
 
@@ -291,10 +291,10 @@ impl ApiStore for S {
         &self,
         job_id: i64,
         candidate_id: i64,
-        cover_letter: Option<String>,
+        input: NewApplication,
         idem: Idem<'_, ApplicationRow>,
     ) -> StoreResult<ApplicationRow> {
-        S::apply(self, job_id, candidate_id, cover_letter, idem).await
+        S::apply(self, job_id, candidate_id, input, idem).await
     }
 
     async fn application(&self, id: i64) -> StoreResult<ApplicationRow> {

@@ -53,6 +53,8 @@ fn row_of(job: &Job, companies: &[String]) -> JobRow {
         },
         expires_at: job.expires_at,
         rejection_reason: None,
+        resume_required: false,
+        questions: None,
         created_at: job.created_at,
         updated_at: job.created_at,
     }

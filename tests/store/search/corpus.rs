@@ -209,6 +209,8 @@ impl Job {
                 JobStatus::Closed
             },
             expires_at: self.expires_at,
+            resume_required: false,
+            questions: None,
         }
     }
 
