@@ -7,6 +7,7 @@ pub mod event;
 pub mod job;
 pub mod mail;
 pub mod passwords;
+pub mod pay_place;
 pub mod questions;
 pub mod search;
 pub mod status;

@@ -9,6 +9,9 @@ use chrono::{DateTime, Utc};
 use std::path::{Path, PathBuf};
 use tokio_util::io::ReaderStream;
 
+/// How much one read of a download takes (a 100 KiB résumé is one read).
+const READ_CHUNK: usize = 256 * 1024;
+
 pub struct LocalFiles {
     root: PathBuf,
 }
@@ -60,7 +63,9 @@ impl FileStore for LocalFiles {
         match tokio::fs::File::open(&path).await {
             Ok(file) => {
                 let size = file.metadata().await?.len();
-                Ok(Some((Box::pin(ReaderStream::new(file)), size)))
+                // Large reads: each is a hop to the blocking pool.
+                let stream = ReaderStream::with_capacity(file, READ_CHUNK);
+                Ok(Some((Box::pin(stream), size)))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_context(|| format!("opening {}", path.display())),

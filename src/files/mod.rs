@@ -30,6 +30,9 @@ pub use s3::S3Files;
 /// A stored file's bytes, as they are read.
 pub type ByteStream = Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>;
 
+/// How much of an upload is gathered before it is written to its spool file.
+const WRITE_CHUNK: usize = 256 * 1024;
+
 /// The prefix of every résumé's key.
 pub const RESUMES: &str = "resumes/";
 
@@ -94,7 +97,11 @@ impl Files {
         let temp = tempfile::Builder::new()
             .prefix("upload-")
             .tempfile_in(&self.spool)?;
-        let file = tokio::fs::File::from_std(temp.reopen()?);
+        // Chunks gathered into large writes: each write is a hop to the blocking pool.
+        let file = tokio::io::BufWriter::with_capacity(
+            WRITE_CHUNK,
+            tokio::fs::File::from_std(temp.reopen()?),
+        );
         Ok(Upload {
             temp,
             file,
@@ -136,7 +143,7 @@ pub enum UploadError {
 /// An upload being spooled.
 pub struct Upload {
     temp: tempfile::NamedTempFile,
-    file: tokio::fs::File,
+    file: tokio::io::BufWriter<tokio::fs::File>,
     hash: Sha256,
     recognizer: kind::Recognizer,
     size: u64,
@@ -159,7 +166,11 @@ impl Upload {
     /// The whole file, recognised and flushed to disk.
     pub async fn finish(mut self) -> Result<Spooled, UploadError> {
         self.file.flush().await.map_err(UploadError::Io)?;
-        self.file.sync_all().await.map_err(UploadError::Io)?;
+        self.file
+            .get_ref()
+            .sync_all()
+            .await
+            .map_err(UploadError::Io)?;
         drop(self.file);
         let Upload {
             temp,

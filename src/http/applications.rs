@@ -185,7 +185,7 @@ impl JsonBody for StatusIn {
 }
 
 /// The application if the caller may see it; 404 otherwise.
-pub(super) async fn visible(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<ApplicationRow> {
+async fn visible(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<ApplicationRow> {
     let app = st.store.application(id).await?;
     let allowed = match user.role() {
         Role::Candidate => app.candidate_id == user.id(),

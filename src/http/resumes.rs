@@ -166,7 +166,7 @@ async fn upload(
         return Err(too_large(max));
     }
     // Refused before a byte is read where the count already says so; the insert decides again.
-    if st.store.resumes_of(user.id()).await?.len() as i64 >= MAX_RESUMES_PER_USER {
+    if st.store.resume_count(user.id()).await? >= MAX_RESUMES_PER_USER {
         return Err(
             crate::store::StoreError::Conflict(crate::domain::Conflict::TooManyResumes).into(),
         );
@@ -323,10 +323,10 @@ async fn download_attached(
     user: AuthUser,
     ids: Ids,
 ) -> ApiResult<Response> {
-    let app = super::applications::visible(&st, &user, ids.one()).await?;
+    // One statement: the résumé, if the application is the caller's to see and has one.
     let row = st
         .store
-        .application_resume(app.id)
+        .visible_application_resume(ids.one(), user.id())
         .await?
         .ok_or_else(ApiError::not_found)?;
     serve_file(&st, row).await

@@ -49,8 +49,16 @@ pub trait ResumeStore: Send + Sync {
     /// key, for the caller to delete after the commit.
     async fn delete_resume(&self, user_id: i64, id: i64, idem: Idem<'_, ()>)
     -> StoreResult<String>;
-    /// The résumé attached to application `application_id`, if any.
-    async fn application_resume(&self, application_id: i64) -> StoreResult<Option<ResumeRow>>;
+    /// The résumé attached to application `application_id` if `user_id` may see the
+    /// application (its candidate, or a member of its job's company), in one statement; `None`
+    /// when it is not theirs to see or has none.
+    async fn visible_application_resume(
+        &self,
+        application_id: i64,
+        user_id: i64,
+    ) -> StoreResult<Option<ResumeRow>>;
+    /// How many résumés the user has.
+    async fn resume_count(&self, user_id: i64) -> StoreResult<i64>;
     /// Which of `keys` a résumé names: the upkeep keeps those files.
     async fn named_keys(&self, keys: &[String]) -> StoreResult<Vec<String>>;
     /// Deletes up to `limit` résumés attached to no application and neither uploaded nor

@@ -52,6 +52,8 @@ pub(super) struct Bench<'a> {
     pub(super) index_build: Option<(f64, f64)>,
     /// Facts checked along the way (also in the JSON).
     pub(super) checks: Vec<String>,
+    /// More environment for the next [`Bench::start_server`] (the résumé rows' S3 store).
+    pub(super) extra_env: Vec<(&'static str, String)>,
 }
 
 impl<'a> Bench<'a> {
@@ -109,6 +111,7 @@ impl<'a> Bench<'a> {
             redis_prefix: None,
             index_build: None,
             checks: Vec::new(),
+            extra_env: Vec::new(),
         };
         bench.start_server(None).await?;
         let t = Instant::now();
@@ -182,7 +185,14 @@ impl<'a> Bench<'a> {
             ("RUST_LOG", "warn".to_string()),
             ("LOG_FORMAT", "json".to_string()),
             ("SHUTDOWN_GRACE_SECS", "5".to_string()),
+            (
+                "FILE_STORE_DIR",
+                self.dir.path().join("files").display().to_string(),
+            ),
+            // The résumé rows' RSS row uploads a 40 MiB file.
+            ("RESUME_MAX_BYTES", "52428800".to_string()),
         ];
+        env.extend(self.extra_env.iter().cloned());
         if let Some(prefix) = &redis {
             env.push(("REDIS_URL", self.opts.redis_url.clone()));
             env.push(("REDIS_KEY_PREFIX", prefix.clone()));

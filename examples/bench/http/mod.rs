@@ -23,6 +23,7 @@ mod mix_pages;
 mod pages;
 mod queries;
 mod reads;
+mod resumes;
 mod rows;
 mod scenario;
 mod search_mixes;
@@ -302,6 +303,7 @@ impl Bench<'_> {
         self.run_job_detail(section, out).await;
         let apply_rps = self.run_apply(section, out).await;
         self.run_status_change(section, out, apply_rps).await;
+        self.run_resumes(section).await;
         if self.opts.wants("console_") {
             self.run_console(section, out).await;
         }

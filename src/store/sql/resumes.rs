@@ -31,9 +31,13 @@ const ONE_OF_USER: &str = concatcp!(
     " FROM resumes WHERE id = $1 AND user_id = $2"
 );
 const DELETE: &str = "DELETE FROM resumes WHERE id = $1 AND user_id = $2 RETURNING storage_key";
-const OF_APPLICATION: &str = "SELECT r.id, r.user_id, r.filename, r.content_type, r.size, \
-     r.sha256, r.storage_key, r.created_at FROM applications a \
-     JOIN resumes r ON r.id = a.resume_id WHERE a.id = $1";
+/// The résumé attached to application `$1`, when user `$2` is the application's candidate or a
+/// member of its job's company.
+const OF_VISIBLE_APPLICATION: &str = "SELECT r.id, r.user_id, r.filename, r.content_type, \
+     r.size, r.sha256, r.storage_key, r.created_at FROM applications a \
+     JOIN resumes r ON r.id = a.resume_id JOIN jobs j ON j.id = a.job_id \
+     WHERE a.id = $1 AND (a.candidate_id = $2 OR EXISTS (SELECT 1 FROM company_members m \
+     WHERE m.company_id = j.company_id AND m.user_id = $2))";
 /// The résumés neither used since `$1` nor attached to any application, oldest first.
 const UNUSED_DELETE: &str = "DELETE FROM resumes WHERE id IN (SELECT r.id FROM resumes r \
      WHERE r.used_at < $1 AND NOT EXISTS \
@@ -116,12 +120,25 @@ impl ResumeStore for S {
         Ok(key)
     }
 
-    async fn application_resume(&self, application_id: i64) -> StoreResult<Option<ResumeRow>> {
-        sqlx::query_as::<_, ResumeRow>(OF_APPLICATION)
+    async fn visible_application_resume(
+        &self,
+        application_id: i64,
+        user_id: i64,
+    ) -> StoreResult<Option<ResumeRow>> {
+        sqlx::query_as::<_, ResumeRow>(OF_VISIBLE_APPLICATION)
             .bind(application_id)
+            .bind(user_id)
             .fetch_optional(&self.pool)
             .await
             .with_step(|| format!("reading the résumé of application {application_id}"))
+    }
+
+    async fn resume_count(&self, user_id: i64) -> StoreResult<i64> {
+        sqlx::query_scalar(COUNT_OF_USER)
+            .bind(user_id)
+            .fetch_one(&self.pool)
+            .await
+            .with_step(|| format!("counting the résumés of user {user_id}"))
     }
 
     async fn named_keys(&self, keys: &[String]) -> StoreResult<Vec<String>> {
