@@ -743,3 +743,74 @@ async fn screening_questions_are_answered_and_shown(app: TestApp) {
         .await;
     assert_eq!(cleared.expect(200)["questions"], json!([]));
 }
+
+mod a_hostile_file_name_stays_text {
+    use crate::helpers::Backend;
+    use crate::worker::Harness;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        super::a_hostile_file_name_stays_text(Harness::new(Backend::Sqlite, "lease").await).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        super::a_hostile_file_name_stays_text(Harness::new(Backend::Postgres, "lease").await).await
+    }
+}
+
+/// A file name written to deceive: a right-to-left override (U+202E) that shows `cv<RLO>fdp.exe`
+/// as `cvexe.pdf`, a line separator, markup. What is kept, shown, sent in the download's header
+/// and named in the confirmation email holds none of the controls; the header is ASCII.
+async fn a_hostile_file_name_stays_text(h: crate::worker::Harness) {
+    let app = &h.app;
+    let hostile = "cv\u{202E}fdp.exe\u{2028}<img src=x onerror=alert(1)>.pdf";
+    let kept = "cvfdp.exe<img src=x onerror=alert(1)>.pdf";
+    let employer = app.user("employer").await;
+    let company = app.company(&employer, "Acme").await;
+    let job = app.job(&employer, company, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let candidate = app.user("candidate").await;
+    let resume = upload(app, Some(&candidate.token), hostile, PDF).await;
+    assert_eq!(resume.expect(201)["filename"], kept, "{}", resume.text);
+    let a = app
+        .post(
+            &format!("/api/jobs/{job}/applications"),
+            Some(&candidate.token),
+            json!({"resume_id": resume.body["id"]}),
+        )
+        .await
+        .expect(201)
+        .clone();
+    assert_eq!(a["resume"]["filename"], kept);
+    let (status, headers, _) = download(
+        app,
+        &format!("/api/applications/{}/resume", a["id"]),
+        Some(&employer.token),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let disposition = headers["content-disposition"]
+        .to_str()
+        .expect("an ASCII header");
+    assert_eq!(
+        disposition,
+        "attachment; filename=\"cvfdp.exe<img src=x onerror=alert(1)>.pdf\"; \
+         filename*=UTF-8''cvfdp.exe%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E.pdf"
+    );
+    h.publish().await;
+    h.worker().await.run_until_empty().await.unwrap();
+    let mails = h.smtp.mails();
+    let confirmation = mails
+        .iter()
+        .find(|m| m.text().contains("with your résumé"))
+        .expect("the confirmation names the résumé");
+    let text = confirmation.text();
+    assert!(
+        text.contains(&format!("with your résumé {kept}.")),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{202E}') && !text.contains('\u{2028}'),
+        "no control reaches the email: {text:?}"
+    );
+}
