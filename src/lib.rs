@@ -18,7 +18,7 @@
 //! | `search` | the search index (tantivy) of the open jobs, kept in step by the job-change log; the job-alert matcher | `store` `domain` `telemetry` |
 //! | `store` | the `Store` trait; PostgreSQL and SQLite | `domain` `config` `timefmt` |
 //! | `cache` | the job-search cache, in process or in Redis | |
-//! | `files` | the `FileStore` trait (a folder, or S3); uploads spooled and recognised by their content | `config` |
+//! | `files` | the `FileStore` trait (a folder, or S3); uploads spooled and recognised by their content | `domain` `config` |
 //! | `email` | the `Mailer` trait; console, file, SMTP and Amazon SES | `unsubscribe` `domain` `config` |
 //! | `auth` | password hashing and access tokens | `config` |
 //! | `unsubscribe` | the signed tokens of unsubscribe links | |

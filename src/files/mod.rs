@@ -210,14 +210,19 @@ impl Spooled {
 }
 
 /// The name an uploaded file is shown and downloaded under: its last path segment, without
-/// control characters, at most 255 characters; `resume` when nothing is left.
+/// what a one-line text may not hold (`validate::breaks_one_line`: controls, line and paragraph
+/// separators, bidirectional controls), at most 255 characters; `resume` when nothing is left.
 pub fn display_name(raw: Option<&str>) -> String {
     let last = raw
         .unwrap_or_default()
         .rsplit(['/', '\\'])
         .next()
         .unwrap_or_default();
-    let clean: String = last.chars().filter(|c| !c.is_control()).take(255).collect();
+    let clean: String = last
+        .chars()
+        .filter(|c| !crate::domain::validate::breaks_one_line(*c))
+        .take(255)
+        .collect();
     let clean = clean.trim();
     if clean.is_empty() || clean == "." || clean == ".." {
         "resume".to_string()
@@ -266,6 +271,7 @@ mod tests {
         assert_eq!(display_name(Some("C:\\Users\\jane\\CV.pdf")), "CV.pdf");
         assert_eq!(display_name(Some("..")), "resume");
         assert_eq!(display_name(Some("a\r\nb.txt")), "ab.txt");
+        assert_eq!(display_name(Some("cv\u{202E}fdp.exe\u{2028}")), "cvfdp.exe");
         assert_eq!(display_name(None), "resume");
         assert_eq!(display_name(Some(&"x".repeat(300))).len(), 255);
         assert!(valid_key(&new_key(RESUMES)));
