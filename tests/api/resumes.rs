@@ -195,6 +195,17 @@ fn zip_of(names: &[&str]) -> Vec<u8> {
     out
 }
 
+/// The keys of every résumé file in the app's store, whichever kind it is.
+async fn stored(app: &TestApp) -> Vec<String> {
+    let soon = chrono::Utc::now() + chrono::Duration::minutes(1);
+    app.state
+        .files
+        .store
+        .list_before("resumes/", soon, None, 100)
+        .await
+        .unwrap()
+}
+
 /// The files in the app's store folder and its spool (FILE_STORE=local).
 fn local_files(app: &TestApp) -> (usize, usize) {
     let count = |dir: std::path::PathBuf| std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
@@ -484,18 +495,7 @@ async fn an_attached_resume_is_downloaded_by_its_candidate_and_the_company_only(
     assert_eq!(seen.expect(200)["resume"], Value::Null);
     let (status, _, _) = download(&app, &path, Some(&employer.token)).await;
     assert_eq!(status, 404);
-    let keys = app
-        .state
-        .files
-        .store
-        .list_before(
-            "resumes/",
-            chrono::Utc::now() + chrono::Duration::minutes(1),
-            None,
-            100,
-        )
-        .await
-        .unwrap();
+    let keys = stored(&app).await;
     assert_eq!(
         keys.len(),
         1,
@@ -519,35 +519,19 @@ async fn a_file_without_its_row_is_swept_and_a_row_without_its_file_is_404(app: 
         .put(&orphan, spool.finish().await.unwrap())
         .await
         .unwrap();
-    let everything = |files: jobboard::files::Files| async move {
-        files
-            .store
-            .list_before(
-                "resumes/",
-                chrono::Utc::now() + chrono::Duration::minutes(1),
-                None,
-                100,
-            )
-            .await
-            .unwrap()
-    };
-    assert_eq!(everything(files.clone()).await.len(), 2);
+    assert_eq!(stored(&app).await.len(), 2);
     let worker = jobboard::run::build_worker(&app.config(&[]), app.state.store.clone())
         .await
         .unwrap();
     // A day's grace: an upload between its file and its row is never taken for an orphan.
     worker.delete_unused_files().await.unwrap();
-    assert_eq!(
-        everything(files.clone()).await.len(),
-        2,
-        "a new file is left alone"
-    );
+    assert_eq!(stored(&app).await.len(), 2, "a new file is left alone");
     let swept = worker
         .sweep_files_before(chrono::Utc::now() + chrono::Duration::minutes(1))
         .await
         .unwrap();
     assert_eq!(swept, 1);
-    let left = everything(files.clone()).await;
+    let left = stored(&app).await;
     assert_eq!(left.len(), 1);
     assert_ne!(left[0], orphan, "the orphan went, the named file stayed");
     let (status, _, bytes) = download(
@@ -615,20 +599,7 @@ async fn retention_and_account_deletion_take_the_files(app: TestApp) {
         .map(|r| r["id"].as_i64().unwrap())
         .collect();
     assert_eq!(ids, [fresh, attached]);
-    let count = |files: jobboard::files::Files| async move {
-        files
-            .store
-            .list_before(
-                "resumes/",
-                chrono::Utc::now() + chrono::Duration::minutes(1),
-                None,
-                100,
-            )
-            .await
-            .unwrap()
-            .len()
-    };
-    assert_eq!(count(app.state.files.clone()).await, 2);
+    assert_eq!(stored(&app).await.len(), 2);
     // The export lists them with their links.
     let export = app.get("/api/me/export", t).await;
     let listed = export.expect(200)["resumes"].as_array().unwrap().clone();
@@ -642,7 +613,7 @@ async fn retention_and_account_deletion_take_the_files(app: TestApp) {
     assert_eq!(export.body["applications"][0]["resume"]["id"], attached);
     // Deleting the account deletes its files.
     app.delete("/api/me", t).await.expect(204);
-    assert_eq!(count(app.state.files.clone()).await, 0);
+    assert_eq!(stored(&app).await.len(), 0);
 }
 
 async fn screening_questions_are_answered_and_shown(app: TestApp) {

@@ -97,6 +97,42 @@ where
     }
 }
 
+/// Applies to `job` as `token`'s candidate, with a fresh upload of `file` first when given;
+/// the application's id.
+async fn apply_with(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    file: Option<&[u8]>,
+    job: i64,
+) -> Result<i64> {
+    let resume_id = match file {
+        Some(file) => {
+            let (ct, body) = multipart(file);
+            let r = api(
+                client
+                    .post(format!("{base}/api/me/resumes"))
+                    .bearer_auth(token)
+                    .header("content-type", ct)
+                    .body(body),
+                201,
+            )
+            .await?;
+            Some(r["id"].as_i64().context("the résumé's id")?)
+        }
+        None => None,
+    };
+    let a = api(
+        client
+            .post(format!("{base}/api/jobs/{job}/applications"))
+            .bearer_auth(token)
+            .json(&serde_json::json!({"resume_id": resume_id})),
+        201,
+    )
+    .await?;
+    a["id"].as_i64().context("the application's id")
+}
+
 impl Bench<'_> {
     /// The résumé rows, and their targets against the rows beside them.
     pub(super) async fn run_resumes(&mut self, section: &mut Section) {
@@ -207,29 +243,12 @@ impl Bench<'_> {
                 (client.clone(), base.clone(), tokens.clone(), file.clone());
             async move {
                 let token = &tokens[(n % tokens.len() as u64) as usize];
-                let resume_id = match &file {
-                    Some(file) => {
-                        let (ct, body) = multipart(file);
-                        let r = api(
-                            client
-                                .post(format!("{base}/api/me/resumes"))
-                                .bearer_auth(token)
-                                .header("content-type", ct)
-                                .body(body),
-                            201,
-                        )
-                        .await?;
-                        Some(r["id"].as_i64().context("the résumé's id")?)
-                    }
-                    None => None,
-                };
-                let job = top - n as i64;
-                api(
-                    client
-                        .post(format!("{base}/api/jobs/{job}/applications"))
-                        .bearer_auth(token)
-                        .json(&serde_json::json!({"resume_id": resume_id})),
-                    201,
+                apply_with(
+                    &client,
+                    &base,
+                    token,
+                    file.as_deref().map(Vec::as_slice),
+                    top - n as i64,
                 )
                 .await?;
                 Ok(())
@@ -311,29 +330,9 @@ impl Bench<'_> {
         let token = tokens[0].clone();
         let mut apps = Vec::new();
         for (i, size) in [100 << 10, 1 << 20].into_iter().enumerate() {
-            let (ct, body) = multipart(&pdf(size));
-            let r = api(
-                client
-                    .post(format!("{}/api/me/resumes", self.base))
-                    .bearer_auth(&token)
-                    .header("content-type", ct)
-                    .body(body),
-                201,
-            )
-            .await?;
-            let a = api(
-                client
-                    .post(format!(
-                        "{}/api/jobs/{}/applications",
-                        self.base,
-                        top - i as i64
-                    ))
-                    .bearer_auth(&token)
-                    .json(&serde_json::json!({"resume_id": r["id"]})),
-                201,
-            )
-            .await?;
-            apps.push((size, a["id"].as_i64().context("the application's id")?));
+            let job = top - i as i64;
+            let app = apply_with(&client, &self.base, &token, Some(&pdf(size)), job).await?;
+            apps.push((size, app));
         }
         let get = |path: String, token: Option<String>| {
             let (client, base) = (client.clone(), self.base.clone());
@@ -391,32 +390,13 @@ impl Bench<'_> {
         let pid = self.server()?.pid;
         let mut rises = Vec::new();
         for (i, size) in [1usize << 20, 40 << 20].into_iter().enumerate() {
-            let (ct, body) = multipart(&pdf(size));
+            let file = pdf(size);
             common::reset_peak_rss(pid)?;
             let before = common::rss_mb(pid)?;
-            let r = api(
-                client
-                    .post(format!("{}/api/me/resumes", self.base))
-                    .bearer_auth(&token)
-                    .header("content-type", ct)
-                    .body(body),
-                201,
-            )
-            .await?;
-            let a = api(
-                client
-                    .post(format!(
-                        "{}/api/jobs/{}/applications",
-                        self.base,
-                        top - i as i64
-                    ))
-                    .bearer_auth(&token)
-                    .json(&serde_json::json!({"resume_id": r["id"]})),
-                201,
-            )
-            .await?;
+            let job = top - i as i64;
+            let app = apply_with(&client, &self.base, &token, Some(&file), job).await?;
             let got = client
-                .get(format!("{}/api/applications/{}/resume", self.base, a["id"]))
+                .get(format!("{}/api/applications/{app}/resume", self.base))
                 .bearer_auth(&token)
                 .send()
                 .await?
