@@ -89,6 +89,10 @@ fn main() -> Result<()> {
                 remote: rng.gen_bool(0.3),
                 salary_min: None,
                 salary_max,
+                workplace: None,
+                locations: None,
+                salary_currency: None,
+                salary_period: None,
                 employment_type: EmploymentType::ALL[zipf(&mut rng, 4)],
                 status: JobStatus::Open,
                 expires_at: None,
@@ -133,6 +137,9 @@ fn main() -> Result<()> {
                         .as_str()
                         .to_string()
                 }),
+                workplace: None,
+                country: None,
+                salary_currency: None,
                 frequency: Frequency::Daily,
                 paused: false,
                 created_at: created,

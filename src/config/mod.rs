@@ -260,6 +260,16 @@ pub struct Config {
           default_value = "false",
           value_parser = PossibleValuesParser::new(["true", "false"]).map(|s| s.eq_ignore_ascii_case("true")))]
     pub webhook_allow_private: bool,
+    /// true: a job without a pay range is refused (422 naming `salary`), for boards under
+    /// pay-transparency rules
+    #[arg(long, env = "JOB_REQUIRE_SALARY", action = ArgAction::Set, ignore_case = true,
+          default_value = "false",
+          value_parser = PossibleValuesParser::new(["true", "false"]).map(|s| s.eq_ignore_ascii_case("true")))]
+    pub job_require_salary: bool,
+    /// the ISO 4217 currency of salaries stored before pay had a currency (USD, EUR, ...)
+    #[arg(long, env = "DEFAULT_SALARY_CURRENCY", default_value = "USD",
+          value_parser = parse::currency)]
+    pub default_salary_currency: &'static str,
     /// 0-3650: days an application stays in a final status (hired, rejected, withdrawn)
     /// before the worker's upkeep deletes it with its history (0: kept until deleted)
     #[arg(long, env = "APPLICATION_RETENTION_DAYS", default_value = "365",

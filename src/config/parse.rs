@@ -20,6 +20,15 @@ pub(super) fn range_message(min: u64, max: u64, raw: &str) -> String {
     format!("must be an integer from {min} to {max} (got {raw:?})")
 }
 
+pub(super) fn currency(raw: &str) -> Result<&'static str, String> {
+    crate::domain::pay_place::currency(raw).ok_or_else(|| {
+        format!(
+            "must be one of {} (ISO 4217, upper-case), not {raw:?}",
+            crate::domain::pay_place::CURRENCIES.join(", ")
+        )
+    })
+}
+
 pub(super) fn addr(raw: &str) -> Result<SocketAddr, String> {
     raw.parse()
         .map_err(|_| format!("must be an address such as 127.0.0.1:8000 (got {raw:?})"))

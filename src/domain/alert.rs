@@ -187,6 +187,7 @@ pub fn describe(f: &SearchFilters, company: Option<&str>) -> String {
     if let Some(salary) = f.salary_min {
         parts.push(format!("salary from {salary}"));
     }
+    parts.extend(f.pay_and_place_words());
     parts
         .into_iter()
         .filter(|p| !p.is_empty())

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::OnceLock;
 
 pub const MAX_LOCATIONS: usize = 10;
 pub const CITY_MAX: usize = 100;
@@ -104,9 +105,61 @@ pub const CURRENCIES: &[&str] = &[
     "TRY", "TWD", "UAH", "USD", "VND", "ZAR",
 ];
 
+/// An ISO 4217 code of [`CURRENCIES`], as the OpenAPI document types it (an enum of them).
+pub struct Currency;
+
+impl utoipa::PartialSchema for Currency {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some(
+                "ISO 4217, upper case, one of the currencies the board takes",
+            ))
+            .enum_values(Some(CURRENCIES.iter().copied()))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Currency {}
+
 /// `code` if it is one of [`CURRENCIES`] (upper-case, as ISO 4217 writes it).
 pub fn currency(code: &str) -> Option<&'static str> {
     CURRENCIES.iter().copied().find(|c| *c == code)
+}
+
+/// `DEFAULT_SALARY_CURRENCY`, the currency of salaries stored before pay had a currency: set
+/// once as the process starts (`config`), read wherever such a job is shown, indexed or matched.
+static DEFAULT_CURRENCY: OnceLock<&'static str> = OnceLock::new();
+
+/// Sets `DEFAULT_SALARY_CURRENCY` for this process; the first value set stays (the process
+/// serves one configuration). Returns the value in force.
+pub fn set_default_currency(code: &'static str) -> &'static str {
+    DEFAULT_CURRENCY.get_or_init(|| code)
+}
+
+/// `DEFAULT_SALARY_CURRENCY` (`USD` until it is set).
+pub fn default_currency() -> &'static str {
+    DEFAULT_CURRENCY.get().copied().unwrap_or("USD")
+}
+
+/// The places stored as JSON (`None`: none stored, or not a list of places).
+pub fn stored_places(stored: Option<&str>) -> Option<Vec<Place>> {
+    serde_json::from_str(stored?).ok()
+}
+
+/// Places as stored.
+pub fn places_to_stored(places: &[Place]) -> String {
+    serde_json::to_string(places).unwrap_or_else(|_| "[]".to_string())
+}
+
+/// The places an older free-text `location` stands for: one, its country unknown, or none for
+/// an empty text.
+pub fn places_of_text(location: &str) -> Vec<Place> {
+    if location.is_empty() {
+        Vec::new()
+    } else {
+        vec![Place::of_text(location)]
+    }
 }
 
 /// Whether `code` is an ISO 3166-1 alpha-2 country code (assigned, or user-assigned `XK`).
@@ -223,11 +276,23 @@ pub struct Salary {
     #[schema(required = true)]
     pub max: Option<i64>,
     /// ISO 4217.
+    #[schema(value_type = Currency)]
     pub currency: String,
     pub period: Period,
 }
 
 impl Salary {
+    /// The range as the older `salary_min` and `salary_max` state it: in
+    /// `DEFAULT_SALARY_CURRENCY` per year; `None` without an amount.
+    pub fn older(min: Option<i64>, max: Option<i64>) -> Option<Salary> {
+        (min.is_some() || max.is_some()).then(|| Salary {
+            min,
+            max,
+            currency: default_currency().to_string(),
+            period: Period::Year,
+        })
+    }
+
     /// The top of the range (else its bottom) as a yearly amount, what `salary_currency`
     /// compares.
     pub fn yearly_top(&self) -> Option<i64> {

@@ -154,8 +154,13 @@ pub struct SearchFilters {
     pub q: Option<String>,
     pub location: Option<String>,
     pub remote: Option<bool>,
+    pub workplace: Option<super::pay_place::Workplace>,
+    /// ISO 3166-1 alpha-2, upper-case.
+    pub country: Option<String>,
     pub company_id: Option<i64>,
     pub salary_min: Option<i64>,
+    /// One of [`super::pay_place::CURRENCIES`].
+    pub salary_currency: Option<String>,
     pub employment_type: Option<super::EmploymentType>,
 }
 
@@ -169,6 +174,23 @@ impl SearchFilters {
         }
     }
 
+    /// The pay-and-place filters in words, for a saved search's description: `hybrid`, `in
+    /// country DE`, `paid in EUR` (with `salary_min`, the yearly top of ranges in it).
+    pub fn pay_and_place_words(&self) -> Vec<String> {
+        let workplace = self
+            .workplace
+            .map(|w| w.as_str().replace("onsite", "on-site"));
+        let country = self.country.as_ref().map(|c| format!("in country {c}"));
+        let currency = self
+            .salary_currency
+            .as_ref()
+            .map(|c| format!("paid in {c}"));
+        [workplace, country, currency]
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
     /// What `location` matches as: a lower-cased substring of a job's location.
     pub fn location_needle(&self) -> Option<String> {
         self.location.as_ref().map(|l| l.to_lowercase())
@@ -178,6 +200,21 @@ impl SearchFilters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pay_and_place_in_words() {
+        let f = SearchFilters {
+            workplace: Some(super::super::pay_place::Workplace::Onsite),
+            country: Some("DE".into()),
+            salary_currency: Some("EUR".into()),
+            ..SearchFilters::default()
+        };
+        assert_eq!(
+            f.pay_and_place_words(),
+            ["on-site", "in country DE", "paid in EUR"]
+        );
+        assert!(SearchFilters::default().pay_and_place_words().is_empty());
+    }
 
     #[test]
     fn plural_and_singular_meet() {

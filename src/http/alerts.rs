@@ -8,6 +8,7 @@ use super::extract::{AuthUser, Body, Ids, JsonBody, QueryParams, double_option};
 use super::filters::{JsonFilters, search_filters};
 use super::idempotency::Idempotent;
 use crate::domain::alert::{Frequency, MAX_ALERTS_PER_USER, check_saved_search};
+use crate::domain::pay_place::Workplace;
 use crate::domain::search::SearchFilters;
 use crate::domain::{EmploymentType, Role, UnknownValue};
 use crate::http::AppState;
@@ -38,10 +39,19 @@ pub struct AlertSearch {
     #[schema(required = true)]
     pub remote: Option<bool>,
     #[schema(required = true)]
+    pub workplace: Option<Workplace>,
+    /// ISO 3166-1 alpha-2: jobs with a place in that country.
+    #[schema(required = true)]
+    pub country: Option<String>,
+    #[schema(required = true)]
     pub company_id: Option<i64>,
-    /// Keeps jobs whose salary_max is at least this, or unknown.
+    /// Keeps jobs whose salary.max is at least this, or that state no pay; with
+    /// `salary_currency`, compared over the yearly top of the range.
     #[schema(required = true)]
     pub salary_min: Option<i64>,
+    /// ISO 4217: jobs paid in it, or that state no pay.
+    #[schema(required = true)]
+    pub salary_currency: Option<String>,
     #[schema(required = true)]
     pub employment_type: Option<EmploymentType>,
 }
@@ -52,8 +62,11 @@ impl From<SearchFilters> for AlertSearch {
             q: f.q,
             location: f.location,
             remote: f.remote,
+            workplace: f.workplace,
+            country: f.country,
             company_id: f.company_id,
             salary_min: f.salary_min,
+            salary_currency: f.salary_currency,
             employment_type: f.employment_type,
         }
     }

@@ -1,10 +1,11 @@
-//! The search filters (`q`, `location`, `remote`, `company_id`, `salary_min`,
-//! `employment_type`), validated by one function, [`search_filters`], whether they come from
+//! The search filters (`q`, `location`, `remote`, `workplace`, `country`, `company_id`,
+//! `salary_min`, `salary_currency`, `employment_type`), validated by one function, [`search_filters`], whether they come from
 //! `GET /api/jobs`'s query string or from an alert's JSON body (`search`): the same values pass,
 //! with the same messages, and mean the same search.
 
 use super::error::FieldErrors;
 use super::extract::QueryParams;
+use crate::domain::pay_place::{self, Workplace};
 use crate::domain::search::{SearchFilters, query_terms};
 use crate::domain::{EmploymentType, validate};
 use serde_json::{Map, Value};
@@ -28,8 +29,11 @@ pub(crate) const FILTER_FIELDS: &[&str] = &[
     "q",
     "location",
     "remote",
+    "workplace",
+    "country",
     "company_id",
     "salary_min",
+    "salary_currency",
     "employment_type",
 ];
 
@@ -52,8 +56,35 @@ pub(crate) fn search_filters(src: &impl FilterSource, errors: &mut FieldErrors) 
     }
     let location = src.text("location", errors).and_then(trimmed);
     let remote = src.bool("remote", errors);
+    let workplace = src.text("workplace", errors).and_then(|w| {
+        let parsed = Workplace::parse(&w);
+        if parsed.is_none() {
+            errors.add(src.field("workplace"), "must be onsite, hybrid or remote");
+        }
+        parsed
+    });
+    let country = src.text("country", errors).and_then(|c| {
+        let parsed = pay_place::country(&c);
+        if parsed.is_none() {
+            errors.add(
+                src.field("country"),
+                "must be an ISO 3166-1 alpha-2 country code (DE, US, ...)",
+            );
+        }
+        parsed
+    });
     let company_id = src.int("company_id", 1, super::extract::ID_MAX, errors);
     let salary_min = src.int("salary_min", 0, validate::SALARY_MAX, errors);
+    let salary_currency = src.text("salary_currency", errors).and_then(|c| {
+        let parsed = pay_place::currency(&c);
+        if parsed.is_none() {
+            errors.add(
+                src.field("salary_currency"),
+                format!("must be one of {}", pay_place::CURRENCIES.join(", ")),
+            );
+        }
+        parsed.map(str::to_string)
+    });
     let employment_type = src.text("employment_type", errors).and_then(|t| {
         let parsed = EmploymentType::parse(&t);
         if parsed.is_none() {
@@ -68,8 +99,11 @@ pub(crate) fn search_filters(src: &impl FilterSource, errors: &mut FieldErrors) 
         q,
         location,
         remote,
+        workplace,
+        country,
         company_id,
         salary_min,
+        salary_currency,
         employment_type,
     }
 }
@@ -203,9 +237,21 @@ mod tests {
                     ("company_id", "7"),
                     ("salary_min", "50000"),
                     ("employment_type", "contract"),
+                    ("workplace", "hybrid"),
+                    ("country", "de"),
+                    ("salary_currency", "EUR"),
                 ],
                 json!({"q": " Rust  engineers ", "location": " Berlin ", "remote": true,
-                    "company_id": 7, "salary_min": 50000, "employment_type": "contract"}),
+                    "company_id": 7, "salary_min": 50000, "employment_type": "contract",
+                    "workplace": "hybrid", "country": "de", "salary_currency": "EUR"}),
+            ),
+            (
+                vec![
+                    ("workplace", "office"),
+                    ("country", "ZZ"),
+                    ("salary_currency", "eur"),
+                ],
+                json!({"workplace": "office", "country": "ZZ", "salary_currency": "eur"}),
             ),
             (
                 vec![("q", ""), ("location", "  ")],
@@ -236,8 +282,14 @@ mod tests {
                     .collect();
             assert_eq!(renamed, eb.0.into_iter().collect::<Vec<_>>(), "{body}");
         }
-        let (f, _) = from_query(&[("q", " Rust "), ("location", " Berlin ")]);
+        let (f, _) = from_query(&[("q", " Rust "), ("location", " Berlin "), ("country", "de")]);
         assert_eq!(f.q.as_deref(), Some("Rust"));
+        assert_eq!(f.country.as_deref(), Some("DE"));
+        let (_, errors) = from_query(&[("workplace", "office"), ("salary_currency", "XYZ")]);
+        assert_eq!(
+            errors.0.keys().collect::<Vec<_>>(),
+            ["salary_currency", "workplace"]
+        );
         assert_eq!(f.location_needle().as_deref(), Some("berlin"));
     }
 

@@ -6,9 +6,11 @@
 
 use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{JsonBody, double_option};
+use super::job_pay::{PayPlace, PayPlaceIn};
 use crate::domain::job::{check_expires_at, parse_time};
+use crate::domain::pay_place::{Place, Salary, Workplace};
 use crate::domain::questions::{self, Question};
-use crate::domain::values::{SalaryRange, Title};
+use crate::domain::values::Title;
 use crate::domain::{Conflict, EmploymentType, JobStatus, validate};
 use crate::store::{JobFields, JobRow, StoreError};
 use chrono::{DateTime, Duration, Utc};
@@ -19,10 +21,12 @@ use utoipa::ToSchema;
 pub(super) struct Draft {
     pub(super) title: String,
     pub(super) description: String,
-    pub(super) location: String,
-    pub(super) remote: bool,
-    pub(super) salary_min: Option<i64>,
-    pub(super) salary_max: Option<i64>,
+    /// Pay and place as sent, in the fields of this release and the older ones.
+    pub(super) pay: PayPlaceIn,
+    /// The job's pay and place so far (a PATCH), which what is not sent keeps.
+    pub(super) current: Option<PayPlace>,
+    /// `JOB_REQUIRE_SALARY`.
+    pub(super) require_salary: bool,
     pub(super) employment_type: String,
     pub(super) status: JobStatus,
     pub(super) expires_at: Option<DateTime<Utc>>,
@@ -39,14 +43,7 @@ pub(super) fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFi
         "description",
         validate::description(&d.description, validate::DESCRIPTION_MAX),
     );
-    let location = errors.check("location", validate::location(&d.location));
-    let salary = SalaryRange::parse(d.salary_min, d.salary_max)
-        .map_err(|problems| {
-            for (field, message) in problems {
-                errors.add(field, message);
-            }
-        })
-        .ok();
+    let pay = d.pay.resolve(d.current, d.require_salary, &mut errors);
     let questions = match &d.new_questions {
         None => Some(d.questions.clone()),
         Some(raw) => match questions::parse(raw, &d.questions) {
@@ -62,38 +59,29 @@ pub(super) fn validate_job(d: Draft, mut errors: FieldErrors) -> ApiResult<JobFi
         EmploymentType::parse(&d.employment_type)
             .ok_or_else(|| "must be full_time, part_time, contract or internship".to_string()),
     );
-    match (
-        title,
-        description,
-        location,
-        salary,
-        employment_type,
-        questions,
-    ) {
-        (
-            Some(title),
-            Some(description),
-            Some(location),
-            Some(salary),
-            Some(employment_type),
-            Some(questions),
-        ) if errors.is_empty() => Ok(JobFields {
-            title,
-            description,
-            location,
-            remote: d.remote,
-            salary,
-            employment_type,
-            status: d.status,
-            expires_at: d.expires_at,
-            resume_required: d.resume_required,
-            questions: questions::to_stored(&questions),
-        }),
+    match (title, description, pay, employment_type, questions) {
+        (Some(title), Some(description), Some(pay), Some(employment_type), Some(questions))
+            if errors.is_empty() =>
+        {
+            Ok(JobFields {
+                title,
+                description,
+                workplace: pay.workplace,
+                locations: pay.locations,
+                salary: pay.salary,
+                employment_type,
+                status: d.status,
+                expires_at: d.expires_at,
+                resume_required: d.resume_required,
+                questions: questions::to_stored(&questions),
+            })
+        }
         _ => Err(ApiError::validation(errors)),
     }
 }
 
-/// JSON Merge Patch of a job: absent fields stay, `null` clears `salary_min` / `salary_max`.
+/// JSON Merge Patch of a job: absent fields stay, `null` clears `salary` (or the older
+/// `salary_min` / `salary_max`).
 /// `status` moves only `open ↔ closed` (any PATCH of a `rejected` job sends it back to
 /// `pending_review`); `expires_at` is set while the job is open or waiting for review.
 #[derive(Deserialize, ToSchema, Default)]
@@ -103,12 +91,32 @@ pub struct JobPatch {
     #[serde(default, deserialize_with = "double_option")]
     pub description: Option<Option<String>>,
     #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Workplace)]
+    pub workplace: Option<Option<String>>,
+    /// Replaces the places: 1 to 10 `{city, region, country}`.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Vec<Place>)]
+    pub locations: Option<Option<serde_json::Value>>,
+    /// Merged into the salary (`null`: none); `{min, max, currency, period}` for a job without
+    /// one.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<Salary>)]
+    pub salary: Option<Option<serde_json::Value>>,
+    /// Deprecated: one place, its country unknown (use `locations`).
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(deprecated)]
     pub location: Option<Option<String>>,
+    /// Deprecated: `true` sets `workplace` to `remote`, `false` to `onsite`.
     #[serde(default, deserialize_with = "double_option")]
+    #[schema(deprecated)]
     pub remote: Option<Option<bool>>,
+    /// Deprecated: the salary's minimum (use `salary`).
     #[serde(default, deserialize_with = "double_option")]
+    #[schema(deprecated)]
     pub salary_min: Option<Option<i64>>,
+    /// Deprecated: the salary's maximum (use `salary`).
     #[serde(default, deserialize_with = "double_option")]
+    #[schema(deprecated)]
     pub salary_max: Option<Option<i64>>,
     #[serde(default, deserialize_with = "double_option")]
     #[schema(value_type = EmploymentType)]
@@ -144,6 +152,9 @@ impl JsonBody for JobPatch {
     const FIELDS: &'static [&'static str] = &[
         "title",
         "description",
+        "workplace",
+        "locations",
+        "salary",
         "location",
         "remote",
         "salary_min",
@@ -171,6 +182,7 @@ pub(super) fn merge(
     p: &JobPatch,
     now: DateTime<Utc>,
     posting: Duration,
+    require_salary: bool,
 ) -> ApiResult<JobFields> {
     // The stored values stand in for absent fields and are judged again with the patch.
     let cur = job.clone();
@@ -223,10 +235,24 @@ pub(super) fn merge(
     let draft = Draft {
         title: required(&mut errors, "title", &p.title, cur.title),
         description: required(&mut errors, "description", &p.description, cur.description),
-        location: required(&mut errors, "location", &p.location, cur.location),
-        remote: required(&mut errors, "remote", &p.remote, cur.remote),
-        salary_min: p.salary_min.unwrap_or(cur.salary_min),
-        salary_max: p.salary_max.unwrap_or(cur.salary_max),
+        pay: PayPlaceIn {
+            workplace: p.workplace.clone(),
+            // `null` is no list of places: refused by the parser, named `locations`.
+            locations: p
+                .locations
+                .clone()
+                .map(|v| v.unwrap_or(serde_json::Value::Null)),
+            salary: p
+                .salary
+                .clone()
+                .map(|v| v.unwrap_or(serde_json::Value::Null)),
+            location: p.location.clone(),
+            remote: p.remote,
+            salary_min: p.salary_min,
+            salary_max: p.salary_max,
+        },
+        current: Some(PayPlace::of(job)),
+        require_salary,
         employment_type: required(
             &mut errors,
             "employment_type",

@@ -1,6 +1,7 @@
 //! A job as the API shows it (`JobOut`): the one shape the job, search, admin and application
 //! answers share, read from a stored row at the instant it is shown.
 
+use crate::domain::pay_place::{Place, Salary, Workplace};
 use crate::domain::{EmploymentType, JobStatus};
 use crate::store::JobRow;
 use chrono::{DateTime, Utc};
@@ -19,11 +20,24 @@ pub struct JobOut {
     pub company: CompanyRef,
     pub title: String,
     pub description: String,
+    pub workplace: Workplace,
+    /// Where the job is done, or (remote) where its candidates may live; a place's `country` is
+    /// `null` only for one written as the older `location`, until a member sets it.
+    pub locations: Vec<Place>,
+    /// The pay range, `null` when the job states none.
+    #[schema(required = true)]
+    pub salary: Option<Salary>,
+    /// Deprecated: the first place as text (use `locations`).
+    #[schema(deprecated)]
     pub location: String,
+    /// Deprecated: `workplace == remote`.
+    #[schema(deprecated)]
     pub remote: bool,
-    #[schema(required = true)]
+    /// Deprecated: `salary.min` (use `salary`).
+    #[schema(required = true, deprecated)]
     pub salary_min: Option<i64>,
-    #[schema(required = true)]
+    /// Deprecated: `salary.max` (use `salary`).
+    #[schema(required = true, deprecated)]
     pub salary_max: Option<i64>,
     pub employment_type: EmploymentType,
     /// `expired` as soon as `expires_at` has passed, whether or not the upkeep has run.
@@ -50,6 +64,7 @@ pub struct JobOut {
 impl From<JobRow> for JobOut {
     fn from(j: JobRow) -> Self {
         let status = j.status_at(crate::timefmt::now());
+        let (workplace, locations, salary) = (j.workplace(), j.places(), j.salary());
         JobOut {
             id: j.id,
             company: CompanyRef {
@@ -58,8 +73,11 @@ impl From<JobRow> for JobOut {
             },
             title: j.title,
             description: j.description,
-            location: j.location,
-            remote: j.remote,
+            remote: workplace == Workplace::Remote,
+            location: locations.first().map(Place::text).unwrap_or_default(),
+            workplace,
+            locations,
+            salary,
             salary_min: j.salary_min,
             salary_max: j.salary_max,
             employment_type: j.employment_type,

@@ -8,9 +8,11 @@ use super::error::{ApiError, ApiResult, FieldErrors};
 use super::extract::{AuthUser, Body, Ids, JsonBody, MaybeUser};
 use super::idempotency::{Idempotent, json_of};
 use super::job_patch::{Draft, JobPatch, merge, validate_job};
+use super::job_pay::PayPlaceIn;
 use super::job_view::JobOut;
 use super::search::search_jobs;
 use crate::domain::job::{check_expires_at, parse_time};
+use crate::domain::pay_place::{Place, Salary, Workplace};
 use crate::domain::{EmploymentType, JobStatus, Role};
 use crate::http::AppState;
 use crate::store::{JobRow, UserRow};
@@ -34,11 +36,35 @@ pub struct JobIn {
     pub company_id: i64,
     pub title: String,
     pub description: String,
-    pub location: String,
-    pub remote: bool,
+    /// `onsite`, `hybrid` or `remote` (or the older `remote`).
     #[serde(default)]
+    #[schema(value_type = Option<Workplace>)]
+    pub workplace: Option<String>,
+    /// 1 to 10 places `{city, region, country}` (or the older `location`); for a remote job,
+    /// where its candidates may live.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<Place>>)]
+    pub locations: Option<serde_json::Value>,
+    /// The pay range `{min, max, currency, period}` (or the older `salary_min`/`salary_max`);
+    /// required under `JOB_REQUIRE_SALARY`.
+    #[serde(default)]
+    #[schema(value_type = Option<Salary>)]
+    pub salary: Option<serde_json::Value>,
+    /// Deprecated: one place, its country unknown until a member sets it (use `locations`).
+    #[serde(default)]
+    #[schema(deprecated)]
+    pub location: Option<String>,
+    /// Deprecated: `true` is `workplace: remote`, `false` `onsite`.
+    #[serde(default)]
+    #[schema(deprecated)]
+    pub remote: Option<bool>,
+    /// Deprecated: the range's minimum, in `DEFAULT_SALARY_CURRENCY` per year (use `salary`).
+    #[serde(default)]
+    #[schema(deprecated)]
     pub salary_min: Option<i64>,
+    /// Deprecated: the range's maximum (use `salary`).
     #[serde(default)]
+    #[schema(deprecated)]
     pub salary_max: Option<i64>,
     #[schema(value_type = EmploymentType)]
     pub employment_type: String,
@@ -61,6 +87,9 @@ impl JsonBody for JobIn {
         "company_id",
         "title",
         "description",
+        "workplace",
+        "locations",
+        "salary",
         "location",
         "remote",
         "salary_min",
@@ -132,10 +161,17 @@ async fn create(
         Draft {
             title: input.title,
             description: input.description,
-            location: input.location,
-            remote: input.remote,
-            salary_min: input.salary_min,
-            salary_max: input.salary_max,
+            pay: PayPlaceIn {
+                workplace: input.workplace.map(Some),
+                locations: input.locations,
+                salary: input.salary,
+                location: input.location.map(Some),
+                remote: input.remote.map(Some),
+                salary_min: input.salary_min.map(Some),
+                salary_max: input.salary_max.map(Some),
+            },
+            current: None,
+            require_salary: st.config.job_require_salary,
             employment_type: input.employment_type,
             status,
             expires_at,
@@ -215,7 +251,13 @@ async fn update(
     let done = idem.completion(StatusCode::OK, &json_of::<JobRow, JobOut>)?;
     // Merge and write conditionally on updated_at; a concurrent write makes us merge again.
     for _ in 0..5 {
-        let fields = merge(&job, &patch, st.store.now().await?, posting(&st))?;
+        let fields = merge(
+            &job,
+            &patch,
+            st.store.now().await?,
+            posting(&st),
+            st.config.job_require_salary,
+        )?;
         if let Some(updated) = st
             .store
             .update_job(job.id, fields, job.updated_at, done.as_ref())

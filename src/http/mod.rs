@@ -15,6 +15,7 @@ pub mod extract;
 pub(crate) mod filters;
 pub mod idempotency;
 mod job_patch;
+mod job_pay;
 mod job_view;
 pub mod jobs;
 pub mod notifications;

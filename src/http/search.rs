@@ -10,6 +10,7 @@ use super::extract::{MaybeUser, QueryParams};
 use super::job_view::JobOut;
 use crate::cache::Lookup;
 use crate::domain::EmploymentType;
+use crate::domain::pay_place::Workplace;
 use crate::http::AppState;
 use crate::store::{Facets, JobSearch, MAX_SEARCH_IDS, PostedWithin, SEARCH_WINDOW, SearchSort};
 use crate::telemetry::SEARCH_CACHE_REQUESTS_TOTAL;
@@ -50,6 +51,9 @@ pub struct SearchFacets {
     /// Matches per `remote` value, `"true"` and `"false"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote: Option<BTreeMap<String, u64>>,
+    /// Matches per workplace, `onsite`, `hybrid` and `remote`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workplace: Option<BTreeMap<String, u64>>,
     /// The ten companies with the most matches, then by id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub company: Option<Vec<CompanyFacet>>,
@@ -71,6 +75,7 @@ fn facets_out(f: crate::search::FacetCounts) -> SearchFacets {
     SearchFacets {
         employment_type: f.employment_type.map(map),
         remote: f.remote.map(map),
+        workplace: f.workplace.map(map),
         company: f.company.map(|c| {
             c.into_iter()
                 .map(|c| CompanyFacet {
@@ -83,13 +88,14 @@ fn facets_out(f: crate::search::FacetCounts) -> SearchFacets {
     }
 }
 
-/// `facets=`: a comma-separated subset of `employment_type`, `remote`, `company`.
+/// `facets=`: a comma-separated subset of `employment_type`, `remote`, `workplace`, `company`.
 fn parse_facets(value: &str) -> Option<Facets> {
     let mut f = Facets::default();
     for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         match name {
             "employment_type" => f.employment_type = true,
             "remote" => f.remote = true,
+            "workplace" => f.workplace = true,
             "company" => f.company = true,
             _ => return None,
         }
@@ -120,14 +126,17 @@ pub enum SearchOrder {
 #[utoipa::path(get, operation_id = "search_jobs", path = "/api/jobs", tag = "jobs", security((), ("bearer" = [])),
     params(
         ("q" = Option<String>, Query, description = "words that must all match"),
-        ("location" = Option<String>, Query, description = "case-insensitive substring of the location"),
-        ("remote" = Option<bool>, Query),
+        ("location" = Option<String>, Query, description = "case-insensitive substring of any of the job's places (as text)"),
+        ("remote" = Option<bool>, Query, description = "workplace == remote (or not)"),
+        ("workplace" = Option<Workplace>, Query),
+        ("country" = Option<String>, Query, pattern = "^[A-Za-z]{2}$", description = "ISO 3166-1 alpha-2 (any case): keeps jobs with a place in that country"),
         ("company_id" = Option<i64>, Query, minimum = 1),
         ("ids" = Option<String>, Query, description = "comma-separated job ids (at most 100): only these jobs, each found by its key; such a search is never cached"),
-        ("salary_min" = Option<i64>, Query, minimum = 0, maximum = 1000000000, description = "keeps jobs whose salary_max is at least this, or unknown"),
+        ("salary_min" = Option<i64>, Query, minimum = 0, maximum = 1000000000, description = "keeps jobs whose salary.max is at least this, or that state no pay; with salary_currency, compared over the yearly top of the range"),
+        ("salary_currency" = Option<crate::domain::pay_place::Currency>, Query, description = "ISO 4217: keeps jobs paid in this currency (whose yearly top is at least salary_min, when given) and jobs that state no pay"),
         ("employment_type" = Option<EmploymentType>, Query),
         ("posted_within_days" = Option<i64>, Query, minimum = 1, maximum = 365, description = "keeps jobs created in the last this many days"),
-        ("facets" = Option<String>, Query, description = "comma-separated: employment_type, remote, company; each counted over every match"),
+        ("facets" = Option<String>, Query, description = "comma-separated: employment_type, remote, workplace, company; each counted over every match"),
         ("sort" = Option<SearchOrder>, Query, description = "newest (default): created_at then id, descending; relevance: jobs whose title holds the most distinct words of q first, then newest"),
         ("page" = Option<i64>, Query, minimum = 1, maximum = 10000, description = "from 1; page × page_size at most 10 000 (a search serves its first 10 000 results; past them: 422 naming page)"),
         ("page_size" = Option<i64>, Query, minimum = 1, maximum = 100, description = "default 20"),

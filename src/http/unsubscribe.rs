@@ -105,16 +105,18 @@ async fn alert_search(st: &AppState, alert: &AlertRow) -> ApiResult<String> {
             Err(e) => return Err(e.into()),
         },
     };
-    // A stored employment type this release does not know is left out of the words.
+    // A stored value this release does not know (an employment type, a workplace, a currency)
+    // is left out of the words.
     let filters = alert
         .filters()
         .unwrap_or_else(|_| crate::domain::search::SearchFilters {
-            employment_type: None,
             q: alert.q.clone(),
             location: alert.location.clone(),
             remote: alert.remote,
+            country: alert.country.clone(),
             company_id: alert.company_id,
             salary_min: alert.salary_min,
+            ..Default::default()
         });
     Ok(describe(&filters, company.as_deref()))
 }

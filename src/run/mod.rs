@@ -16,6 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 /// Runs `command` (`None`: everything in one process) and returns the exit code.
 pub async fn run(command: Option<Command>, config: Config) -> anyhow::Result<u8> {
+    // One configuration per process: every job stored before pay had a currency reads as this
+    // one, wherever it is shown, indexed or matched.
+    crate::domain::pay_place::set_default_currency(config.default_salary_currency);
     match command {
         None => serve(config, true, true).await,
         Some(Command::Serve { no_migrate }) => serve(config, !no_migrate, false).await,

@@ -92,6 +92,7 @@ struct State<'p> {
     earliest_expiry: i64,
     employment: [u64; 4],
     remote: [u64; 2],
+    workplace: [u64; 3],
     /// Stop counting past this many (none: count all).
     stop_after: Option<u64>,
 }
@@ -158,6 +159,9 @@ fn visit(
                             *n += 1;
                         }
                         if let Some(n) = st.remote.get_mut(part.table.remote[d] as usize) {
+                            *n += 1;
+                        }
+                        if let Some(n) = st.workplace.get_mut(part.table.workplace[d] as usize) {
                             *n += 1;
                         }
                         if let Some(c) = part.company_counts.get_mut(part.table.company[d] as usize)
@@ -284,6 +288,7 @@ pub fn traverse(
         earliest_expiry: NO_EXPIRY,
         employment: [0; 4],
         remote: [0; 2],
+        workplace: [0; 3],
         stop_after: if plan.facets.any() {
             None
         } else {
@@ -371,6 +376,7 @@ pub fn traverse(
     };
     out.facets.employment_type = st.employment;
     out.facets.remote = st.remote;
+    out.facets.workplace = st.workplace;
     for part in &parts {
         for (ord, (n, doc)) in part.company_counts.iter().enumerate() {
             if *n > 0 {

@@ -109,6 +109,8 @@ pub struct FacetCounts {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote: Option<BTreeMap<&'static str, u64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub workplace: Option<BTreeMap<&'static str, u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub company: Option<Vec<CompanyCount>>,
 }
 

@@ -3,6 +3,7 @@
 
 use super::schema::{Fields, micros};
 use crate::domain::EmploymentType;
+use crate::domain::pay_place::Workplace;
 use crate::store::JobSearch;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
@@ -65,6 +66,15 @@ pub fn build(
     if let Some(remote) = s.remote {
         must.push(term(Term::from_field_u64(f.remote, remote as u64)));
     }
+    if let Some(w) = s.workplace.as_deref().and_then(Workplace::parse) {
+        must.push(term(Term::from_field_u64(
+            f.workplace,
+            super::schema::workplace_code(w),
+        )));
+    }
+    if let Some(country) = &s.country {
+        must.push(term(Term::from_field_text(f.country, country)));
+    }
     if let Some(ids) = &s.ids {
         // A term per job, each looked up in the term dictionary: found by key, like a read of
         // each row (at most a page's worth of them).
@@ -80,11 +90,26 @@ pub fn build(
     if let Some(company) = s.company_id {
         must.push(term(Term::from_field_u64(f.company_id, company as u64)));
     }
-    if let Some(min) = s.salary_min {
-        must.push(Box::new(RangeQuery::new(
+    match (s.salary_min, &s.salary_currency) {
+        (Some(min), None) => must.push(Box::new(RangeQuery::new(
             Bound::Included(Term::from_field_u64(f.salary_max, min.max(0) as u64)),
             Bound::Unbounded,
-        )));
+        ))),
+        // Paid in the currency with a yearly top at least `min`, or stating no pay (whose
+        // yearly top is NO_SALARY_MAX).
+        (min, Some(currency)) => {
+            must.push(Box::new(TermSetQuery::new([
+                Term::from_field_text(f.salary_currency, currency),
+                Term::from_field_text(f.salary_currency, super::schema::NO_PAY_CURRENCY),
+            ])));
+            if let Some(min) = min {
+                must.push(Box::new(RangeQuery::new(
+                    Bound::Included(Term::from_field_u64(f.salary_yearly, min.max(0) as u64)),
+                    Bound::Unbounded,
+                )));
+            }
+        }
+        (None, None) => {}
     }
     if let Some(t) = s.employment_type.as_deref().and_then(EmploymentType::parse) {
         must.push(term(Term::from_field_u64(
@@ -124,6 +149,8 @@ pub struct FacetCounts {
     pub employment_type: [u64; 4],
     /// `[false, true]`.
     pub remote: [u64; 2],
+    /// By [`workplace_code`](super::schema::workplace_code).
+    pub workplace: [u64; 3],
     /// Company id → (matches, one of its matches, to read its name from).
     pub company: HashMap<u64, (u64, DocAddress)>,
 }
@@ -152,6 +179,17 @@ pub fn facet_counts(
             ("false", counted.remote[0]),
             ("true", counted.remote[1]),
         ]));
+    }
+    if asked.workplace {
+        out.workplace = Some(
+            Workplace::ALL
+                .iter()
+                .map(|w| {
+                    let code = super::schema::workplace_code(*w) as usize;
+                    (w.as_str(), counted.workplace[code])
+                })
+                .collect(),
+        );
     }
     if asked.company {
         let mut companies: Vec<(u64, u64, tantivy::DocAddress)> = counted

@@ -1,5 +1,6 @@
 //! The index's schema, its tokenizer (the domain's word rule) and the document of a job.
 
+use crate::domain::pay_place::Workplace;
 use crate::domain::search::{MAX_TERM_CHARS, words};
 use crate::domain::{EmploymentType, JobStatus};
 use crate::store::JobRow;
@@ -12,13 +13,16 @@ use tantivy::{TantivyDocument, Term};
 
 /// Bumped whenever the schema, the tokenizer or the stored row changes: an index with another
 /// version is rebuilt from the database at start.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The name the word rule is registered under.
 pub const TOKENIZER: &str = "jobboard_words";
 
 /// `salary_max` of a job that has none: every `salary_min` keeps it.
 pub const NO_SALARY_MAX: u64 = u64::MAX;
+
+/// The currency term of a job that states no pay: kept by every `salary_currency`.
+pub const NO_PAY_CURRENCY: &str = "-";
 
 /// `expires_at` of a job that has none yet (written before jobs expired): it never expires
 /// until the upkeep gives it a date.
@@ -32,9 +36,17 @@ pub struct Fields {
     pub text: Field,
     /// The title alone: what relevance counts.
     pub title: Field,
-    /// The whole location, lower-cased, as one term.
+    /// Each place as text, lower-cased, as one term.
     pub location: Field,
     pub remote: Field,
+    /// [`workplace_code`].
+    pub workplace: Field,
+    /// Each place's country (ISO 3166-1 alpha-2), as one term.
+    pub country: Field,
+    /// The salary's currency, [`NO_PAY_CURRENCY`] for a job that states no pay.
+    pub salary_currency: Field,
+    /// The top of the salary's range as a yearly amount ([`NO_SALARY_MAX`] for no pay).
+    pub salary_yearly: Field,
     pub company_id: Field,
     pub salary_max: Field,
     pub employment_type: Field,
@@ -60,6 +72,10 @@ pub fn schema() -> (Schema, Fields) {
         title: b.add_text_field("title", words),
         location: b.add_text_field("location", STRING),
         remote: b.add_u64_field("remote", INDEXED | FAST),
+        workplace: b.add_u64_field("workplace", INDEXED | FAST),
+        country: b.add_text_field("country", STRING),
+        salary_currency: b.add_text_field("salary_currency", STRING),
+        salary_yearly: b.add_u64_field("salary_yearly", INDEXED | FAST),
         company_id: b.add_u64_field("company_id", INDEXED | FAST),
         salary_max: b.add_u64_field("salary_max", INDEXED | FAST),
         employment_type: b.add_u64_field("employment_type", INDEXED | FAST),
@@ -127,6 +143,11 @@ pub fn employment_code(t: EmploymentType) -> u64 {
         .unwrap_or(0) as u64
 }
 
+/// The code of a workplace in the index.
+pub fn workplace_code(w: Workplace) -> u64 {
+    Workplace::ALL.iter().position(|x| *x == w).unwrap_or(0) as u64
+}
+
 pub fn micros(t: &DateTime<Utc>) -> i64 {
     t.timestamp_micros()
 }
@@ -143,6 +164,14 @@ struct StoredJob {
     remote: bool,
     salary_min: Option<i64>,
     salary_max: Option<i64>,
+    #[serde(default)]
+    workplace: Option<String>,
+    #[serde(default)]
+    locations: Option<String>,
+    #[serde(default)]
+    salary_currency: Option<String>,
+    #[serde(default)]
+    salary_period: Option<String>,
     employment_type: String,
     status: String,
     expires_at: Option<DateTime<Utc>>,
@@ -179,6 +208,10 @@ impl Fields {
             remote: job.remote,
             salary_min: job.salary_min,
             salary_max: job.salary_max,
+            workplace: job.workplace.clone(),
+            locations: job.locations.clone(),
+            salary_currency: job.salary_currency.clone(),
+            salary_period: job.salary_period.clone(),
             employment_type: job.employment_type.as_str().to_string(),
             status: job.status.as_str().to_string(),
             expires_at: job.expires_at,
@@ -201,8 +234,29 @@ impl Fields {
             doc.add_text(self.text, part);
         }
         doc.add_text(self.title, &job.title);
-        doc.add_text(self.location, job.location.to_lowercase());
-        doc.add_u64(self.remote, job.remote as u64);
+        let workplace = job.workplace();
+        let places = job.places();
+        for place in &places {
+            doc.add_text(self.location, place.text().to_lowercase());
+        }
+        for country in places.iter().filter_map(|p| p.country.as_deref()) {
+            doc.add_text(self.country, country);
+        }
+        doc.add_u64(self.remote, (workplace == Workplace::Remote) as u64);
+        doc.add_u64(self.workplace, workplace_code(workplace));
+        let salary = job.salary();
+        doc.add_text(
+            self.salary_currency,
+            salary
+                .as_ref()
+                .map_or(NO_PAY_CURRENCY, |s| s.currency.as_str()),
+        );
+        doc.add_u64(
+            self.salary_yearly,
+            salary
+                .and_then(|s| s.yearly_top())
+                .map_or(NO_SALARY_MAX, |y| y.max(0) as u64),
+        );
         doc.add_u64(self.company_id, job.company_id as u64);
         doc.add_u64(
             self.salary_max,
@@ -235,6 +289,10 @@ impl Fields {
             remote: s.remote,
             salary_min: s.salary_min,
             salary_max: s.salary_max,
+            workplace: s.workplace,
+            locations: s.locations,
+            salary_currency: s.salary_currency,
+            salary_period: s.salary_period,
             employment_type: EmploymentType::parse(&s.employment_type).ok_or_else(|| {
                 anyhow::anyhow!("unknown employment type {:?}", s.employment_type)
             })?,

@@ -31,6 +31,8 @@ pub struct SegmentTable {
     pub(super) employment: Vec<u8>,
     /// Per document: 0, 1, or 255 (none).
     pub(super) remote: Vec<u8>,
+    /// Per document: the workplace's code (255: none).
+    pub(super) workplace: Vec<u8>,
     /// Per document: the company's ordinal in `companies`.
     pub(super) company: Vec<u32>,
     pub(super) companies: Vec<u64>,
@@ -44,12 +46,14 @@ impl SegmentTable {
         let expires: Column<i64> = fast.i64("expires_at")?;
         let employment_col: Column<u64> = fast.u64("employment_type")?;
         let remote_col: Column<u64> = fast.u64("remote")?;
+        let workplace_col: Column<u64> = fast.u64("workplace")?;
         let company_col: Column<u64> = fast.u64("company_id")?;
         let max_doc = reader.max_doc();
         let alive = reader.alive_bitset();
         let mut blocks = Vec::with_capacity(max_doc.div_ceil(block) as usize);
         let mut employment = Vec::with_capacity(max_doc as usize);
         let mut remote = Vec::with_capacity(max_doc as usize);
+        let mut workplace = Vec::with_capacity(max_doc as usize);
         let mut company = Vec::with_capacity(max_doc as usize);
         let mut companies = Vec::new();
         let mut ordinals: HashMap<u64, u32> = HashMap::new();
@@ -72,6 +76,7 @@ impl SegmentTable {
                 }
                 employment.push(employment_col.first(doc).map_or(255, |v| v.min(254) as u8));
                 remote.push(remote_col.first(doc).map_or(255, |v| v.min(254) as u8));
+                workplace.push(workplace_col.first(doc).map_or(255, |v| v.min(254) as u8));
                 let id = company_col.first(doc).unwrap_or(0);
                 let next = companies.len() as u32;
                 let ord = *ordinals.entry(id).or_insert_with(|| {
@@ -88,6 +93,7 @@ impl SegmentTable {
             blocks,
             employment,
             remote,
+            workplace,
             company,
             companies,
         })

@@ -4,6 +4,7 @@
 use super::{Idem, JobSearch, Page, StoreResult};
 use crate::domain::EmploymentType;
 use crate::domain::alert::{Frequency, Watermark};
+use crate::domain::pay_place::{self, Workplace};
 use crate::domain::search::SearchFilters;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -20,6 +21,10 @@ pub struct AlertRow {
     pub salary_min: Option<i64>,
     /// Read through [`AlertRow::filters`], strictly.
     pub employment_type: Option<String>,
+    /// Read through [`AlertRow::filters`], strictly.
+    pub workplace: Option<String>,
+    pub country: Option<String>,
+    pub salary_currency: Option<String>,
     #[sqlx(try_from = "String")]
     pub frequency: Frequency,
     pub paused: bool,
@@ -39,12 +44,31 @@ impl AlertRow {
             .clone()
             .map(EmploymentType::try_from)
             .transpose()?;
+        let unknown = |kind: &'static str, value: &str| crate::domain::UnknownValue {
+            kind,
+            value: value.to_string(),
+        };
+        let workplace = match self.workplace.as_deref() {
+            None => None,
+            Some(w) => Some(Workplace::parse(w).ok_or_else(|| unknown("workplace", w))?),
+        };
+        let salary_currency = match self.salary_currency.as_deref() {
+            None => None,
+            Some(c) => Some(
+                pay_place::currency(c)
+                    .ok_or_else(|| unknown("salary currency", c))?
+                    .to_string(),
+            ),
+        };
         Ok(SearchFilters {
             q: self.q.clone(),
             location: self.location.clone(),
             remote: self.remote,
+            workplace,
+            country: self.country.clone(),
             company_id: self.company_id,
             salary_min: self.salary_min,
+            salary_currency,
             employment_type,
         })
     }
@@ -81,8 +105,11 @@ impl JobSearch {
             terms: filters.terms()?,
             location: filters.location_needle(),
             remote: filters.remote,
+            workplace: filters.workplace.map(|w| w.as_str().to_string()),
+            country: filters.country.clone(),
             company_id: filters.company_id,
             salary_min: filters.salary_min,
+            salary_currency: filters.salary_currency.clone(),
             employment_type: filters.employment_type.map(|t| t.as_str().to_string()),
             ..JobSearch::default()
         })

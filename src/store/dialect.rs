@@ -39,6 +39,9 @@ pub(super) trait Dialect {
     /// A statement that fails in a write transaction that could not write (readiness): on
     /// PostgreSQL, a standby in recovery refuses it.
     const WRITE_PROBE: &'static str;
+    /// An SQL expression of a job row: the JSON array of the one place its `location` column
+    /// names, `{city: location, region: null, country: null}` (the pay-and-place backfill).
+    const PLACES_OF_LOCATION: &'static str;
 }
 
 /// Maps a constraint violation to the given conflict; anything else stays an error.

@@ -82,6 +82,8 @@ impl Dialect for PgDialect {
         "SELECT CAST(value AS BIGINT) FROM jsonb_array_elements_text(CAST(";
     const JSON_IDS_CLOSE: &'static str = " AS JSONB))";
     const WRITE_PROBE: &'static str = "SET TRANSACTION READ WRITE";
+    const PLACES_OF_LOCATION: &'static str = "json_build_array(json_build_object('city', \
+         location, 'region', NULL, 'country', NULL))::text";
 }
 
 // The shared SQL (`sql/`), compiled for this backend.

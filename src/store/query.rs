@@ -10,10 +10,17 @@ pub struct JobSearch {
     /// Lower-cased substring of the location.
     pub location: Option<String>,
     pub remote: Option<bool>,
+    /// `onsite`, `hybrid` or `remote`.
+    pub workplace: Option<String>,
+    /// A place's country (ISO 3166-1 alpha-2, upper-case).
+    pub country: Option<String>,
     pub company_id: Option<i64>,
     /// Only these jobs (`ids=`, at most [`MAX_SEARCH_IDS`], ascending and distinct).
     pub ids: Option<Vec<i64>>,
     pub salary_min: Option<i64>,
+    /// With it, `salary_min` compares the yearly top of ranges in this currency, and only
+    /// jobs paid in it (or stating no pay) are kept.
+    pub salary_currency: Option<String>,
     pub employment_type: Option<String>,
     /// Only jobs created at or after this instant (`posted_within_days`).
     pub posted_within: Option<PostedWithin>,
@@ -52,13 +59,14 @@ pub struct After {
 pub struct Facets {
     pub employment_type: bool,
     pub remote: bool,
+    pub workplace: bool,
     pub company: bool,
 }
 
 impl Facets {
     /// Whether any is asked for.
     pub fn any(&self) -> bool {
-        self.employment_type || self.remote || self.company
+        self.employment_type || self.remote || self.workplace || self.company
     }
 }
 

@@ -1,5 +1,6 @@
 //! The rows the API's use cases read and write, and the values they take.
 
+use crate::domain::pay_place::{self, Period, Place, Salary, Workplace};
 use crate::domain::values::{Email, SalaryRange, Title};
 use crate::domain::{ApplicationStatus, EmploymentType, JobStatus, Role, UnknownValue};
 use chrono::{DateTime, Utc};
@@ -74,6 +75,16 @@ pub struct JobRow {
     pub remote: bool,
     pub salary_min: Option<i64>,
     pub salary_max: Option<i64>,
+    /// `onsite`, `hybrid` or `remote`; `None` for a job written before pay and place (read
+    /// from `remote` through [`JobRow::workplace`]).
+    pub workplace: Option<String>,
+    /// The places as stored (a JSON array of [`Place`]); `None` for a job written before pay
+    /// and place (read from `location` through [`JobRow::places`]).
+    pub locations: Option<String>,
+    /// The salary's ISO 4217 currency and its period; `None` for a job written before pay had
+    /// a currency (`DEFAULT_SALARY_CURRENCY` per `year`, through [`JobRow::salary`]).
+    pub salary_currency: Option<String>,
+    pub salary_period: Option<String>,
     #[sqlx(try_from = "String")]
     pub employment_type: EmploymentType,
     /// The stored status: an open job past its `expires_at` reads as expired
@@ -99,21 +110,93 @@ impl JobRow {
         crate::domain::job::status_at(self.status, self.expires_at, now)
     }
 
+    /// Where the work is done: as stored, else (a job written before pay and place) from
+    /// `remote`. A stored value that `remote` contradicts was overwritten by a release that
+    /// writes only `remote` (during a rolling deploy): `remote` is the newer, and wins. A
+    /// value this release does not know reads from `remote` too; [`JobRow::fields`] refuses it.
+    pub fn workplace(&self) -> Workplace {
+        self.workplace
+            .as_deref()
+            .and_then(Workplace::parse)
+            .filter(|w| (*w == Workplace::Remote) == self.remote)
+            .unwrap_or(Workplace::of_remote(self.remote))
+    }
+
+    /// The job's places: as stored, else (a job written before pay and place) the one its
+    /// `location` names, its country unknown (none for an empty `location`). Stored places
+    /// whose first does not read as `location` were overwritten by a release that writes only
+    /// `location`: that text is the newer, and wins.
+    pub fn places(&self) -> Vec<Place> {
+        pay_place::stored_places(self.locations.as_deref())
+            .filter(|places| places.first().map(Place::text).unwrap_or_default() == self.location)
+            .unwrap_or_else(|| pay_place::places_of_text(&self.location))
+    }
+
+    /// The job's pay (`None`: it states none), in `DEFAULT_SALARY_CURRENCY` per `year` for a
+    /// job written before pay had a currency.
+    pub fn salary(&self) -> Option<Salary> {
+        if self.salary_min.is_none() && self.salary_max.is_none() {
+            return None;
+        }
+        Some(Salary {
+            min: self.salary_min,
+            max: self.salary_max,
+            currency: self
+                .salary_currency
+                .clone()
+                .unwrap_or_else(|| pay_place::default_currency().to_string()),
+            period: self
+                .salary_period
+                .as_deref()
+                .and_then(Period::parse)
+                .unwrap_or(Period::Year),
+        })
+    }
+
     /// The job's fields, parsed again by today's rules.
     pub fn fields(&self) -> Result<JobFields, UnknownValue> {
         let invalid = |kind, value: String| UnknownValue { kind, value };
+        if let Some(w) = self
+            .workplace
+            .as_deref()
+            .filter(|w| Workplace::parse(w).is_none())
+        {
+            return Err(invalid("workplace", w.to_string()));
+        }
+        if let Some(p) = self
+            .salary_period
+            .as_deref()
+            .filter(|p| Period::parse(p).is_none())
+        {
+            return Err(invalid("salary period", p.to_string()));
+        }
+        if let Some(c) = self
+            .salary_currency
+            .as_deref()
+            .filter(|c| pay_place::currency(c).is_none())
+        {
+            return Err(invalid("salary currency", c.to_string()));
+        }
+        if self.locations.is_some() && pay_place::stored_places(self.locations.as_deref()).is_none()
+        {
+            return Err(invalid(
+                "locations",
+                self.locations.clone().unwrap_or_default(),
+            ));
+        }
+        SalaryRange::parse(self.salary_min, self.salary_max).map_err(|_| {
+            invalid(
+                "salary range",
+                format!("{:?}..{:?}", self.salary_min, self.salary_max),
+            )
+        })?;
         Ok(JobFields {
             title: Title::parse(&self.title)
                 .map_err(|_| invalid("job title", self.title.clone()))?,
             description: self.description.clone(),
-            location: self.location.clone(),
-            remote: self.remote,
-            salary: SalaryRange::parse(self.salary_min, self.salary_max).map_err(|_| {
-                invalid(
-                    "salary range",
-                    format!("{:?}..{:?}", self.salary_min, self.salary_max),
-                )
-            })?,
+            workplace: self.workplace(),
+            locations: self.places(),
+            salary: self.salary(),
             employment_type: self.employment_type,
             status: self.status,
             expires_at: self.expires_at,
@@ -128,9 +211,10 @@ impl JobRow {
 pub struct JobFields {
     pub title: Title,
     pub description: String,
-    pub location: String,
-    pub remote: bool,
-    pub salary: SalaryRange,
+    pub workplace: Workplace,
+    /// 0–10 places (none only for a job written before pay and place with no location).
+    pub locations: Vec<Place>,
+    pub salary: Option<Salary>,
     pub employment_type: EmploymentType,
     pub status: JobStatus,
     /// When the job expires (see [`JobRow::expires_at`]).
@@ -138,6 +222,18 @@ pub struct JobFields {
     pub resume_required: bool,
     /// As stored (see [`JobRow::questions`]).
     pub questions: Option<String>,
+}
+
+impl JobFields {
+    /// The older `location`: the first place as text ("" for none).
+    pub fn location(&self) -> String {
+        self.locations.first().map(Place::text).unwrap_or_default()
+    }
+
+    /// The older `remote`: `workplace == remote`.
+    pub fn remote(&self) -> bool {
+        self.workplace == Workplace::Remote
+    }
 }
 
 /// An operator's decision on a job waiting for review.

@@ -105,6 +105,8 @@ impl Dialect for SqliteDialect {
     const JSON_IDS_CLOSE: &'static str = ")";
     // `BEGIN IMMEDIATE` has taken the write lock already.
     const WRITE_PROBE: &'static str = "SELECT 1";
+    const PLACES_OF_LOCATION: &'static str =
+        "json_array(json_object('city', location, 'region', NULL, 'country', NULL))";
 }
 
 // The shared SQL (`sql/`), compiled for this backend.

@@ -13,7 +13,7 @@ use jobboard::config::DatabaseUrl;
 use jobboard::domain::alert::{DIGEST_JOBS, Frequency, describe};
 use jobboard::domain::event::{EventKind, parse_event};
 use jobboard::domain::search::{SearchFilters, document_terms, query_terms};
-use jobboard::domain::values::{SalaryRange, Title};
+use jobboard::domain::values::Title;
 use jobboard::domain::{EmploymentType, JobStatus};
 use jobboard::store::{CompanyFields, JobFields, NewUser, Store};
 use jobboard::unsubscribe::{self, Target};
@@ -235,9 +235,12 @@ async fn corpus(
                 JobFields {
                     title: Title::parse(&title).unwrap(),
                     description: description.clone(),
-                    location: location.clone(),
-                    remote,
-                    salary: SalaryRange::parse(salary_max.map(|m| m / 2), salary_max).unwrap(),
+                    locations: jobboard::domain::pay_place::places_of_text(&location),
+                    workplace: jobboard::domain::pay_place::Workplace::of_remote(remote),
+                    salary: jobboard::domain::pay_place::Salary::older(
+                        salary_max.map(|m| m / 2),
+                        salary_max,
+                    ),
                     employment_type,
                     status: JobStatus::Open,
                     expires_at: Some(Utc::now() + Duration::days(30)),

@@ -43,7 +43,8 @@ async fn an_alert_is_created_listed_changed_and_deleted(app: TestApp) {
     assert_eq!(
         a["search"],
         json!({"q": "Rust engineers", "location": "Berlin", "remote": true, "company_id": 7,
-            "salary_min": 50000, "employment_type": "contract"}),
+            "salary_min": 50000, "employment_type": "contract", "workplace": null,
+            "country": null, "salary_currency": null}),
         "trimmed, as typed"
     );
     assert_eq!(a["frequency"], "weekly");
@@ -62,7 +63,8 @@ async fn an_alert_is_created_listed_changed_and_deleted(app: TestApp) {
     assert_eq!(
         b["search"],
         json!({"q": null, "location": null, "remote": null, "company_id": 3,
-            "salary_min": null, "employment_type": null})
+            "salary_min": null, "employment_type": null, "workplace": null, "country": null,
+            "salary_currency": null})
     );
     let b_id = b["id"].as_i64().unwrap();
 

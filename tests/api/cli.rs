@@ -332,6 +332,21 @@ async fn bad_configuration_stops_with_one_line_naming_the_variable() {
             "SQS_DLQ_URL",
             None,
         ),
+        (
+            vec![("DEFAULT_SALARY_CURRENCY", "usd")],
+            "DEFAULT_SALARY_CURRENCY",
+            None,
+        ),
+        (
+            vec![("DEFAULT_SALARY_CURRENCY", "XYZ")],
+            "DEFAULT_SALARY_CURRENCY",
+            None,
+        ),
+        (
+            vec![("JOB_REQUIRE_SALARY", "yes")],
+            "JOB_REQUIRE_SALARY",
+            None,
+        ),
     ];
     for (vars, var, secret) in cases {
         for args in [&["serve"][..], &["migrate"][..]] {
@@ -570,6 +585,59 @@ async fn migrate_creates_the_sqlite_database() {
         .await
         .unwrap();
     assert_eq!(jobs, 0);
+}
+
+/// `jobboard migrate` writes down the pay and place of jobs stored before them, their salary
+/// in `DEFAULT_SALARY_CURRENCY` per year, as the process was configured.
+#[tokio::test]
+async fn migrate_gives_older_jobs_the_default_salary_currency() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let url = format!("sqlite://{}", db.display());
+    let vars = [("DATABASE_URL", url.as_str()), ("LOG_FORMAT", "json")];
+    let out = run(dir.path(), &["migrate"], &vars).await;
+    assert!(out.status.success(), "{}", out.stderr);
+    let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    // Two jobs as a release before pay and place writes them: the older columns alone.
+    for statement in [
+        "INSERT INTO companies (name, created_at) VALUES ('Acme', '2026-01-01T00:00:00+00:00')",
+        "INSERT INTO jobs (company_id, title, description, location, location_key, remote, \
+         salary_min, salary_max, employment_type, status, search_terms, title_terms, \
+         created_at, updated_at) VALUES \
+         (1, 'Welder', 'd', 'Lyon', 'lyon', 0, 40000, 50000, 'full_time', 'open', 'welder', \
+          'welder', '2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00'), \
+         (1, 'Nurse', 'd', 'Nice', 'nice', 1, NULL, NULL, 'full_time', 'open', 'nurse', \
+          'nurse', '2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00')",
+    ] {
+        sqlx::query(statement).execute(&mut conn).await.unwrap();
+    }
+    let eur = [
+        ("DATABASE_URL", url.as_str()),
+        ("LOG_FORMAT", "json"),
+        ("DEFAULT_SALARY_CURRENCY", "EUR"),
+    ];
+    let out = run(dir.path(), &["migrate"], &eur).await;
+    assert!(out.status.success(), "{}", out.stderr);
+    let rows: Vec<(String, String, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT workplace, locations, salary_currency, salary_period FROM jobs ORDER BY id",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(rows[0].0, "onsite");
+    assert_eq!(rows[1].0, "remote");
+    let places: Value = serde_json::from_str(&rows[0].1).unwrap();
+    assert_eq!(
+        places,
+        serde_json::json!([{"city": "Lyon", "region": null, "country": null}])
+    );
+    assert_eq!(
+        (rows[0].2.as_deref(), rows[0].3.as_deref()),
+        (Some("EUR"), Some("year"))
+    );
+    assert_eq!((rows[1].2.as_deref(), rows[1].3.as_deref()), (None, None));
 }
 
 #[tokio::test]

@@ -69,11 +69,12 @@ async fn job_create_rules(app: TestApp) {
     body["salary_max"] = json!(99);
     let r = app.post("/api/jobs", Some(&e.token), body).await;
     assert!(r.expect_problem(422, "validation")["errors"]["salary_min"].is_array());
+    // Without `remote` nor `workplace`, the job has no workplace.
     let mut body = valid.clone();
     body.as_object_mut().unwrap().remove("remote");
     let r = app.post("/api/jobs", Some(&e.token), body).await;
     assert!(
-        r.expect_problem(422, "validation")["errors"]["remote"].is_array(),
+        r.expect_problem(422, "validation")["errors"]["workplace"].is_array(),
         "{}",
         r.text
     );

@@ -40,6 +40,7 @@ mod overload;
 mod pages;
 mod pages_browser;
 mod panics;
+mod pay_place;
 mod proxy;
 mod query_rules;
 mod readme;

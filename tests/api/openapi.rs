@@ -17,6 +17,7 @@
 //! integer query parameter its range in its annotation. Both tests say what is missing.
 
 use crate::helpers::*;
+use jobboard::domain::pay_place::{CURRENCIES, Workplace};
 use jobboard::domain::{ApplicationStatus, EmploymentType, JobStatus, Role};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -143,7 +144,8 @@ fn table() -> Vec<Row> {
     let job = |company: &str| {
         Some(
             json!({"company_id": company, "title": "Another", "description": "d",
-            "location": "l", "remote": false, "employment_type": "full_time"}),
+            "workplace": "onsite", "locations": [{"city": "l", "country": "DE"}],
+            "employment_type": "full_time"}),
         )
     };
     let alert =
@@ -519,7 +521,32 @@ fn enum_inputs() -> Vec<(
     let kinds: Vec<&str> = EmploymentType::ALL.iter().map(|t| t.as_str()).collect();
     let job_statuses: Vec<&str> = JobStatus::ALL.iter().map(|s| s.as_str()).collect();
     let statuses: Vec<&str> = ApplicationStatus::ALL.iter().map(|s| s.as_str()).collect();
+    let workplaces: Vec<&str> = Workplace::ALL.iter().map(|w| w.as_str()).collect();
     vec![
+        ("post", "/api/jobs", "body", "workplace", workplaces.clone()),
+        (
+            "patch",
+            "/api/jobs/{id}",
+            "body",
+            "workplace",
+            workplaces.clone(),
+        ),
+        ("get", "/api/jobs", "query", "workplace", workplaces.clone()),
+        ("get", "/jobs.atom", "query", "workplace", workplaces),
+        (
+            "get",
+            "/api/jobs",
+            "query",
+            "salary_currency",
+            CURRENCIES.to_vec(),
+        ),
+        (
+            "get",
+            "/jobs.atom",
+            "query",
+            "salary_currency",
+            CURRENCIES.to_vec(),
+        ),
         ("post", "/api/auth/register", "body", "role", roles),
         (
             "post",
@@ -597,6 +624,10 @@ const FREE_TEXT_QUERY: &[(&str, &str, &str)] = &[
     ("get", "/api/jobs", "after"),
     ("get", "/jobs.atom", "q"),
     ("get", "/jobs.atom", "location"),
+    // An ISO 3166-1 alpha-2 code in any case (a pattern, not an enum of upper-case codes); a
+    // code no country has is 422 (tests/api/pay_place.rs).
+    ("get", "/api/jobs", "country"),
+    ("get", "/jobs.atom", "country"),
 ];
 
 /// Fields sent only when the request asks for them (`schema`, `field`).
@@ -604,6 +635,7 @@ const SENT_WHEN_ASKED: &[(&str, &str)] = &[
     ("JobList", "facets"),
     ("SearchFacets", "employment_type"),
     ("SearchFacets", "remote"),
+    ("SearchFacets", "workplace"),
     ("SearchFacets", "company"),
 ];
 

@@ -5,7 +5,7 @@
 
 use crate::worker::Harness;
 use chrono::{DateTime, Duration, Utc};
-use jobboard::domain::values::{SalaryRange, Title};
+use jobboard::domain::values::Title;
 use jobboard::domain::{EmploymentType, JobStatus, Role};
 use jobboard::store::job_upkeep::{JobUpkeepSettings, run_job_upkeep};
 use jobboard::store::{CompanyFields, JobFields, NewUser, Store};
@@ -56,9 +56,9 @@ fn job(title: String, expires_at: DateTime<Utc>) -> JobFields {
     JobFields {
         title: Title::parse(&title).unwrap(),
         description: "Build things with us".to_string(),
-        location: "Berlin, Germany".to_string(),
-        remote: false,
-        salary: SalaryRange::parse(Some(50_000), Some(70_000)).unwrap(),
+        locations: jobboard::domain::pay_place::places_of_text("Berlin, Germany"),
+        workplace: jobboard::domain::pay_place::Workplace::of_remote(false),
+        salary: jobboard::domain::pay_place::Salary::older(Some(50_000), Some(70_000)),
         employment_type: EmploymentType::FullTime,
         status: JobStatus::Open,
         expires_at: Some(expires_at),

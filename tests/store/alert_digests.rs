@@ -73,7 +73,7 @@ pub(crate) async fn job_at(
     created: DateTime<Utc>,
 ) -> JobRow {
     let mut fields = job_fields(title);
-    fields.location = location.to_string();
+    fields.locations = jobboard::domain::pay_place::places_of_text(location);
     let j = job(&db.store, company_id, fields).await;
     run_sql(
         db,

@@ -36,6 +36,9 @@ async fn alerts_are_created_read_and_listed_newest_first(store: Arc<dyn Store>) 
             company_id: Some(42),
             salary_min: Some(1_000_000_000),
             employment_type: Some(EmploymentType::Internship),
+            workplace: Some(jobboard::domain::pay_place::Workplace::Hybrid),
+            country: Some("DE".into()),
+            salary_currency: Some("EUR".into()),
         },
         frequency: Frequency::Weekly,
     };

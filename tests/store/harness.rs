@@ -2,7 +2,7 @@
 //! store's public constructors and trait methods, as the application itself uses them.
 
 use jobboard::config::DatabaseUrl;
-pub use jobboard::domain::values::{Email, SalaryRange, Title};
+pub use jobboard::domain::values::{Email, Title};
 use jobboard::domain::{EmploymentType, JobStatus, Role};
 use jobboard::store::{
     ApplicationRow, CompanyFields, CompanyRow, JobFields, JobRow, NewUser, Store, StoreError,
@@ -166,9 +166,9 @@ pub fn job_fields(title: &str) -> JobFields {
     JobFields {
         title: Title::parse(title).expect("a valid title"),
         description: "Build things with us".to_string(),
-        location: "Berlin, Germany".to_string(),
-        remote: false,
-        salary: SalaryRange::parse(Some(50_000), Some(70_000)).expect("a valid range"),
+        locations: jobboard::domain::pay_place::places_of_text("Berlin, Germany"),
+        workplace: jobboard::domain::pay_place::Workplace::of_remote(false),
+        salary: jobboard::domain::pay_place::Salary::older(Some(50_000), Some(70_000)),
         employment_type: EmploymentType::FullTime,
         status: JobStatus::Open,
         expires_at: Some(jobboard::timefmt::now() + chrono::Duration::days(30)),

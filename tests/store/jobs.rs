@@ -1,6 +1,7 @@
 //! Jobs: creation, the optimistic update, deletion, and search with its filters and totals.
 
 use crate::harness::*;
+use jobboard::domain::pay_place::places_of_text;
 use jobboard::domain::{EmploymentType, JobStatus, Role, search};
 use jobboard::store::{JobSearch, Page, Store};
 use std::sync::Arc;
@@ -21,9 +22,9 @@ async fn jobs_are_created_and_read(store: Arc<dyn Store>) {
     let fields = jobboard::store::JobFields {
         title: Title::parse("Data analyst").unwrap(),
         description: "Numbers".to_string(),
-        location: "Remote EU".to_string(),
-        remote: true,
-        salary: SalaryRange::parse(None, Some(90_000)).unwrap(),
+        locations: jobboard::domain::pay_place::places_of_text("Remote EU"),
+        workplace: jobboard::domain::pay_place::Workplace::of_remote(true),
+        salary: jobboard::domain::pay_place::Salary::older(None, Some(90_000)),
         employment_type: EmploymentType::Contract,
         status: JobStatus::Closed,
         expires_at: Some(jobboard::timefmt::now() + chrono::Duration::days(3)),
@@ -125,16 +126,16 @@ async fn search_applies_every_filter(store: Arc<dyn Store>) {
     let acme = company(&store, owner.id, "Acme").await;
     let globex = company(&store, owner.id, "Globex").await;
     let mut f = job_fields("Rust Engineers");
-    f.location = "Berlin, Germany".to_string();
+    f.locations = places_of_text("Berlin, Germany");
     let rust_berlin = job(&store, acme.id, f).await;
     let mut f = job_fields("Rust engineer");
-    f.location = "Paris".to_string();
-    f.remote = true;
-    f.salary = SalaryRange::default();
+    f.locations = places_of_text("Paris");
+    f.workplace = jobboard::domain::pay_place::Workplace::Remote;
+    f.salary = None;
     f.employment_type = EmploymentType::PartTime;
     let rust_remote = job(&store, globex.id, f).await;
     let mut f = job_fields("Go engineer");
-    f.salary = SalaryRange::parse(Some(30_000), Some(40_000)).unwrap();
+    f.salary = jobboard::domain::pay_place::Salary::older(Some(30_000), Some(40_000));
     let go = job(&store, acme.id, f).await;
     let mut f = job_fields("Rust engineer, closed");
     f.status = JobStatus::Closed;

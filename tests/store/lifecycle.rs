@@ -657,6 +657,12 @@ mod upgrade {
             SEED_PG
         };
         exec(&db, seed).await.expect("seed");
+        exec(
+            &db,
+            "UPDATE jobs SET salary_max = 90000, remote = (1 = 1), location = '' WHERE id = 7",
+        )
+        .await
+        .expect("a remote job with pay and no location");
         let file = "SELECT CAST(pg_relation_filenode('jobs') AS BIGINT)";
         let before = if backend == "postgres" {
             count(&db, file).await
@@ -671,6 +677,43 @@ mod upgrade {
         }
         assert_eq!(count(&db, "SELECT COUNT(*) FROM jobs").await, 2000);
         assert_eq!(count(&db, "SELECT COUNT(*) FROM applications").await, 100);
+        // Pay and place (0029) written down from the older columns, in batches: what every
+        // job read as before, now stored.
+        assert_eq!(
+            count(&db, "SELECT COUNT(*) FROM jobs WHERE workplace = 'onsite'").await,
+            1999
+        );
+        assert_eq!(
+            count(
+                &db,
+                "SELECT COUNT(*) FROM jobs WHERE salary_currency IS NOT NULL"
+            )
+            .await,
+            1,
+            "no pay, no currency"
+        );
+        let paid = db.store.job(7).await.expect("read job 7");
+        assert_eq!(
+            (
+                paid.workplace.as_deref(),
+                paid.locations.as_deref(),
+                paid.salary_currency.as_deref(),
+                paid.salary_period.as_deref()
+            ),
+            (Some("remote"), Some("[]"), Some("USD"), Some("year"))
+        );
+        for id in [1, 1999, 2000] {
+            let job = db.store.job(id).await.expect("read job");
+            assert!(
+                job.locations.is_some() && job.workplace.is_some(),
+                "{job:?}"
+            );
+            assert_eq!(
+                job.places(),
+                [jobboard::domain::pay_place::Place::of_text("Berlin")]
+            );
+            assert_eq!(job.fields().expect("valid").location(), "Berlin");
+        }
         assert_eq!(
             count(&db, "SELECT COUNT(*) FROM jobs WHERE expires_at IS NULL").await,
             2000,

@@ -7,7 +7,7 @@ use crate::Opts;
 use crate::common::FreshDb;
 use anyhow::{Context, Result};
 use futures::{StreamExt, TryStreamExt};
-use jobboard::domain::values::{Email, SalaryRange, Title};
+use jobboard::domain::values::{Email, Title};
 use jobboard::domain::{Actor, ApplicationStatus, EmploymentType, JobStatus, Role};
 use jobboard::store::{CompanyFields, JobFields, NewUser};
 use std::path::PathBuf;
@@ -138,9 +138,9 @@ pub(crate) async fn employer_with_job(
             JobFields {
                 title: Title::parse("Engineer").expect("a valid title"),
                 description: "Benchmark".into(),
-                location: "Anywhere".into(),
-                remote: true,
-                salary: SalaryRange::default(),
+                locations: jobboard::domain::pay_place::places_of_text("Anywhere"),
+                workplace: jobboard::domain::pay_place::Workplace::Remote,
+                salary: None,
                 employment_type: EmploymentType::FullTime,
                 status: JobStatus::Open,
                 expires_at: Some(jobboard::timefmt::now() + chrono::Duration::days(30)),

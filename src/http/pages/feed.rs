@@ -31,12 +31,15 @@ pub(super) const FEED_SIZE: i64 = 50;
 const ATOM: &str = "application/atom+xml; charset=utf-8";
 
 /// The filters a feed takes, in the order its id names them.
-const FILTERS: [&str; 7] = [
+const FILTERS: [&str; 10] = [
     "q",
     "location",
     "remote",
+    "workplace",
+    "country",
     "company_id",
     "salary_min",
+    "salary_currency",
     "employment_type",
     "posted_within_days",
 ];
@@ -50,8 +53,11 @@ const NOT_TAKEN: [&str; 6] = ["page", "page_size", "sort", "facets", "ids", "aft
         ("q" = Option<String>, Query, description = "words that must all match, as `GET /api/jobs`"),
         ("location" = Option<String>, Query, description = "case-insensitive substring of the location"),
         ("remote" = Option<bool>, Query),
+        ("workplace" = Option<crate::domain::pay_place::Workplace>, Query),
+        ("country" = Option<String>, Query, pattern = "^[A-Za-z]{2}$", description = "ISO 3166-1 alpha-2, as `GET /api/jobs`"),
         ("company_id" = Option<i64>, Query, minimum = 1),
         ("salary_min" = Option<i64>, Query, minimum = 0, maximum = 1000000000),
+        ("salary_currency" = Option<crate::domain::pay_place::Currency>, Query, description = "ISO 4217, as `GET /api/jobs`"),
         ("employment_type" = Option<crate::domain::EmploymentType>, Query),
         ("posted_within_days" = Option<i64>, Query, minimum = 1, maximum = 365)),
     responses(
@@ -152,11 +158,20 @@ fn title(filters: &SearchFilters, posted_within_days: Option<i64>, host: &str) -
         Some(false) => parts.push("not remote".to_string()),
         None => {}
     }
+    if let Some(w) = filters.workplace {
+        parts.push(w.as_str().to_string());
+    }
+    if let Some(c) = &filters.country {
+        parts.push(format!("in country {c}"));
+    }
     if let Some(c) = filters.company_id {
         parts.push(format!("at company {c}"));
     }
-    if let Some(s) = filters.salary_min {
-        parts.push(format!("paying up to at least {s}"));
+    match (filters.salary_min, &filters.salary_currency) {
+        (Some(s), Some(c)) => parts.push(format!("paying up to at least {s} {c} a year")),
+        (Some(s), None) => parts.push(format!("paying up to at least {s}")),
+        (None, Some(c)) => parts.push(format!("paid in {c}")),
+        (None, None) => {}
     }
     if let Some(k) = filters.employment_type {
         parts.push(super::listing::kind_words(k).to_lowercase());

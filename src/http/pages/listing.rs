@@ -9,24 +9,18 @@ use crate::store::JobRow;
 use chrono::{DateTime, Utc};
 use unicode_normalization::UnicodeNormalization;
 
-/// The currency of a pay range stored without one: every range today, read as this currency
-/// per year.
-pub(super) const STORED_PAY_CURRENCY: &str = "USD";
-
 /// The longest slug, in bytes (ASCII), cut at a word.
 const SLUG_MAX: usize = 60;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Workplace {
     Onsite,
-    /// Not stored yet (the job's `workplace` will say it).
-    #[allow(dead_code)]
     Hybrid,
     Remote,
 }
 
-/// A place: its text, and its parts where they are known (the job's `locations` will give
-/// them; today's `location` is a text alone).
+/// A place: its text, and its parts where they are known (a place written as the older
+/// `location` is a text alone).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Place {
     pub text: String,
@@ -38,13 +32,9 @@ pub(super) struct Place {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Period {
-    #[allow(dead_code)]
     Hour,
-    #[allow(dead_code)]
     Day,
-    #[allow(dead_code)]
     Week,
-    #[allow(dead_code)]
     Month,
     Year,
 }
@@ -131,22 +121,33 @@ impl Listing {
     }
 
     fn with_description(job: &JobRow, now: DateTime<Utc>, description: String) -> Listing {
-        let location = fold_one_line(&job.location);
-        let places = if location.is_empty() {
-            vec![]
-        } else {
-            vec![Place {
-                text: location,
-                city: None,
-                region: None,
-                country: None,
-            }]
-        };
-        let pay = (job.salary_min.is_some() || job.salary_max.is_some()).then(|| Pay {
-            min: job.salary_min,
-            max: job.salary_max,
-            currency: STORED_PAY_CURRENCY.to_string(),
-            period: Period::Year,
+        use crate::domain::pay_place as pp;
+        let places = job
+            .places()
+            .into_iter()
+            .map(|p| {
+                let known = p.country.is_some();
+                Place {
+                    text: fold_one_line(&p.text()),
+                    // A place written as the older text is a text alone.
+                    city: known.then(|| fold_one_line(&p.city)),
+                    region: p.region.as_deref().map(fold_one_line),
+                    country: p.country,
+                }
+            })
+            .filter(|p| !p.text.is_empty())
+            .collect();
+        let pay = job.salary().map(|s| Pay {
+            min: s.min,
+            max: s.max,
+            currency: s.currency,
+            period: match s.period {
+                pp::Period::Hour => Period::Hour,
+                pp::Period::Day => Period::Day,
+                pp::Period::Week => Period::Week,
+                pp::Period::Month => Period::Month,
+                pp::Period::Year => Period::Year,
+            },
         });
         Listing {
             id: job.id,
@@ -154,10 +155,10 @@ impl Listing {
             company: fold_one_line(&job.company_name),
             title: fold_one_line(&job.title),
             description,
-            workplace: if job.remote {
-                Workplace::Remote
-            } else {
-                Workplace::Onsite
+            workplace: match job.workplace() {
+                pp::Workplace::Onsite => Workplace::Onsite,
+                pp::Workplace::Hybrid => Workplace::Hybrid,
+                pp::Workplace::Remote => Workplace::Remote,
             },
             places,
             pay,

@@ -22,7 +22,7 @@ const OLDEST_DUE: &str = concatcp!("SELECT MIN(", WATERMARK, ") FROM alerts WHER
 /// Paged by id through the partial index `alerts_due (frequency, id) WHERE NOT paused`.
 const DUE_PAGE: &str = concatcp!(
     "SELECT id, user_id, q, location, remote, company_id, salary_min, employment_type, \
-     frequency, paused, created_at, last_sent_at, watermark_created_at, watermark_job_id \
+     workplace, country, salary_currency, frequency, paused, created_at, last_sent_at, watermark_created_at, watermark_job_id \
      FROM alerts WHERE ",
     DUE,
     " AND id > $3 AND id <= $4 ORDER BY id LIMIT $5"

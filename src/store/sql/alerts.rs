@@ -8,7 +8,7 @@ use crate::store::*;
 use const_format::concatcp;
 
 const COLUMNS: &str = "id, user_id, q, location, remote, company_id, salary_min, \
-     employment_type, frequency, paused, created_at, last_sent_at, watermark_created_at, \
+     employment_type, workplace, country, salary_currency, frequency, paused, created_at, last_sent_at, watermark_created_at, \
      watermark_job_id";
 /// Held to the commit by an alert's creation: the user's creations take turns, so the count
 /// they read cannot change before their insert commits.
@@ -18,8 +18,8 @@ const USER_LOCKED: &str = concatcp!(
 );
 const COUNT_OF_USER: &str = "SELECT COUNT(*) FROM alerts WHERE user_id = $1";
 const INSERT: &str = "INSERT INTO alerts (user_id, q, location, remote, company_id, salary_min, \
-     employment_type, frequency, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id";
+     employment_type, frequency, created_at, workplace, country, salary_currency) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id";
 const OF_USER: &str = concatcp!(
     "SELECT ",
     COLUMNS,
@@ -91,6 +91,9 @@ impl AlertStore for S {
             .bind(f.employment_type.map(|t| t.as_str()))
             .bind(alert.frequency.as_str())
             .bind(created_at)
+            .bind(f.workplace.map(|w| w.as_str()))
+            .bind(&f.country)
+            .bind(&f.salary_currency)
             .fetch_one(&mut *tx)
             .await
             .step("inserting the alert")?;

@@ -8,6 +8,7 @@ use crate::domain::EmploymentType;
 use crate::domain::alert::{Frequency, describe};
 use crate::domain::event::{Event, EventKind};
 use crate::domain::mail::{About, Absent, AlertJob, DigestJob, EmailData, Loaded, Recipient};
+use crate::domain::pay_place::{self, Workplace};
 use crate::domain::search::SearchFilters;
 use crate::store::dialect::placeholders;
 use crate::store::{StoreError, StoreResult};
@@ -93,6 +94,9 @@ struct AlertDigestRow {
     company_name: Option<String>,
     salary_min: Option<i64>,
     employment_type: Option<String>,
+    workplace: Option<String>,
+    country: Option<String>,
+    salary_currency: Option<String>,
     frequency: String,
     paused: bool,
     job_id: Option<i64>,
@@ -362,24 +366,40 @@ fn alert_digest(alert_id: i64, jobs: &[i64], rows: Vec<AlertDigestRow>) -> Loade
     if first.paused {
         return Loaded::Missing(Absent::TurnedOff);
     }
-    let (Some(frequency), Ok(employment_type)) = (
+    let workplace = match first.workplace.as_deref() {
+        None => Ok(None),
+        Some(w) => Workplace::parse(w).map(Some).ok_or(()),
+    };
+    let currency = match first.salary_currency.as_deref() {
+        None => Ok(None),
+        Some(c) => pay_place::currency(c)
+            .map(|c| Some(c.to_string()))
+            .ok_or(()),
+    };
+    let (Some(frequency), Ok(employment_type), Ok(workplace), Ok(currency)) = (
         Frequency::parse(&first.frequency),
         first
             .employment_type
             .clone()
             .map(EmploymentType::try_from)
             .transpose(),
+        workplace,
+        currency,
     ) else {
         return Loaded::Unsendable(format!(
-            "alert {alert_id} has a frequency or an employment type this release does not know"
+            "alert {alert_id} has a frequency, an employment type, a workplace or a currency \
+             this release does not know"
         ));
     };
     let filters = SearchFilters {
         q: first.q.clone(),
         location: first.location.clone(),
         remote: first.remote,
+        workplace,
+        country: first.country.clone(),
         company_id: first.company_id,
         salary_min: first.salary_min,
+        salary_currency: currency,
         employment_type,
     };
     let search = describe(&filters, first.company_name.as_deref());

@@ -7,7 +7,7 @@
 use super::joblog::Changed;
 use super::{D, Db, S, Tx, sql};
 use crate::domain::event::{Decision, Event, EventKind};
-use crate::domain::{Conflict, JobStatus, search};
+use crate::domain::{Conflict, JobStatus, pay_place, search};
 use crate::store::dialect::{Dialect, job_terms};
 use crate::store::*;
 use chrono::{DateTime, Utc};
@@ -317,16 +317,21 @@ pub(super) fn next_version(current: DateTime<Utc>, now: DateTime<Utc>) -> DateTi
     }
 }
 
-/// Binds a job's fields in the order `JOB_INSERT` and `JOB_UPDATE` share.
+/// Binds a job's fields in the order `JOB_INSERT` and `JOB_UPDATE` share. The older columns
+/// (`location`, `remote`, `salary_min`, `salary_max`) are written from pay and place, so that
+/// a release that reads only them sees the same job.
 fn bind_job<'q>(query: Query<'q>, f: &'q JobFields, company: &str) -> Query<'q> {
+    let location = f.location();
+    let key = location.to_lowercase();
+    let salary = f.salary.as_ref();
     query
         .bind(f.title.as_str())
         .bind(&f.description)
-        .bind(&f.location)
-        .bind(f.location.to_lowercase())
-        .bind(f.remote)
-        .bind(f.salary.min())
-        .bind(f.salary.max())
+        .bind(location)
+        .bind(key)
+        .bind(f.remote())
+        .bind(salary.and_then(|s| s.min))
+        .bind(salary.and_then(|s| s.max))
         .bind(f.employment_type.as_str())
         .bind(f.status.as_str())
         .bind(job_terms(f.title.as_str(), &f.description, company))
@@ -334,4 +339,8 @@ fn bind_job<'q>(query: Query<'q>, f: &'q JobFields, company: &str) -> Query<'q> 
         .bind(f.expires_at)
         .bind(f.resume_required)
         .bind(&f.questions)
+        .bind(f.workplace.as_str())
+        .bind(pay_place::places_to_stored(&f.locations))
+        .bind(salary.map(|s| s.currency.clone()))
+        .bind(salary.map(|s| s.period.as_str()))
 }

@@ -110,15 +110,16 @@ pub const EMPLOYER_BY_EMAIL_KEY: &str =
 // Jobs
 
 pub const JOB_SELECT: &str = "SELECT j.id, j.company_id, c.name AS company_name, j.title, \
-     j.description, j.location, j.remote, j.salary_min, j.salary_max, j.employment_type, \
-     j.status, j.expires_at, j.rejection_reason, j.resume_required, j.questions, j.created_at, \
+     j.description, j.location, j.remote, j.salary_min, j.salary_max, j.workplace, j.locations, \
+     j.salary_currency, j.salary_period, j.employment_type, j.status, j.expires_at, j.rejection_reason, j.resume_required, j.questions, j.created_at, \
      j.updated_at FROM jobs j JOIN companies c ON c.id = j.company_id";
 pub const JOB_BY_ID: &str = concatcp!(JOB_SELECT, " WHERE j.id = $1");
 pub const JOB_INSERT: &str = "INSERT INTO jobs (company_id, title, description, location, \
      location_key, remote, salary_min, salary_max, employment_type, status, search_terms, \
-     title_terms, expires_at, resume_required, questions, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16) \
-     RETURNING id";
+     title_terms, expires_at, resume_required, questions, workplace, locations, \
+     salary_currency, salary_period, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
+     $19, $20, $20) RETURNING id";
 /// The creation time of the job with the highest id: a new job is never created before it.
 pub const JOB_LATEST_CREATED: &str = "SELECT created_at FROM jobs ORDER BY id DESC LIMIT 1";
 /// Updates the job only if it still has the version (`updated_at`) its merge started from.
@@ -126,9 +127,10 @@ pub const JOB_LATEST_CREATED: &str = "SELECT created_at FROM jobs ORDER BY id DE
 pub const JOB_UPDATE: &str = "UPDATE jobs SET title = $1, description = $2, location = $3, \
      location_key = $4, remote = $5, salary_min = $6, salary_max = $7, employment_type = $8, \
      status = $9, search_terms = $10, title_terms = $11, expires_at = $12, \
-     resume_required = $13, questions = $14, \
-     rejection_reason = CASE WHEN $9 = 'rejected' THEN rejection_reason END, updated_at = $15 \
-     WHERE id = $16 AND updated_at = $17";
+     resume_required = $13, questions = $14, workplace = $15, locations = $16, \
+     salary_currency = $17, salary_period = $18, \
+     rejection_reason = CASE WHEN $9 = 'rejected' THEN rejection_reason END, updated_at = $19 \
+     WHERE id = $20 AND updated_at = $21";
 /// Rows whose title terms are not filled yet (written before the column existed).
 /// The next jobs after an id whose titles have no terms: each batch starts where the last one
 /// ended, so a backfill reads the table once, not its filled part again for every batch.
@@ -508,7 +510,7 @@ pub const ALERT_DIGEST_DATA: &str = concatcp!(
     "SELECT ",
     RECIPIENT,
     ", a.q, a.location, a.remote, a.company_id, c.name AS company_name, a.salary_min, \
-     a.employment_type, a.frequency, a.paused, x.id AS job_id, x.title AS job_title, \
+     a.employment_type, a.workplace, a.country, a.salary_currency, a.frequency, a.paused, x.id AS job_id, x.title AS job_title, \
      x.company AS job_company, x.location AS job_location FROM events e \
      JOIN alerts a ON a.id = $2 JOIN users u ON u.id = a.user_id \
      LEFT JOIN companies c ON c.id = a.company_id \

@@ -19,6 +19,67 @@ pub(super) fn push_page(qb: &mut QueryBuilder<'_, Db>, order: &str, page: Page) 
         .push_bind(page.offset());
 }
 
+/// The pay-and-place columns (migration 0029) of jobs written without them, from the older
+/// ones, over a range of ids; `$1`: `DEFAULT_SALARY_CURRENCY`.
+const JOBS_PAY_PLACE_BACKFILL: &str = const_format::concatcp!(
+    "UPDATE jobs SET workplace = CASE WHEN remote THEN 'remote' ELSE 'onsite' END, \
+     locations = CASE WHEN location = '' THEN '[]' ELSE ",
+    <D as Dialect>::PLACES_OF_LOCATION,
+    " END, \
+     salary_currency = CASE WHEN salary_min IS NULL AND salary_max IS NULL THEN NULL ELSE $1 END, \
+     salary_period = CASE WHEN salary_min IS NULL AND salary_max IS NULL THEN NULL \
+     ELSE 'year' END \
+     WHERE id > $2 AND id <= $3 AND workplace IS NULL"
+);
+/// Ids per statement of the backfill: each a short transaction of its own.
+const PAY_PLACE_BATCH: i64 = 5_000;
+
+impl S {
+    /// Gives every job written before pay and place its `workplace`, `locations`, and its
+    /// salary's currency (`DEFAULT_SALARY_CURRENCY`) and period (`year`), as its older columns
+    /// read: what every reader already derives, written down, in batches of ids so that no
+    /// statement holds many rows' locks for long (expand/contract: a later release may then
+    /// stop reading the older columns). A job an older release writes afterwards reads right
+    /// still (`JobRow::workplace`, `JobRow::places`).
+    async fn backfill_pay_and_place(&self) -> anyhow::Result<()> {
+        let last: Option<i64> =
+            sqlx::query_scalar("SELECT MAX(id) FROM jobs WHERE workplace IS NULL")
+                .fetch_one(&self.pool)
+                .await
+                .context("reading the last job without pay and place")?;
+        let first: Option<i64> =
+            sqlx::query_scalar("SELECT MIN(id) FROM jobs WHERE workplace IS NULL")
+                .fetch_one(&self.pool)
+                .await
+                .context("reading the first job without pay and place")?;
+        let (Some(first), Some(last)) = (first, last) else {
+            return Ok(());
+        };
+        let currency = crate::domain::pay_place::default_currency();
+        let mut after = first - 1;
+        while after < last {
+            let until = after.saturating_add(PAY_PLACE_BATCH).min(last);
+            sqlx::query(JOBS_PAY_PLACE_BACKFILL)
+                .bind(currency)
+                .bind(after)
+                .bind(until)
+                .execute(&self.pool)
+                .await
+                .with_context(|| {
+                    format!("writing the pay and place of jobs {}..={until}", after + 1)
+                })?;
+            after = until;
+        }
+        tracing::info!(
+            first,
+            last,
+            currency,
+            "jobs written before pay and place have theirs"
+        );
+        Ok(())
+    }
+}
+
 #[async_trait::async_trait]
 impl DatabaseStore for S {
     fn backend(&self) -> &'static str {
@@ -55,7 +116,7 @@ impl DatabaseStore for S {
                 .await
                 .context("reading the jobs whose titles have no terms")?;
             if batch.is_empty() {
-                return Ok(());
+                break;
             }
             after = batch.last().map(|(id, _)| *id).unwrap_or(after);
             let mut tx = self.begin_write().await?;
@@ -71,6 +132,7 @@ impl DatabaseStore for S {
                 .await
                 .context("committing a batch of title terms")?;
         }
+        self.backfill_pay_and_place().await
     }
 
     async fn check_schema(&self) -> anyhow::Result<Vec<String>> {

@@ -6,12 +6,13 @@
 //! the same on the conformance corpus with the conformance searches as alerts.
 
 use super::corpus::{
-    COMPANIES, Job, LOCATIONS, TEXT_WORDS, TITLE_WORDS, gen_corpus, gen_description, gen_title,
-    made_up, pick, zipf,
+    COMPANIES, Job, LOCATIONS, TEXT_WORDS, TITLE_WORDS, gen_corpus, gen_description,
+    gen_pay_and_place, gen_title, made_up, pick, zipf,
 };
 use super::queries::{gen_search, reference_matches, surface, vocabulary};
 use chrono::{DateTime, Duration, Utc};
 use jobboard::domain::alert::{DIGEST_JOBS, Frequency, Watermark};
+use jobboard::domain::pay_place::{Period, Workplace, places_to_stored};
 use jobboard::domain::{EmploymentType, JobStatus, search};
 use jobboard::search::{AlertMatches, match_alerts};
 use jobboard::store::{AlertRow, JobRow, JobSearch, SearchSort};
@@ -45,6 +46,11 @@ fn row_of(job: &Job, companies: &[String]) -> JobRow {
         remote: job.remote,
         salary_min: job.salary_min,
         salary_max: job.salary_max,
+        // A job stored before pay and place has only the older columns.
+        workplace: (!job.legacy).then(|| job.workplace.as_str().to_string()),
+        locations: (!job.legacy).then(|| places_to_stored(&job.places)),
+        salary_currency: (!job.legacy).then(|| job.currency.clone()),
+        salary_period: (!job.legacy).then(|| job.period.as_str().to_string()),
         employment_type: job.employment_type,
         status: if job.open {
             JobStatus::Open
@@ -74,10 +80,15 @@ fn gen_jobs(rng: &mut StdRng, n: usize, companies: &[String]) -> Vec<Job> {
                 company: zipf(rng, companies.len()),
                 title: gen_title(rng, i),
                 description: gen_description(rng, i),
-                location: LOCATIONS[zipf(rng, LOCATIONS.len())].to_string(),
-                remote: rng.gen_bool(0.3),
+                location: String::new(),
+                remote: false,
                 salary_min: None,
                 salary_max,
+                workplace: Workplace::Onsite,
+                places: Vec::new(),
+                currency: "USD".into(),
+                period: Period::Year,
+                legacy: false,
                 employment_type: *EmploymentType::ALL.choose(rng).unwrap(),
                 open: !rng.gen_bool(0.15),
                 expired: false,
@@ -87,6 +98,7 @@ fn gen_jobs(rng: &mut StdRng, n: usize, companies: &[String]) -> Vec<Job> {
                 terms: Default::default(),
                 title_terms: Default::default(),
             };
+            gen_pay_and_place(rng, &mut job);
             job.reindex(companies);
             job
         })
@@ -178,6 +190,9 @@ fn gen_case(rng: &mut StdRng, id: i64, jobs: &[Job]) -> Case {
         company_id: company.map(|c| c as i64 + 1),
         salary_min,
         employment_type: employment_type.map(|t| t.as_str().to_string()),
+        workplace: None,
+        country: None,
+        salary_currency: None,
         frequency: Frequency::Daily,
         paused: false,
         created_at,
@@ -279,6 +294,9 @@ fn digests_on_the_conformance_corpus_are_the_reference() {
                     company_id: s.company.map(|c| c as i64 + 1),
                     salary_min: s.search.salary_min,
                     employment_type: s.search.employment_type.clone(),
+                    workplace: s.search.workplace.clone(),
+                    country: s.search.country.clone(),
+                    salary_currency: s.search.salary_currency.clone(),
                     frequency: Frequency::Weekly,
                     paused: false,
                     created_at,
@@ -291,7 +309,10 @@ fn digests_on_the_conformance_corpus_are_the_reference() {
                     terms: s.search.terms.clone(),
                     location,
                     remote: s.search.remote,
+                    workplace: s.search.workplace.clone(),
+                    country: s.search.country.clone(),
                     salary_min: s.search.salary_min,
+                    salary_currency: s.search.salary_currency.clone(),
                     employment_type: s.search.employment_type.clone(),
                     ..JobSearch::default()
                 },

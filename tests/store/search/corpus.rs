@@ -2,6 +2,7 @@
 
 use super::{BOUNDARY_DAYS, CORPUS_SIZE, fixed_now};
 use chrono::{DateTime, Duration, Utc};
+use jobboard::domain::pay_place::{self, Period, Place, Salary, Workplace};
 use jobboard::domain::values::{SalaryRange, Title};
 use jobboard::domain::{EmploymentType, JobStatus, search};
 use jobboard::store::JobFields;
@@ -45,6 +46,25 @@ pub const LOCATIONS: &[&str] = &[
     "London, UK",
     "New York, USA",
 ];
+
+/// Places of jobs written with pay and place: city, region, country.
+pub const PLACES: &[(&str, Option<&str>, &str)] = &[
+    ("Berlin", None, "DE"),
+    ("München", Some("Bayern"), "DE"),
+    ("Zürich", None, "CH"),
+    ("São Paulo", Some("SP"), "BR"),
+    ("İstanbul", None, "TR"),
+    ("Toronto", Some("Ontario"), "CA"),
+    ("Montréal", Some("QC"), "CA"),
+    ("New York", Some("NY"), "US"),
+    ("Austin", Some("Texas"), "US"),
+    ("London", None, "GB"),
+    ("東京", None, "JP"),
+    ("Paris", Some("Île-de-France"), "FR"),
+];
+
+/// The currencies the corpus pays in (the default first).
+pub const PAY_CURRENCIES: &[&str] = &["USD", "EUR", "GBP", "CAD"];
 
 /// Words of the descriptions, in the surface form they are written in, most frequent first.
 pub const TEXT_WORDS: &[&str] = &[
@@ -150,10 +170,20 @@ pub struct Job {
     pub company: usize,
     pub title: String,
     pub description: String,
+    /// The first place as text (what the older `location` column holds).
     pub location: String,
+    /// `workplace == remote`.
     pub remote: bool,
     pub salary_min: Option<i64>,
     pub salary_max: Option<i64>,
+    pub workplace: Workplace,
+    pub places: Vec<Place>,
+    /// The salary's currency and period, as it reads (the default, `USD` a year, for a job
+    /// stored before pay and place).
+    pub currency: String,
+    pub period: Period,
+    /// Stored before pay and place: its new columns are null, and it reads from the older.
+    pub legacy: bool,
     pub employment_type: EmploymentType,
     /// Stored `open` (else closed, or `expired` below).
     pub open: bool,
@@ -196,10 +226,9 @@ impl Job {
         JobFields {
             title: Title::parse(&self.title).expect("a valid title"),
             description: self.description.clone(),
-            location: self.location.clone(),
-            remote: self.remote,
-            salary: SalaryRange::parse(self.salary_min, self.salary_max)
-                .unwrap_or_else(|_| panic!("a valid salary range in {self:?}")),
+            workplace: self.workplace,
+            locations: self.places.clone(),
+            salary: self.salary(),
             employment_type: self.employment_type,
             status: if self.expired {
                 JobStatus::Expired
@@ -212,6 +241,18 @@ impl Job {
             resume_required: false,
             questions: None,
         }
+    }
+
+    /// The pay as the job reads.
+    pub fn salary(&self) -> Option<Salary> {
+        SalaryRange::parse(self.salary_min, self.salary_max)
+            .unwrap_or_else(|_| panic!("a valid salary range in {self:?}"));
+        (self.salary_min.is_some() || self.salary_max.is_some()).then(|| Salary {
+            min: self.salary_min,
+            max: self.salary_max,
+            currency: self.currency.clone(),
+            period: self.period,
+        })
     }
 
     /// Whether a search at `at` finds the job (its words and filters aside): open, and not
@@ -377,8 +418,6 @@ pub fn gen_corpus(rng: &mut StdRng, companies: &[String]) -> Vec<Job> {
         .map(|i| {
             let description = gen_description(rng, i);
             let cobol = description.contains("cobol");
-            let location = LOCATIONS[zipf(rng, LOCATIONS.len())].to_string();
-            let remote = location.starts_with("Remote") || rng.gen_bool(0.25);
             let salary_max = (!rng.gen_bool(0.2)).then(|| rng.gen_range(30..=250) * 1_000);
             let salary_min = match salary_max {
                 Some(max) if rng.gen_bool(0.7) => {
@@ -400,10 +439,15 @@ pub fn gen_corpus(rng: &mut StdRng, companies: &[String]) -> Vec<Job> {
                 company: zipf(rng, companies.len()),
                 title: gen_title(rng, i),
                 description,
-                location,
-                remote,
+                location: String::new(),
+                remote: false,
                 salary_min,
                 salary_max,
+                workplace: Workplace::Onsite,
+                places: Vec::new(),
+                currency: String::new(),
+                period: Period::Year,
+                legacy: false,
                 employment_type,
                 open,
                 expired: false,
@@ -413,8 +457,55 @@ pub fn gen_corpus(rng: &mut StdRng, companies: &[String]) -> Vec<Job> {
                 terms: BTreeSet::new(),
                 title_terms: BTreeSet::new(),
             };
+            gen_pay_and_place(rng, &mut job);
             job.reindex(companies);
             job
         })
         .collect()
+}
+
+/// A job's pay and place, its yearly range already drawn: a third stored before pay and place
+/// (a free-text location of [`LOCATIONS`], the older columns alone, read as USD a year); the
+/// rest with a workplace, 1-3 places of [`PLACES`] with their countries, and pay in one of
+/// [`PAY_CURRENCIES`] per one of five periods (the yearly amounts, per that period).
+pub fn gen_pay_and_place(rng: &mut StdRng, job: &mut Job) {
+    job.legacy = rng.gen_bool(0.3);
+    let (workplace, places, currency, period) = if job.legacy {
+        let location = LOCATIONS[zipf(rng, LOCATIONS.len())];
+        let remote = location.starts_with("Remote") || rng.gen_bool(0.25);
+        (
+            Workplace::of_remote(remote),
+            pay_place::places_of_text(location),
+            "USD",
+            Period::Year,
+        )
+    } else {
+        let workplace = *Workplace::ALL.choose(rng).unwrap();
+        let n = rng.gen_range(1..=3);
+        let places: Vec<Place> = PLACES
+            .choose_multiple(rng, n)
+            .map(|(city, region, country)| Place {
+                city: city.to_string(),
+                region: region.map(str::to_string),
+                country: Some(country.to_string()),
+            })
+            .collect();
+        let period = match rng.gen_range(0..100) {
+            0..=59 => Period::Year,
+            60..=74 => Period::Month,
+            75..=89 => Period::Hour,
+            90..=94 => Period::Week,
+            _ => Period::Day,
+        };
+        (workplace, places, pick(rng, PAY_CURRENCIES), period)
+    };
+    let per_period = |a: Option<i64>| a.map(|a| a / period.yearly(1));
+    job.salary_min = per_period(job.salary_min);
+    job.salary_max = per_period(job.salary_max);
+    job.location = places.first().map(Place::text).unwrap_or_default();
+    job.remote = workplace == Workplace::Remote;
+    job.workplace = workplace;
+    job.places = places;
+    job.currency = currency.to_string();
+    job.period = period;
 }

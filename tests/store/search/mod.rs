@@ -27,6 +27,7 @@ use crate::harness::{TestDb, company, user};
 use chrono::{DateTime, TimeZone, Utc};
 use jobboard::config::DatabaseUrl;
 use jobboard::domain::Role;
+use jobboard::domain::pay_place::places_to_stored;
 use jobboard::search::{SearchIndex, StoreFeed};
 use jobboard::store::{CompanyFields, JobSearch, Page, Store};
 use rand::rngs::StdRng;
@@ -130,7 +131,8 @@ macro_rules! insert_corpus {
             let mut qb = sqlx::QueryBuilder::<$db>::new(
                 "INSERT INTO jobs (id, company_id, title, description, location, location_key, \
                  remote, salary_min, salary_max, employment_type, status, search_terms, \
-                 title_terms, expires_at, created_at, updated_at) ",
+                 title_terms, expires_at, created_at, updated_at, workplace, locations, \
+                 salary_currency, salary_period) ",
             );
             qb.push_values(chunk, |mut b, j: &Job| {
                 b.push_bind(j.id)
@@ -149,6 +151,12 @@ macro_rules! insert_corpus {
                     .push_bind(j.expires_at)
                     .push_bind(j.created_at)
                     .push_bind(j.created_at);
+                // A job stored before pay and place has none of its columns.
+                let paid = !j.legacy && (j.salary_min.is_some() || j.salary_max.is_some());
+                b.push_bind((!j.legacy).then(|| j.workplace.as_str()))
+                    .push_bind((!j.legacy).then(|| places_to_stored(&j.places)))
+                    .push_bind(paid.then(|| j.currency.clone()))
+                    .push_bind(paid.then(|| j.period.as_str()));
             });
             qb.build()
                 .execute(&mut *tx)

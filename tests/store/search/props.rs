@@ -8,6 +8,7 @@ use super::corpus::Job;
 use super::queries::{reference_facets, reference_matches, reference_page};
 use crate::harness::{company, user};
 use chrono::{DateTime, Duration, Utc};
+use jobboard::domain::pay_place::{Period, Place, Workplace};
 use jobboard::domain::{EmploymentType, Role, search};
 use jobboard::search::{SearchIndex, StoreFeed};
 use jobboard::store::{CompanyFields, Facets, JobSearch, Page, SearchSort, Store};
@@ -17,6 +18,10 @@ use std::sync::Arc;
 const WORDS: &[&str] = &["rust", "welders", "nurse", "engineer", "analyses", "people"];
 const NAMES: &[&str] = &["Acme", "Globex Rust", "Nurses United", "Initech"];
 const LOCATIONS: &[&str] = &["Berlin", "MÜNCHEN", "Zürich", "berlin-Mitte"];
+/// The country of each of [`LOCATIONS`].
+const COUNTRIES: &[&str] = &["DE", "DE", "CH", "DE"];
+const CURRENCIES: &[&str] = &["USD", "EUR"];
+const PERIODS: &[Period] = &[Period::Year, Period::Month, Period::Hour];
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -25,9 +30,13 @@ enum Op {
         title: (usize, usize),
         description: usize,
         location: usize,
-        remote: bool,
+        /// A second place, in Canada.
+        toronto: bool,
+        workplace: usize,
         kind: usize,
         salary_max: Option<i64>,
+        /// Indexes into [`CURRENCIES`] and [`PERIODS`].
+        pay: (usize, usize),
         /// Hours from the searches' instant (none: no date).
         expires_in: Option<i64>,
     },
@@ -62,11 +71,12 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     let w = 0..WORDS.len();
     prop_oneof![
-        4 => (0..2usize, (w.clone(), w.clone()), w.clone(), 0..LOCATIONS.len(), any::<bool>(), 0..4usize,
+        4 => (0..2usize, (w.clone(), w.clone()), w.clone(), (0..LOCATIONS.len(), any::<bool>()), 0..3usize, 0..4usize,
               proptest::option::of(prop_oneof![Just(50_000i64), Just(90_000), Just(120_000)]),
+              (0..CURRENCIES.len(), 0..PERIODS.len()),
               proptest::option::of(-3i64..4))
-            .prop_map(|(company, title, description, location, remote, kind, salary_max, expires_in)| Op::Create {
-                company, title, description, location, remote, kind, salary_max, expires_in,
+            .prop_map(|(company, title, description, (location, toronto), workplace, kind, salary_max, pay, expires_in)| Op::Create {
+                company, title, description, location, toronto, workplace, kind, salary_max, pay, expires_in,
             }),
         1 => (0..20usize, -2i64..4).prop_map(|(job, hours)| Op::Renew { job, hours }),
         1 => (-2i64..3).prop_map(|hours| Op::Expire { hours }),
@@ -84,6 +94,7 @@ fn searches(company_ids: &[i64], at: DateTime<Utc>) -> Vec<(JobSearch, Option<us
     let all = Facets {
         employment_type: true,
         remote: true,
+        workplace: true,
         company: true,
     };
     let mut qs: Vec<String> = vec![String::new()];
@@ -124,6 +135,26 @@ fn searches(company_ids: &[i64], at: DateTime<Utc>) -> Vec<(JobSearch, Option<us
         },
         None,
     ));
+    for (workplace, country, currency, min) in [
+        (Some("hybrid"), None, None, None),
+        (None, Some("CA"), None, None),
+        (None, Some("CH"), Some("EUR"), Some(100_000)),
+        (Some("remote"), None, Some("USD"), Some(60_000)),
+        (None, None, Some("EUR"), None),
+    ] {
+        out.push((
+            JobSearch {
+                workplace: workplace.map(str::to_string),
+                country: country.map(str::to_string),
+                salary_currency: currency.map(str::to_string),
+                salary_min: min,
+                facets: all,
+                page: Page { page: 1, size: 5 },
+                ..JobSearch::default()
+            },
+            None,
+        ));
+    }
     for (s, _) in &mut out {
         s.at = Some(at);
     }
@@ -158,20 +189,41 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 title,
                 description,
                 location,
-                remote,
+                toronto,
+                workplace,
                 kind,
                 salary_max,
+                pay,
                 expires_in,
             } => {
+                let mut places = vec![Place {
+                    city: LOCATIONS[location].to_string(),
+                    region: None,
+                    country: Some(COUNTRIES[location].to_string()),
+                }];
+                if toronto {
+                    places.push(Place {
+                        city: "Toronto".into(),
+                        region: Some("Ontario".into()),
+                        country: Some("CA".into()),
+                    });
+                }
+                let workplace = Workplace::ALL[workplace];
+                let period = PERIODS[pay.1];
                 let mut job = Job {
                     id: 0,
                     company,
                     title: format!("{} {}", WORDS[title.0], WORDS[title.1]),
                     description: format!("We need {}", WORDS[description]),
-                    location: LOCATIONS[location].to_string(),
-                    remote,
+                    location: places[0].text(),
+                    remote: workplace == Workplace::Remote,
                     salary_min: None,
-                    salary_max,
+                    salary_max: salary_max.map(|m| m / period.yearly(1)),
+                    workplace,
+                    places,
+                    currency: CURRENCIES[pay.0].to_string(),
+                    period,
+                    legacy: false,
                     employment_type: EmploymentType::ALL[kind],
                     open: true,
                     expired: false,

@@ -1,8 +1,9 @@
 //! The searches, and the reference that answers them by the contract's rules.
 
-use super::corpus::{COMPANIES, Job, LOCATIONS, MADE_UP, made_up, pick};
+use super::corpus::{COMPANIES, Job, LOCATIONS, MADE_UP, PAY_CURRENCIES, PLACES, made_up, pick};
 use super::{BOUNDARY_DAYS, fixed_now};
 use chrono::{DateTime, Utc};
+use jobboard::domain::pay_place::Workplace;
 use jobboard::domain::{EmploymentType, search};
 use jobboard::store::{Facets, JobSearch, PostedWithin, SEARCH_WINDOW, SearchSort};
 use rand::Rng;
@@ -170,6 +171,22 @@ pub fn gen_search(rng: &mut StdRng, v: &Vocabulary, jobs: &[Job]) -> Search {
     if rng.gen_bool(0.15) {
         s.remote = Some(rng.r#gen());
     }
+    if rng.gen_bool(0.12) {
+        s.workplace = Some(Workplace::ALL.choose(rng).unwrap().as_str().to_string());
+    }
+    if rng.gen_bool(0.12) {
+        // A country some places have, or none has.
+        s.country = Some(
+            match rng.gen_range(0..6) {
+                0 => "NZ",
+                _ => PLACES.choose(rng).unwrap().2,
+            }
+            .to_string(),
+        );
+    }
+    if rng.gen_bool(0.15) {
+        s.salary_currency = Some(pick(rng, PAY_CURRENCIES).to_string());
+    }
     let company = rng
         .gen_bool(0.15)
         .then(|| rng.gen_range(0..COMPANIES.len()));
@@ -220,6 +237,7 @@ pub fn gen_search(rng: &mut StdRng, v: &Vocabulary, jobs: &[Job]) -> Search {
         s.facets = Facets {
             employment_type: rng.gen_bool(0.6),
             remote: rng.gen_bool(0.6),
+            workplace: rng.gen_bool(0.5),
             company: rng.gen_bool(0.6),
         };
     }
@@ -298,16 +316,37 @@ pub fn reference_keyed(
         })
         .filter(|j| s.terms.iter().all(|t| j.terms.contains(t)))
         .filter(|j| {
-            s.location
-                .as_ref()
-                .is_none_or(|l| j.location.to_lowercase().contains(l.as_str()))
+            s.location.as_ref().is_none_or(|l| {
+                j.places
+                    .iter()
+                    .any(|p| p.text().to_lowercase().contains(l.as_str()))
+            })
         })
         .filter(|j| s.remote.is_none_or(|r| j.remote == r))
+        .filter(|j| {
+            s.workplace
+                .as_deref()
+                .is_none_or(|w| j.workplace.as_str() == w)
+        })
+        .filter(|j| {
+            s.country
+                .as_deref()
+                .is_none_or(|c| j.places.iter().any(|p| p.country.as_deref() == Some(c)))
+        })
         .filter(|j| company.is_none_or(|c| j.company == c))
         .filter(|j| s.ids.as_ref().is_none_or(|ids| ids.contains(&j.id)))
-        .filter(|j| {
-            s.salary_min
-                .is_none_or(|min| j.salary_max.is_none_or(|max| max >= min))
+        .filter(|j| match (&s.salary_currency, j.salary()) {
+            (None, _) => s
+                .salary_min
+                .is_none_or(|min| j.salary_max.is_none_or(|max| max >= min)),
+            // Stating no pay: kept.
+            (Some(_), None) => true,
+            (Some(c), Some(pay)) => {
+                pay.currency == *c
+                    && s.salary_min.is_none_or(|min| {
+                        pay.period.yearly(pay.max.or(pay.min).unwrap_or(0)) >= min
+                    })
+            }
         })
         .filter(|j| {
             s.employment_type
@@ -428,6 +467,14 @@ pub fn reference_facets(
             serde_json::json!({"false": n(false), "true": n(true)}),
         );
     }
+    if asked.workplace {
+        let n = |w: Workplace| found.iter().filter(|j| j.workplace == w).count();
+        out.insert(
+            "workplace".into(),
+            serde_json::json!({"onsite": n(Workplace::Onsite), "hybrid": n(Workplace::Hybrid),
+                "remote": n(Workplace::Remote)}),
+        );
+    }
     if asked.company {
         let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
         for j in &found {
@@ -488,9 +535,22 @@ pub fn fixed_searches() -> Vec<Search> {
     let mut salary = words("hospital", SearchSort::Relevance, 100);
     salary.search.salary_min = Some(250_000);
     out.push(salary);
+    // Pay in a currency over yearly amounts (a month's and an hour's pay among them), places in
+    // a country, a kind of workplace.
+    for (currency, min) in [("EUR", Some(100_000)), ("USD", Some(60_000)), ("CAD", None)] {
+        let mut paid = words("", SearchSort::Newest, 100);
+        paid.search.salary_currency = Some(currency.to_string());
+        paid.search.salary_min = min;
+        out.push(paid);
+    }
+    let mut placed = words("team", SearchSort::Relevance, 50);
+    placed.search.country = Some("CA".to_string());
+    placed.search.workplace = Some("hybrid".to_string());
+    out.push(placed);
     let every = Facets {
         employment_type: true,
         remote: true,
+        workplace: true,
         company: true,
     };
     for q in ["", "team", "nucleus"] {
