@@ -5,9 +5,9 @@
 -- Expand/contract: the columns are added without defaults, so no existing row is rewritten
 -- and the lock is held for a catalogue change only. A job whose new columns are null reads
 -- them from the older ones (`remote`, `location`, and `DEFAULT_SALARY_CURRENCY` per `year`),
--- which every write keeps filling; the worker's upkeep writes the new columns of such jobs in
--- batches of ids (`jobboard::worker::upkeep_pay_place`), so that a later release may drop the
--- older ones.
+-- which every write keeps filling; `jobboard migrate` (and a start that migrates) then writes
+-- the new columns of such jobs in batches of ids (`backfill_pay_and_place`), so that a later
+-- release may drop the older ones once no earlier release writes jobs.
 SET LOCAL lock_timeout = '5s';
 SET LOCAL statement_timeout = '1min';
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS workplace TEXT;

@@ -259,11 +259,22 @@ pub fn parse_locations(value: &Value) -> Result<Vec<Place>, (String, String)> {
                 ));
             }
         };
-        out.push(Place {
+        let place = Place {
             city,
             region,
             country: Some(country),
-        });
+        };
+        // The older `location` is the first place as text, at most 200 code points.
+        if place.text().chars().count() > super::validate::LOCATION_MAX {
+            return Err((
+                format!("locations[{i}]"),
+                format!(
+                    "city, region and country together are at most {} characters",
+                    super::validate::LOCATION_MAX
+                ),
+            ));
+        }
+        out.push(place);
     }
     Ok(out)
 }
@@ -395,6 +406,13 @@ mod tests {
             .map(|_| json!({"city": "X", "country": "FR"}))
             .collect();
         assert_eq!(err(json!(eleven)), "locations");
+        let long = json!([{"city": "c".repeat(100), "region": "r".repeat(100), "country": "DE"}]);
+        assert_eq!(err(long), "locations[0]");
+        let fits = json!([{"city": "c".repeat(100), "region": "r".repeat(94), "country": "DE"}]);
+        assert_eq!(
+            parse_locations(&fits).unwrap()[0].text().chars().count(),
+            200
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! `salary_min` and `salary_max`, resolved over what the job has into one [`PayPlace`].
 
 use super::error::FieldErrors;
-use crate::domain::pay_place::{self, Period, Place, Salary, Workplace};
+use crate::domain::pay_place::{self, Place, Salary, Workplace};
 use crate::domain::validate;
 use crate::domain::values::SalaryRange;
 use crate::store::JobRow;
@@ -113,6 +113,9 @@ impl PayPlaceIn {
         };
         let old_salary = current.as_ref().and_then(|c| c.salary.clone());
         let older_range = self.salary_min.is_some() || self.salary_max.is_some();
+        // A job's pay is judged when it is made or its pay is written: a job already without
+        // pay keeps taking edits of its other fields.
+        let pay_written = current.is_none() || self.salary.is_some() || older_range;
         let salary = match self.salary {
             Some(_) if older_range => {
                 let older = if self.salary_min.is_some() {
@@ -159,17 +162,10 @@ impl PayPlaceIn {
                 let max = self
                     .salary_max
                     .unwrap_or(old_salary.as_ref().and_then(|s| s.max));
+                // Written alone, the older range is in DEFAULT_SALARY_CURRENCY per year, the
+                // only pay its clients know (the end not sent stays as they read it).
                 match SalaryRange::parse(min, max) {
-                    Ok(r) if r.min().is_none() && r.max().is_none() => Some(None),
-                    Ok(r) => Some(Some(Salary {
-                        min: r.min(),
-                        max: r.max(),
-                        currency: old_salary.as_ref().map_or_else(
-                            || pay_place::default_currency().to_string(),
-                            |s| s.currency.clone(),
-                        ),
-                        period: old_salary.as_ref().map_or(Period::Year, |s| s.period),
-                    })),
+                    Ok(r) => Some(Salary::older(r.min(), r.max())),
                     Err(problems) => {
                         for (field, message) in problems {
                             errors.add(field, message);
@@ -180,7 +176,7 @@ impl PayPlaceIn {
             }
             None => Some(old_salary),
         };
-        if require_salary && salary == Some(None) {
+        if require_salary && pay_written && salary == Some(None) {
             errors.add(
                 "salary",
                 "is required on this board: a pay range {min, max, currency, period}",

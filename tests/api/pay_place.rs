@@ -120,6 +120,26 @@ async fn the_older_fields_still_write_pay_and_place(app: TestApp) {
     );
     assert_eq!(read["salary"]["currency"], "USD");
     assert_eq!(read["salary"]["period"], "year");
+    // A row an older release wrote during a rolling deploy (only its older columns): where
+    // they contradict the new ones, they are the newer and win.
+    app.exec(&format!(
+        "UPDATE jobs SET workplace = 'remote', locations = '[{{\"city\": \"Paris\", \
+         \"region\": null, \"country\": \"FR\"}}]', salary_currency = 'USD', \
+         salary_period = 'year' WHERE id = {id}"
+    ))
+    .await;
+    crate::pages::log_change(&app, id).await;
+    let read = app.get(&format!("/api/jobs/{id}"), None).await;
+    let read = read.expect(200);
+    assert_eq!(
+        read["workplace"], "onsite",
+        "remote = false is not hybrid's"
+    );
+    assert_eq!(
+        read["locations"],
+        json!([{"city": "Hamburg", "region": null, "country": null}]),
+        "the first place is not `location`"
+    );
     // And the search finds it by the same values.
     let found = app
         .get(
@@ -257,12 +277,15 @@ async fn a_patch_merges_pay_and_place(app: TestApp) {
         r.expect(200)["salary"],
         json!({"min": null, "max": 4500, "currency": "EUR", "period": "month"})
     );
-    // The older range keeps the currency and period.
+    // The older range, written alone, is in DEFAULT_SALARY_CURRENCY per year (the end not
+    // sent stays as the older fields read it).
     let r = patch(json!({"salary_min": 4000})).await;
     assert_eq!(
         r.expect(200)["salary"],
-        json!({"min": 4000, "max": 4500, "currency": "EUR", "period": "month"})
+        json!({"min": 4000, "max": 4500, "currency": "USD", "period": "year"})
     );
+    let r = patch(json!({"salary": {"currency": "EUR", "period": "month"}})).await;
+    assert_eq!(r.expect(200)["salary"]["currency"], "EUR");
     // `remote` sets the workplace; `location` one place, its country unknown.
     let r = patch(json!({"remote": true, "location": "Paris"})).await;
     let j = r.expect(200);
@@ -281,11 +304,24 @@ async fn a_patch_merges_pay_and_place(app: TestApp) {
     let j = r.expect(200);
     assert_eq!(j["location"], "Paris, IDF, FR");
     assert_eq!(j["workplace"], "hybrid");
-    // `null` clears the salary; a bad value changes nothing.
-    let r = patch(json!({"salary": {"currency": "XYZ"}})).await;
+    // A bad value changes nothing.
+    let before = app.get(&path, None).await.expect(200).clone();
+    let r = patch(json!({"salary": {"currency": "XYZ"}, "title": "Changed"})).await;
     assert_eq!(errors(&r), ["salary.currency"]);
-    let r = patch(json!({"locations": null})).await;
+    let r = patch(json!({"locations": null, "workplace": "remote"})).await;
     assert_eq!(errors(&r), ["locations"]);
+    let r = patch(
+        json!({"locations": [{"city": "c".repeat(100), "region": "r".repeat(100),
+        "country": "FR"}]}),
+    )
+    .await;
+    assert_eq!(
+        errors(&r),
+        ["locations[0]"],
+        "the older location is at most 200"
+    );
+    assert_eq!(app.get(&path, None).await.expect(200), &before);
+    // `null` clears the salary.
     let r = patch(json!({"salary": null})).await;
     let j = r.expect(200);
     assert_eq!(
@@ -480,6 +516,26 @@ async fn a_board_may_require_a_salary(app: TestApp) {
     app.patch(&path, Some(&e.token), json!({"title": "U"}))
         .await
         .expect(200);
+    // A job already without pay (made before the rule) keeps taking edits of its other
+    // fields; writing its pay must give one.
+    let id = path.rsplit('/').next().unwrap();
+    app.exec(&format!(
+        "UPDATE jobs SET salary_min = NULL, salary_max = NULL, salary_currency = NULL, \
+         salary_period = NULL WHERE id = {id}"
+    ))
+    .await;
+    crate::pages::log_change(&app, id.parse().unwrap()).await;
+    app.patch(
+        &path,
+        Some(&e.token),
+        json!({"title": "V", "status": "closed"}),
+    )
+    .await
+    .expect(200);
+    let r = app
+        .patch(&path, Some(&e.token), json!({"salary_max": null}))
+        .await;
+    assert_eq!(errors(&r), ["salary"]);
 }
 
 async fn a_job_page_states_its_places_and_pay(app: TestApp) {

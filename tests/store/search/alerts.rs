@@ -6,8 +6,8 @@
 //! the same on the conformance corpus with the conformance searches as alerts.
 
 use super::corpus::{
-    COMPANIES, Job, LOCATIONS, TEXT_WORDS, TITLE_WORDS, gen_corpus, gen_description,
-    gen_pay_and_place, gen_title, made_up, pick, zipf,
+    COMPANIES, Job, LOCATIONS, PAY_CURRENCIES, PLACES, TEXT_WORDS, TITLE_WORDS, gen_corpus,
+    gen_description, gen_pay_and_place, gen_title, made_up, pick, zipf,
 };
 use super::queries::{gen_search, reference_matches, surface, vocabulary};
 use chrono::{DateTime, Duration, Utc};
@@ -171,12 +171,24 @@ fn gen_case(rng: &mut StdRng, id: i64, jobs: &[Job]) -> Case {
     let employment_type = rng
         .gen_bool(0.15)
         .then(|| *EmploymentType::ALL.choose(rng).unwrap());
+    let workplace = rng
+        .gen_bool(0.15)
+        .then(|| Workplace::ALL.choose(rng).unwrap().as_str().to_string());
+    let country = rng
+        .gen_bool(0.15)
+        .then(|| PLACES.choose(rng).unwrap().2.to_string());
+    let salary_currency = rng
+        .gen_bool(0.2)
+        .then(|| pick(rng, PAY_CURRENCIES).to_string());
     let (created_at, watermark) = gen_watermark(rng, jobs);
     let search = JobSearch {
         terms: search::query_terms(&q).expect("short words"),
         location: location.as_ref().map(|l| l.to_lowercase()),
         remote,
+        workplace: workplace.clone(),
+        country: country.clone(),
         salary_min,
+        salary_currency: salary_currency.clone(),
         employment_type: employment_type.map(|t| t.as_str().to_string()),
         sort: SearchSort::Newest,
         ..JobSearch::default()
@@ -190,9 +202,9 @@ fn gen_case(rng: &mut StdRng, id: i64, jobs: &[Job]) -> Case {
         company_id: company.map(|c| c as i64 + 1),
         salary_min,
         employment_type: employment_type.map(|t| t.as_str().to_string()),
-        workplace: None,
-        country: None,
-        salary_currency: None,
+        workplace,
+        country,
+        salary_currency,
         frequency: Frequency::Daily,
         paused: false,
         created_at,
