@@ -369,30 +369,6 @@ async fn corpus(
     (jobs, alerts)
 }
 
-/// `text` with its quoted-printable `=XX` bytes decoded (soft line breaks are undone already).
-fn quoted_printable(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'=', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).expect("UTF-8 text")
-}
-
 /// The one email of `event_id`.
 fn mail_of(h: &Harness, event_id: &str) -> crate::smtp::Mail {
     let mut mails: Vec<crate::smtp::Mail> = h

@@ -719,3 +719,27 @@ pub fn names_only(r: &Resp, url: &str, field: &str) {
     );
     assert_eq!(errors.len(), 1, "{url}: only {field} is wrong: {}", r.text);
 }
+
+/// `text` with its quoted-printable `=XX` bytes decoded (a mail parser has undone the soft line breaks).
+pub fn quoted_printable(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'=', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).expect("UTF-8 text")
+}

@@ -16,7 +16,8 @@ each_store!(
     search_filters_by_workplace_country_and_currency,
     alerts_save_the_new_filters,
     a_board_may_require_a_salary,
-    a_job_page_states_its_places_and_pay
+    a_job_page_states_its_places_and_pay,
+    hostile_place_names_stay_text_on_pages_and_in_feeds
 );
 
 fn errors(r: &Resp) -> Vec<String> {
@@ -586,4 +587,36 @@ async fn a_job_page_states_its_places_and_pay(app: TestApp) {
     );
     assert_eq!(p["baseSalary"]["currency"], "CAD");
     assert_eq!(p["baseSalary"]["value"]["unitText"], "MONTH");
+}
+
+async fn hostile_place_names_stay_text_on_pages_and_in_feeds(app: TestApp) {
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    let city = "</script><script>alert(1)</script>";
+    let region = "\"&'<b>]]>";
+    let job = app
+        .job(
+            &e,
+            c,
+            json!({"workplace": "hybrid",
+                "locations": [{"city": city, "region": region, "country": "DE"}]}),
+        )
+        .await;
+    // The API gives the text back as sent.
+    assert_eq!(job["locations"][0]["city"], city);
+    assert_eq!(job["locations"][0]["region"], region);
+    let (_, page) = canonical_page(&app, job["id"].as_i64().unwrap()).await;
+    assert!(!page.text.contains("<script>alert(1)"), "{}", page.text);
+    assert!(!page.text.contains("<b>]]>"), "{}", page.text);
+    // In the JSON-LD the same text, read back by a JSON parser.
+    let p = job_posting(&page.text).expect("a JobPosting");
+    let address = &p["jobLocation"][0]["address"];
+    assert_eq!(address["addressLocality"], city);
+    assert_eq!(address["addressRegion"], region);
+    // The feed's entry, read by an XML parser's rules: escaped, no element made of it.
+    let feed = app.get("/jobs.atom?country=DE", None).await;
+    feed.expect(200);
+    assert!(!feed.text.contains("<script>"), "{}", feed.text);
+    assert!(!feed.text.contains("<b>"), "{}", feed.text);
+    assert!(feed.text.contains("&lt;/script&gt;"), "{}", feed.text);
 }
