@@ -58,6 +58,9 @@ async fn apply_records_the_submission(store: Arc<dyn Store>) {
         }
     );
     assert_eq!(event.occurred_at, a.created_at);
+    // PostgreSQL's one-statement apply writes the body in SQL: the bytes must be those the
+    // process writes for every other event.
+    assert_eq!(messages[0].body, event.to_json());
 
     // No cover letter is stored as none.
     let other = user(&store, Role::Candidate).await;

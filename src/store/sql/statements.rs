@@ -215,6 +215,45 @@ pub const APPLIED_WRITES_PG: &str = concatcp!(
     NOW,
     ")"
 );
+/// An apply on PostgreSQL without an `Idempotency-Key`, as one statement outside any
+/// transaction: [`APPLY_PG`]'s job, judged the same way, [`RESUME_ATTACH_PG`]'s résumé, and
+/// [`APPLIED_WRITES_PG`]'s writes, the event's body written by the statement as
+/// `Event::to_json` writes it (`$1` job, `$2` candidate, `$3` cover letter, `$4` answers, `$5`
+/// event id, `$6` résumé or NULL). It writes nothing, and answers no row, when the job takes no
+/// application, its company has an enabled webhook endpoint, or the résumé is not the
+/// candidate's: the caller then takes the two-statement path, which says why or writes the
+/// deliveries.
+pub const APPLY_ONE_PG: &str = concatcp!(
+    "WITH j AS (SELECT id, status, expires_at, title, company_id \
+     FROM jobs WHERE id = $1 FOR SHARE), \
+     c AS (SELECT clock_timestamp() AS t), \
+     ok AS (SELECT j.id, c.t FROM j, c \
+         WHERE j.status = 'open' AND (j.expires_at IS NULL OR j.expires_at > c.t) \
+         AND NOT EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.company_id = j.company_id \
+             AND NOT w.paused AND w.disabled_reason IS NULL)), \
+     r AS (UPDATE resumes SET used_at = ok.t FROM ok WHERE resumes.id = $6 \
+         AND resumes.user_id = $2 RETURNING resumes.filename, resumes.content_type, resumes.size), \
+     a AS (INSERT INTO applications (job_id, candidate_id, status, cover_letter, resume_id, \
+         answers, created_at, updated_at) SELECT ok.id, $2, 'submitted', $3, $6, $4, ok.t, ok.t \
+         FROM ok WHERE $6::bigint IS NULL OR EXISTS (SELECT 1 FROM r) \
+         RETURNING id, created_at), \
+     b AS (SELECT id, created_at, '{\"event_id\":\"' || $5 || '\",\"occurred_at\":\"' \
+         || to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') \
+         || '\",\"type\":\"application.submitted\",\"application_id\":' || id || '}' AS body \
+         FROM a), \
+     h AS (INSERT INTO application_history (application_id, old_status, new_status, \
+         changed_by, event_id, at) SELECT id, NULL, 'submitted', $2, $5, created_at FROM b), \
+     e AS (INSERT INTO events (event_id, type, body, created_at) \
+         SELECT $5, 'application.submitted', body, created_at FROM b), \
+     o AS (INSERT INTO outbox (event_id, application_id, body, created_at, visible_at) \
+         SELECT $5, id, body, created_at, ",
+    NOW,
+    " FROM b) \
+     SELECT b.id, b.created_at, j.title, j.company_id, co.name, u.name, u.email, \
+     r.filename, r.content_type, r.size \
+     FROM b CROSS JOIN j JOIN companies co ON co.id = j.company_id JOIN users u ON u.id = $2 \
+     LEFT JOIN r ON TRUE"
+);
 pub const APPLICATION_STATUS_LOCKED: &str =
     concatcp!("SELECT status FROM applications WHERE id = $1", FOR_UPDATE);
 pub const APPLICATION_SET_STATUS: &str =
