@@ -163,14 +163,10 @@ impl Upload {
         self.file.write_all(chunk).await.map_err(UploadError::Io)
     }
 
-    /// The whole file, recognised and flushed to disk.
+    /// The whole file, recognised and written to its spool file; made durable by the store
+    /// that keeps it (a local store's `fsync`, an S3 store's PUT), not here.
     pub async fn finish(mut self) -> Result<Spooled, UploadError> {
         self.file.flush().await.map_err(UploadError::Io)?;
-        self.file
-            .get_ref()
-            .sync_all()
-            .await
-            .map_err(UploadError::Io)?;
         drop(self.file);
         let Upload {
             temp,
