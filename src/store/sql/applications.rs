@@ -122,16 +122,6 @@ impl S {
         input: NewApplication,
         idem: Idem<'_, ApplicationRow>,
     ) -> StoreResult<ApplicationRow> {
-        type Applied = (
-            i64,
-            chrono::DateTime<chrono::Utc>,
-            String,
-            i64,
-            String,
-            String,
-            String,
-            Option<String>,
-        );
         if idem.is_none()
             && let Some(row) = self
                 .apply_in_one_statement(job_id, candidate_id, &input)
@@ -146,7 +136,7 @@ impl S {
             None => None,
         };
         // The UNIQUE (job_id, candidate_id) constraint decides races, not a prior check.
-        let applied: Option<Applied> = sqlx::query_as(sql::APPLY_PG)
+        let applied: Option<Submitted> = sqlx::query_as(sql::APPLY_PG)
             .bind(job_id)
             .bind(candidate_id)
             .bind(&input.cover_letter)
@@ -156,12 +146,12 @@ impl S {
             .await
             .map_err(|e| constraint(e, Conflict::AlreadyApplied))
             .with_step(|| format!("inserting the application to job {job_id}"))?;
-        let Some((id, now, job_title, company_id, company_name, name, email, endpoints)) = applied
-        else {
+        let Some(mut applied) = applied else {
             // Nothing inserted: the job takes no application; say why, as the other path does.
             Self::job_takes_applications(&mut tx, job_id).await?;
             return Err(StoreError::Conflict(Conflict::JobClosed));
         };
+        let (id, now) = (applied.id, applied.created_at);
         let event = Event::new(EventKind::Submitted { application_id: id }, now);
         let body = event.to_json();
         sqlx::query(sql::APPLIED_WRITES_PG)
@@ -174,7 +164,8 @@ impl S {
             .execute(&mut *tx)
             .await
             .step("writing the application's history row, event and outbox row")?;
-        let endpoints: Vec<(i64, String)> = endpoints
+        let endpoints: Vec<(i64, String)> = applied
+            .endpoints
             .iter()
             .flat_map(|list| list.split('|'))
             .filter_map(|pair| {
@@ -184,31 +175,18 @@ impl S {
             .collect();
         if let Some(fact) = crate::domain::webhook::fact(&event) {
             let owner = crate::domain::webhook::Owner {
-                company_id,
-                company: &company_name,
-                job: Some((job_id, &job_title)),
+                company_id: applied.company_id,
+                company: &applied.company_name,
+                job: Some((job_id, &applied.job_title)),
             };
             Self::write_deliveries(&mut tx, &event, &fact, owner, &endpoints, Some(now)).await?;
         }
-        let row = ApplicationRow {
-            id,
-            job_id,
-            job_title,
-            company_id,
-            company_name,
-            candidate_id,
-            candidate_name: name,
-            candidate_email: email,
-            status: ApplicationStatus::Submitted,
-            cover_letter: input.cover_letter,
-            resume_id: input.resume_id,
-            resume_filename: resume.as_ref().map(|r| r.0.clone()),
-            resume_content_type: resume.as_ref().map(|r| r.1.clone()),
-            resume_size: resume.as_ref().map(|r| r.2),
-            answers: input.answers,
-            created_at: now,
-            updated_at: now,
-        };
+        if let Some((filename, content_type, size)) = resume {
+            applied.resume_filename = Some(filename);
+            applied.resume_content_type = Some(content_type);
+            applied.resume_size = Some(size);
+        }
+        let row = applied.into_row(job_id, candidate_id, input);
         Self::commit_with(tx, idem, &row).await?;
         Ok(row)
     }
@@ -223,21 +201,9 @@ impl S {
         candidate_id: i64,
         input: &NewApplication,
     ) -> StoreResult<Option<ApplicationRow>> {
-        type Applied = (
-            i64,
-            chrono::DateTime<chrono::Utc>,
-            String,
-            i64,
-            String,
-            String,
-            String,
-            Option<String>,
-            Option<String>,
-            Option<i64>,
-        );
         // The statement writes the event's body; only its id comes from here.
         let event_id = uuid::Uuid::new_v4().to_string();
-        let applied: Option<Applied> = sqlx::query_as(sql::APPLY_ONE_PG)
+        let applied: Option<Submitted> = sqlx::query_as(sql::APPLY_ONE_PG)
             .bind(job_id)
             .bind(candidate_id)
             .bind(&input.cover_letter)
@@ -248,29 +214,7 @@ impl S {
             .await
             .map_err(|e| constraint(e, Conflict::AlreadyApplied))
             .with_step(|| format!("applying to job {job_id} in one statement"))?;
-        Ok(applied.map(
-            |(id, now, job_title, company_id, company_name, name, email, file, kind, size)| {
-                ApplicationRow {
-                    id,
-                    job_id,
-                    job_title,
-                    company_id,
-                    company_name,
-                    candidate_id,
-                    candidate_name: name,
-                    candidate_email: email,
-                    status: ApplicationStatus::Submitted,
-                    cover_letter: input.cover_letter.clone(),
-                    resume_id: input.resume_id,
-                    resume_filename: file,
-                    resume_content_type: kind,
-                    resume_size: size,
-                    answers: input.answers.clone(),
-                    created_at: now,
-                    updated_at: now,
-                }
-            },
-        ))
+        Ok(applied.map(|applied| applied.into_row(job_id, candidate_id, input.clone())))
     }
 
     pub(super) async fn application(&self, id: i64) -> StoreResult<ApplicationRow> {
@@ -403,5 +347,52 @@ fn push_application_filters(
     }
     if let Some(st) = status {
         qb.push(" AND a.status = ").push_bind(st.as_str());
+    }
+}
+
+/// What PostgreSQL's apply statements ([`sql::APPLY_PG`], [`sql::APPLY_ONE_PG`]) read back for
+/// the answer: the application's id and time, the job's title and company, the candidate; the
+/// first also the company's enabled endpoints, the second the attached résumé's details.
+#[derive(sqlx::FromRow)]
+struct Submitted {
+    id: i64,
+    created_at: chrono::DateTime<chrono::Utc>,
+    job_title: String,
+    company_id: i64,
+    company_name: String,
+    candidate_name: String,
+    candidate_email: String,
+    #[sqlx(default)]
+    endpoints: Option<String>,
+    #[sqlx(default)]
+    resume_filename: Option<String>,
+    #[sqlx(default)]
+    resume_content_type: Option<String>,
+    #[sqlx(default)]
+    resume_size: Option<i64>,
+}
+
+impl Submitted {
+    /// The new application as the answer shows it.
+    fn into_row(self, job_id: i64, candidate_id: i64, input: NewApplication) -> ApplicationRow {
+        ApplicationRow {
+            id: self.id,
+            job_id,
+            job_title: self.job_title,
+            company_id: self.company_id,
+            company_name: self.company_name,
+            candidate_id,
+            candidate_name: self.candidate_name,
+            candidate_email: self.candidate_email,
+            status: ApplicationStatus::Submitted,
+            cover_letter: input.cover_letter,
+            resume_id: input.resume_id,
+            resume_filename: self.resume_filename,
+            resume_content_type: self.resume_content_type,
+            resume_size: self.resume_size,
+            answers: input.answers,
+            created_at: self.created_at,
+            updated_at: self.created_at,
+        }
     }
 }

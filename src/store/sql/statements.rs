@@ -199,9 +199,11 @@ pub const APPLY_PG: &str = "WITH j AS (SELECT id, status, expires_at, title, com
          FROM j, c \
          WHERE j.status = 'open' AND (j.expires_at IS NULL OR j.expires_at > c.t) \
          RETURNING id, created_at) \
-     SELECT a.id, a.created_at, j.title, j.company_id, co.name, u.name, u.email, \
+     SELECT a.id, a.created_at, j.title AS job_title, j.company_id, co.name AS company_name, \
+     u.name AS candidate_name, u.email AS candidate_email, \
      (SELECT string_agg(w.id || ' ' || w.events, '|' ORDER BY w.id) FROM webhook_endpoints w \
          WHERE w.company_id = j.company_id AND NOT w.paused AND w.disabled_reason IS NULL) \
+         AS endpoints \
      FROM a CROSS JOIN j JOIN companies co ON co.id = j.company_id JOIN users u ON u.id = $2";
 /// An apply's second statement on PostgreSQL: the first history row (`$1` application, `$2`
 /// candidate, `$3` event id, `$4` time), the `application.submitted` record (`$5` type, `$6`
@@ -249,8 +251,9 @@ pub const APPLY_ONE_PG: &str = concatcp!(
          SELECT $5, id, body, created_at, ",
     NOW,
     " FROM b) \
-     SELECT b.id, b.created_at, j.title, j.company_id, co.name, u.name, u.email, \
-     r.filename, r.content_type, r.size \
+     SELECT b.id, b.created_at, j.title AS job_title, j.company_id, co.name AS company_name, \
+     u.name AS candidate_name, u.email AS candidate_email, r.filename AS resume_filename, \
+     r.content_type AS resume_content_type, r.size AS resume_size \
      FROM b CROSS JOIN j JOIN companies co ON co.id = j.company_id JOIN users u ON u.id = $2 \
      LEFT JOIN r ON TRUE"
 );
