@@ -12,15 +12,19 @@ use crate::domain::{MAX_RESUMES_PER_USER, Role};
 use crate::files::{self, Spooled, UploadError};
 use crate::http::AppState;
 use crate::store::{NewResume, ResumeRow};
-use axum::body::Body;
-use axum::extract::multipart::{Field, Multipart, MultipartError, MultipartRejection};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::body::{Body, BodyDataStream, Bytes};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
+use futures::{Stream, StreamExt};
+use multer::{Field, Multipart};
 use serde::Serialize;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
 use utoipa::ToSchema;
 
@@ -99,16 +103,56 @@ fn too_large(max: u64) -> ApiError {
     )
 }
 
-fn malformed(e: MultipartError) -> ApiError {
+fn malformed(e: impl std::fmt::Display) -> ApiError {
     ApiError::new(
         StatusCode::BAD_REQUEST,
         "bad-request",
         "Bad Request",
-        format!(
-            "the multipart/form-data body could not be read: {}",
-            e.body_text()
-        ),
+        format!("the multipart/form-data body could not be read: {e}"),
     )
+}
+
+/// The request's body, shared between the multipart reader and the handler. The reader stops
+/// at the document's closing boundary; what follows (an epilogue, the end of a chunked body,
+/// or a connection that closes before the stated `Content-Length`) is read through the handle
+/// kept here, so that an upload is whole only when its body is.
+#[derive(Clone)]
+struct SharedBody(Arc<Mutex<BodyDataStream>>);
+
+impl Stream for SharedBody {
+    type Item = Result<Bytes, axum::Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        // Never contended: the reader and the handler take turns, and no poll awaits.
+        let mut body = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        body.poll_next_unpin(cx)
+    }
+}
+
+/// The multipart reader of `request`'s body and a handle on that body; `None` when the body
+/// is not `multipart/form-data` with a boundary.
+fn multipart_of(request: Request) -> Option<(Multipart<'static>, SharedBody)> {
+    let boundary = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ct| multer::parse_boundary(ct).ok())?;
+    let body = SharedBody(Arc::new(Mutex::new(request.into_body().into_data_stream())));
+    Some((Multipart::new(body.clone(), boundary), body))
+}
+
+/// Reads the body past the document's closing boundary to its end: an error there (a body
+/// that ends before its stated length, a chunked body cut short) refuses the upload; an
+/// epilogue is allowed within [`OVERHEAD`].
+async fn rest_of_body(body: &mut SharedBody, max: u64) -> ApiResult<()> {
+    let mut epilogue = 0u64;
+    while let Some(chunk) = body.next().await {
+        epilogue += chunk.map_err(malformed)?.len() as u64;
+        if epilogue > OVERHEAD {
+            return Err(too_large(max));
+        }
+    }
+    Ok(())
 }
 
 fn refused(e: UploadError, max: u64) -> ApiError {
@@ -146,10 +190,10 @@ async fn upload(
     user: AuthUser,
     headers: HeaderMap,
     key: DeferredKey,
-    multipart: Result<Multipart, MultipartRejection>,
+    request: Request,
 ) -> ApiResult<Response> {
     user.require(Role::Candidate, "upload résumés")?;
-    let Ok(mut multipart) = multipart else {
+    let Some((mut multipart, mut body)) = multipart_of(request) else {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported-media-type",
@@ -171,13 +215,16 @@ async fn upload(
             crate::store::StoreError::Conflict(crate::domain::Conflict::TooManyResumes).into(),
         );
     }
-    let read = read_upload(&st, &mut multipart, max).await;
+    let read = match read_upload(&st, &mut multipart, max).await {
+        Ok(got) => rest_of_body(&mut body, max).await.map(|()| got),
+        Err(e) => Err(e),
+    };
     let (spooled, filename) = match read {
         Ok(Some(got)) => got,
         Ok(None) => return Err(ApiError::field("file", "is required: a part named file")),
         Err(e) => {
             if e.status != StatusCode::BAD_REQUEST {
-                drain(&mut multipart).await;
+                drain(&mut multipart, &mut body).await;
             }
             return Err(e);
         }
@@ -222,7 +269,7 @@ async fn upload(
 /// parts are read and thrown away, within [`OVERHEAD`].
 async fn read_upload(
     st: &AppState,
-    multipart: &mut Multipart,
+    multipart: &mut Multipart<'static>,
     max: u64,
 ) -> ApiResult<Option<(Spooled, String)>> {
     let mut got = None;
@@ -253,9 +300,10 @@ async fn spool(st: &AppState, field: &mut Field<'_>, max: u64) -> ApiResult<Spoo
     upload.finish().await.map_err(|e| refused(e, max))
 }
 
-/// Reads (and throws away) what is left of a refused upload, up to a bound, so that the client
-/// reads the refusal; past the bound the connection closes under it.
-async fn drain(multipart: &mut Multipart) {
+/// Reads (and throws away) what is left of a refused upload, the document and then the body
+/// to its end, up to a bound, so that the client reads the refusal; past the bound the
+/// connection closes under it.
+async fn drain(multipart: &mut Multipart<'static>, body: &mut SharedBody) {
     let read = async {
         let mut left = DRAIN_BYTES;
         while let Ok(Some(mut field)) = multipart.next_field().await {
@@ -264,6 +312,12 @@ async fn drain(multipart: &mut Multipart) {
                 if left == 0 {
                     return;
                 }
+            }
+        }
+        while let Some(Ok(chunk)) = body.next().await {
+            left = left.saturating_sub(chunk.len() as u64);
+            if left == 0 {
+                return;
             }
         }
     };
