@@ -211,16 +211,46 @@ async fn apply(
     idem: Idempotent<Body>,
 ) -> ApiResult<(StatusCode, Json<ApplicationOut>)> {
     user.require(Role::Candidate, "apply to jobs")?;
+    // Read and checked now, refused only after the job's 404, as every write words it.
+    let input = idem.body.json::<ApplyIn>(true).and_then(|input| {
+        let cover_letter = match &input.cover_letter {
+            Some(c) => Some(
+                validate::multi_line(c, 0, validate::COVER_LETTER_MAX)
+                    .map_err(|m| ApiError::field("cover_letter", m))?,
+            ),
+            None => None,
+        };
+        Ok((input, cover_letter))
+    });
+    // Without a key or answers, the store may judge the job as it writes, unread (one round
+    // trip on PostgreSQL); when it declines, the job is read and judged here.
+    if let Ok((input, cover_letter)) = &input
+        && idem.without_key()
+        && input.answers.is_none()
+        && let Some(app) = st
+            .store
+            .apply_unread(
+                ids.one(),
+                user.id(),
+                &crate::store::NewApplication {
+                    cover_letter: cover_letter.clone(),
+                    resume_id: input.resume_id,
+                    answers: None,
+                },
+            )
+            .await?
+    {
+        tracing::info!(
+            application_id = app.id,
+            "user {} applied to job {}",
+            user.id(),
+            app.job_id
+        );
+        return Ok((StatusCode::CREATED, Json(ApplicationOut::from(app))));
+    }
     // A job waiting for review, or rejected, is not there for a candidate (404).
     let job = super::jobs::visible_job(&st, Some(&user.0), ids.one()).await?;
-    let input: ApplyIn = idem.body.json(true)?;
-    let cover_letter = match input.cover_letter {
-        Some(c) => Some(
-            validate::multi_line(&c, 0, validate::COVER_LETTER_MAX)
-                .map_err(|m| ApiError::field("cover_letter", m))?,
-        ),
-        None => None,
-    };
+    let (input, cover_letter) = input?;
     if job.resume_required && input.resume_id.is_none() {
         return Err(ApiError::field(
             "resume_id",

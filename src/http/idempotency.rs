@@ -254,6 +254,11 @@ impl<B> Idempotent<B> {
         self.completion(StatusCode::NO_CONTENT, &|_: &()| String::new())
     }
 
+    /// Whether the request came without an `Idempotency-Key` (a malformed one is not absent).
+    pub fn without_key(&self) -> bool {
+        matches!(self.key, Key::Absent)
+    }
+
     /// 400 if the key was malformed.
     pub fn check(&self) -> ApiResult<()> {
         match self.key {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 crate::each_backend!(
     apply_records_the_submission,
     apply_refuses_twice_closed_and_missing_jobs,
+    apply_unread_writes_only_what_needs_no_read,
     list_applications_shows_each_viewer_theirs,
     change_status_writes_history_and_one_event,
     change_status_refuses_what_the_workflow_forbids,
@@ -131,6 +132,57 @@ async fn apply_refuses_twice_closed_and_missing_jobs(store: Arc<dyn Store>) {
         .apply(s.job.id, s.candidate.id, Default::default(), None)
         .await
         .expect("apply again after deleting");
+}
+
+/// An apply to a job the caller has not read: PostgreSQL's one statement writes it when the job
+/// is open and asks nothing the application lacks, and writes nothing otherwise (the caller
+/// then reads the job); SQLite always leaves it to the read and the transaction.
+async fn apply_unread_writes_only_what_needs_no_read(store: Arc<dyn Store>) {
+    let employer = user(&store, Role::Employer).await;
+    let company = company(&store, employer.id, "Unread").await;
+    let candidate = user(&store, Role::Candidate).await;
+    let plain = job(&store, company.id, job_fields("Plain")).await;
+    let mut asks = job_fields("Asks");
+    asks.questions = Some(r#"[{"id":1,"text":"Rust?","kind":"yes_no","required":true}]"#.into());
+    let asks = job(&store, company.id, asks).await;
+    let mut wants = job_fields("Wants a résumé");
+    wants.resume_required = true;
+    let wants = job(&store, company.id, wants).await;
+    let mut closed = job_fields("Closed");
+    closed.status = JobStatus::Closed;
+    let closed = job(&store, company.id, closed).await;
+    let letter = jobboard::store::NewApplication {
+        cover_letter: Some("Hello".into()),
+        ..Default::default()
+    };
+    for declined in [asks.id, wants.id, closed.id, closed.id + 1000] {
+        assert!(
+            store
+                .apply_unread(declined, candidate.id, &letter)
+                .await
+                .expect("declined, not refused")
+                .is_none(),
+            "job {declined}"
+        );
+    }
+    assert_eq!(store.outbox_pending().await.unwrap(), 0, "nothing written");
+    let applied = store
+        .apply_unread(plain.id, candidate.id, &letter)
+        .await
+        .unwrap();
+    if store.backend() == "postgres" {
+        let a = applied.expect("one statement, without reading the job");
+        assert_eq!((a.job_id, a.candidate_id), (plain.id, candidate.id));
+        assert_eq!(a.cover_letter.as_deref(), Some("Hello"));
+        assert_eq!(store.outbox_pending().await.unwrap(), 1);
+        assert_conflict(
+            store.apply_unread(plain.id, candidate.id, &letter).await,
+            Conflict::AlreadyApplied,
+        );
+    } else {
+        assert!(applied.is_none(), "SQLite reads the job first");
+        assert_eq!(store.outbox_pending().await.unwrap(), 0);
+    }
 }
 
 async fn list_applications_shows_each_viewer_theirs(store: Arc<dyn Store>) {

@@ -359,6 +359,15 @@ impl ApiStore for S {
         S::apply(self, job_id, candidate_id, input, idem).await
     }
 
+    async fn apply_unread(
+        &self,
+        job_id: i64,
+        candidate_id: i64,
+        input: &NewApplication,
+    ) -> StoreResult<Option<ApplicationRow>> {
+        S::apply_unread(self, job_id, candidate_id, input).await
+    }
+
     async fn application(&self, id: i64) -> StoreResult<ApplicationRow> {
         S::application(self, id).await
     }
