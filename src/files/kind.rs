@@ -100,8 +100,9 @@ impl Recognizer {
         }
     }
 
-    /// The kind, once every byte is in: `file` holds them all, for a ZIP's directory.
-    pub fn finish<F: Read + Seek>(mut self, file: F) -> Result<Kind, Refusal> {
+    /// The kind, once every byte is in, when the bytes already read decide it: `Ok(None)` for
+    /// a ZIP, whose directory [`finish`](Self::finish) reads from the file.
+    pub fn finish_read(&mut self) -> Result<Option<Kind>, Refusal> {
         if self.len == 0 {
             return Err(Refusal::Empty);
         }
@@ -109,16 +110,24 @@ impl Recognizer {
             self.decide()?;
         }
         match self.family {
-            Some(Family::Pdf) => Ok(Kind::Pdf),
-            Some(Family::Rtf) => Ok(Kind::Rtf),
+            Some(Family::Pdf) => Ok(Some(Kind::Pdf)),
+            Some(Family::Rtf) => Ok(Some(Kind::Rtf)),
             Some(Family::Text) => {
                 if self.carry.is_empty() {
-                    Ok(Kind::Text)
+                    Ok(Some(Kind::Text))
                 } else {
                     Err(Refusal::Kind("not UTF-8 text"))
                 }
             }
-            Some(Family::Zip) | None => zip_kind(&self.head, file),
+            Some(Family::Zip) | None => Ok(None),
+        }
+    }
+
+    /// The kind, once every byte is in: `file` holds them all, for a ZIP's directory.
+    pub fn finish<F: Read + Seek>(mut self, file: F) -> Result<Kind, Refusal> {
+        match self.finish_read()? {
+            Some(kind) => Ok(kind),
+            None => zip_kind(&self.head, file),
         }
     }
 

@@ -170,11 +170,21 @@ impl Upload {
         drop(self.file);
         let Upload {
             temp,
-            recognizer,
+            mut recognizer,
             hash,
             size,
             ..
         } = self;
+        let sha256 = hex::encode(hash.finalize());
+        // Only a ZIP's kind needs its file read again (its directory), off the runtime.
+        if let Some(kind) = recognizer.finish_read().map_err(UploadError::Refused)? {
+            return Ok(Spooled {
+                temp,
+                kind,
+                size,
+                sha256,
+            });
+        }
         let (temp, kind) = tokio::task::spawn_blocking(move || {
             let read = temp.reopen().map_err(UploadError::Io)?;
             let kind = recognizer.finish(read).map_err(UploadError::Refused)?;
@@ -186,7 +196,7 @@ impl Upload {
             temp,
             kind,
             size,
-            sha256: hex::encode(hash.finalize()),
+            sha256,
         })
     }
 }
