@@ -1,9 +1,8 @@
 //! What kind of file an upload is, from its bytes alone (CONTRACT.md §4, "Résumés"): PDF, DOCX,
 //! ODT, RTF or plain UTF-8 text. Neither the file's name nor the client's content type is ever
-//! asked. [`Recognizer`] reads the bytes as they arrive, so a file of another kind is refused at
-//! its first bytes (PDF, RTF, ZIP and text are told apart there), and a text file that stops
-//! being text is refused at the chunk that does; a ZIP is judged at the end, from its central
-//! directory (DOCX) or its first entry (ODT), since a ZIP of anything else starts alike.
+//! asked. [`Recognizer`] reads the bytes as they arrive and refuses another kind at its first
+//! bytes, a text that stops being text at that chunk; a ZIP is judged at the end, from its
+//! central directory (DOCX) or its first entry (ODT), since a ZIP of anything else starts alike.
 
 use std::io::{Read, Seek};
 
@@ -100,8 +99,7 @@ impl Recognizer {
         }
     }
 
-    /// The kind, once every byte is in, when the bytes already read decide it: `Ok(None)` for
-    /// a ZIP, whose directory [`finish`](Self::finish) reads from the file.
+    /// The kind, if the bytes read decide it once all are in; `None` for a ZIP ([`Self::finish`]).
     pub fn finish_read(&mut self) -> Result<Option<Kind>, Refusal> {
         if self.len == 0 {
             return Err(Refusal::Empty);
@@ -112,23 +110,16 @@ impl Recognizer {
         match self.family {
             Some(Family::Pdf) => Ok(Some(Kind::Pdf)),
             Some(Family::Rtf) => Ok(Some(Kind::Rtf)),
-            Some(Family::Text) => {
-                if self.carry.is_empty() {
-                    Ok(Some(Kind::Text))
-                } else {
-                    Err(Refusal::Kind("not UTF-8 text"))
-                }
-            }
+            Some(Family::Text) if self.carry.is_empty() => Ok(Some(Kind::Text)),
+            Some(Family::Text) => Err(Refusal::Kind("not UTF-8 text")),
             Some(Family::Zip) | None => Ok(None),
         }
     }
 
     /// The kind, once every byte is in: `file` holds them all, for a ZIP's directory.
     pub fn finish<F: Read + Seek>(mut self, file: F) -> Result<Kind, Refusal> {
-        match self.finish_read()? {
-            Some(kind) => Ok(kind),
-            None => zip_kind(&self.head, file),
-        }
+        self.finish_read()?
+            .map_or_else(|| zip_kind(&self.head, file), Ok)
     }
 
     fn decide(&mut self) -> Result<(), Refusal> {

@@ -18,6 +18,7 @@ mod job_patch;
 mod job_pay;
 mod job_view;
 pub mod jobs;
+mod multipart;
 pub mod notifications;
 pub mod openapi;
 pub mod ops;

@@ -8,23 +8,21 @@
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{AuthUser, Ids};
 use super::idempotency::{DeferredKey, Idempotent, json_of};
+use super::multipart::{SharedBody, multipart_of};
 use crate::domain::{MAX_RESUMES_PER_USER, Role};
 use crate::files::{self, Spooled, UploadError};
 use crate::http::AppState;
 use crate::store::{NewResume, ResumeRow};
-use axum::body::{Body, BodyDataStream, Bytes};
+use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use multer::{Field, Multipart};
 use serde::Serialize;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 use std::time::Duration;
 use utoipa::ToSchema;
 
@@ -110,35 +108,6 @@ fn malformed(e: impl std::fmt::Display) -> ApiError {
         "Bad Request",
         format!("the multipart/form-data body could not be read: {e}"),
     )
-}
-
-/// The request's body, shared between the multipart reader and the handler. The reader stops
-/// at the document's closing boundary; what follows (an epilogue, the end of a chunked body,
-/// or a connection that closes before the stated `Content-Length`) is read through the handle
-/// kept here, so that an upload is whole only when its body is.
-#[derive(Clone)]
-struct SharedBody(Arc<Mutex<BodyDataStream>>);
-
-impl Stream for SharedBody {
-    type Item = Result<Bytes, axum::Error>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        // Never contended: the reader and the handler take turns, and no poll awaits.
-        let mut body = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        body.poll_next_unpin(cx)
-    }
-}
-
-/// The multipart reader of `request`'s body and a handle on that body; `None` when the body
-/// is not `multipart/form-data` with a boundary.
-fn multipart_of(request: Request) -> Option<(Multipart<'static>, SharedBody)> {
-    let boundary = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|ct| multer::parse_boundary(ct).ok())?;
-    let body = SharedBody(Arc::new(Mutex::new(request.into_body().into_data_stream())));
-    Some((Multipart::new(body.clone(), boundary), body))
 }
 
 /// Reads the body past the document's closing boundary to its end: an error there (a body

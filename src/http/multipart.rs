@@ -1,0 +1,41 @@
+//! A `multipart/form-data` body read as axum's extractor reads it (multer), with a handle kept
+//! on the body itself: the reader stops at the document's closing boundary, and an upload is
+//! whole only once the body has ended where its `Content-Length` or last chunk says.
+
+use axum::body::{BodyDataStream, Bytes};
+use axum::extract::Request;
+use axum::http::header;
+use futures::{Stream, StreamExt};
+use multer::Multipart;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+/// The request's body, shared between the multipart reader and the handler. The reader stops
+/// at the document's closing boundary; what follows (an epilogue, the end of a chunked body,
+/// or a connection that closes before the stated `Content-Length`) is read through the handle
+/// kept here, so that an upload is whole only when its body is.
+#[derive(Clone)]
+pub struct SharedBody(Arc<Mutex<BodyDataStream>>);
+
+impl Stream for SharedBody {
+    type Item = Result<Bytes, axum::Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        // Never contended: the reader and the handler take turns, and no poll awaits.
+        let mut body = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        body.poll_next_unpin(cx)
+    }
+}
+
+/// The multipart reader of `request`'s body and a handle on that body; `None` when the body
+/// is not `multipart/form-data` with a boundary.
+pub fn multipart_of(request: Request) -> Option<(Multipart<'static>, SharedBody)> {
+    let boundary = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ct| multer::parse_boundary(ct).ok())?;
+    let body = SharedBody(Arc::new(Mutex::new(request.into_body().into_data_stream())));
+    Some((Multipart::new(body.clone(), boundary), body))
+}
