@@ -8,7 +8,7 @@
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{AuthUser, Ids};
 use super::idempotency::{DeferredKey, Idempotent, json_of};
-use super::multipart::{SharedBody, multipart_of};
+use super::multipart::{Rest, SharedBody, multipart_of};
 use crate::domain::{MAX_RESUMES_PER_USER, Role};
 use crate::files::{self, Spooled, UploadError};
 use crate::http::AppState;
@@ -110,18 +110,16 @@ fn malformed(e: impl std::fmt::Display) -> ApiError {
     )
 }
 
-/// Reads the body past the document's closing boundary to its end: an error there (a body
-/// that ends before its stated length, a chunked body cut short) refuses the upload; an
-/// epilogue is allowed within [`OVERHEAD`].
-async fn rest_of_body(body: &mut SharedBody, max: u64) -> ApiResult<()> {
-    let mut epilogue = 0u64;
-    while let Some(chunk) = body.next().await {
-        epilogue += chunk.map_err(malformed)?.len() as u64;
-        if epilogue > OVERHEAD {
-            return Err(too_large(max));
-        }
-    }
-    Ok(())
+/// More than [`OVERHEAD`] beside the file: other parts, or bytes after the document.
+fn too_much_besides() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload-too-large",
+        "Payload Too Large",
+        format!(
+            "beside the file, a résumé's multipart body may hold at most {OVERHEAD} bytes (other parts, and anything after its closing boundary)"
+        ),
+    )
 }
 
 fn refused(e: UploadError, max: u64) -> ApiError {
@@ -185,8 +183,13 @@ async fn upload(
         );
     }
     let read = match read_upload(&st, &mut multipart, max).await {
-        Ok(got) => rest_of_body(&mut body, max).await.map(|()| got),
-        Err(e) => Err(e),
+        // The body must end too, within OVERHEAD of the file.
+        Ok(Some((spooled, name))) => match body.finish(spooled.size + OVERHEAD).await {
+            Rest::Ended => Ok(Some((spooled, name))),
+            Rest::Failed(e) => Err(malformed(e)),
+            Rest::Over => Err(too_much_besides()),
+        },
+        other => other,
     };
     let (spooled, filename) = match read {
         Ok(Some(got)) => got,
@@ -251,7 +254,7 @@ async fn read_upload(
             while let Some(chunk) = field.chunk().await.map_err(malformed)? {
                 other += chunk.len() as u64;
                 if other > OVERHEAD {
-                    return Err(too_large(max));
+                    return Err(too_much_besides());
                 }
             }
         }

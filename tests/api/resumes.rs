@@ -14,6 +14,7 @@ each_store!(
     kinds_are_recognised_by_content_not_by_name,
     who_may_upload_and_how_many,
     screening_questions_are_answered_and_shown,
+    bytes_after_the_document_are_read_within_a_bound,
 );
 
 mod the_size_limit_holds_whatever_the_body_says {
@@ -385,6 +386,37 @@ async fn the_size_limit_holds_whatever_the_body_says(app: TestApp) {
             "nothing of the refused or cut uploads is kept"
         );
     }
+}
+
+/// What follows the document's closing boundary (RFC 2046's epilogue) is read and thrown away,
+/// within 64 KiB; past that the upload is 413, naming what is too large, and nothing is kept.
+async fn bytes_after_the_document_are_read_within_a_bound(app: TestApp) {
+    let candidate = app.user("candidate").await;
+    let send = |epilogue: Vec<u8>| {
+        let (content_type, mut body) = multipart(&[("file", Some("cv.txt"), TEXT)]);
+        body.extend_from_slice(&epilogue);
+        let req = app
+            .client
+            .post(app.url("/api/me/resumes"))
+            .header("content-type", content_type)
+            .bearer_auth(&candidate.token)
+            .body(body);
+        async move { TestApp::read(req.send().await.expect("upload")).await }
+    };
+    let kept = send(b"an epilogue\r\n".repeat(100)).await;
+    assert_eq!(kept.expect(201)["size"], TEXT.len());
+    let refused = send(vec![b'x'; 64 * 1024 + 1]).await;
+    let detail = refused.expect_problem(413, "payload-too-large")["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(detail.contains("after its closing boundary"), "{detail}");
+    let list = app.get("/api/me/resumes", Some(&candidate.token)).await;
+    assert_eq!(
+        list.expect(200).as_array().unwrap().len(),
+        1,
+        "only the first"
+    );
 }
 
 async fn who_may_upload_and_how_many(app: TestApp) {
