@@ -170,17 +170,47 @@ async fn apply_unread_writes_only_what_needs_no_read(store: Arc<dyn Store>) {
         .apply_unread(plain.id, candidate.id, &letter)
         .await
         .unwrap();
+    // The résumé a job requires, given: the statement attaches it.
+    let resume = store
+        .create_resume(
+            candidate.id,
+            jobboard::store::NewResume {
+                filename: "cv.pdf".into(),
+                content_type: "application/pdf".into(),
+                size: 10,
+                sha256: "0".repeat(64),
+                storage_key: format!("resumes/{}", "a".repeat(32)),
+            },
+            10,
+            None,
+        )
+        .await
+        .unwrap();
+    let with_resume = jobboard::store::NewApplication {
+        resume_id: Some(resume.id),
+        ..Default::default()
+    };
+    let attached = store
+        .apply_unread(wants.id, candidate.id, &with_resume)
+        .await
+        .unwrap();
     if store.backend() == "postgres" {
+        let a = attached.expect("a required résumé, given");
+        assert_eq!(a.resume_id, Some(resume.id));
+        assert_eq!(a.resume_filename.as_deref(), Some("cv.pdf"));
         let a = applied.expect("one statement, without reading the job");
         assert_eq!((a.job_id, a.candidate_id), (plain.id, candidate.id));
         assert_eq!(a.cover_letter.as_deref(), Some("Hello"));
-        assert_eq!(store.outbox_pending().await.unwrap(), 1);
+        assert_eq!(store.outbox_pending().await.unwrap(), 2);
         assert_conflict(
             store.apply_unread(plain.id, candidate.id, &letter).await,
             Conflict::AlreadyApplied,
         );
     } else {
-        assert!(applied.is_none(), "SQLite reads the job first");
+        assert!(
+            applied.is_none() && attached.is_none(),
+            "SQLite reads the job first"
+        );
         assert_eq!(store.outbox_pending().await.unwrap(), 0);
     }
 }
