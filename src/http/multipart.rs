@@ -35,11 +35,16 @@ pub enum Rest {
 }
 
 impl SharedBody {
+    /// How many bytes of the whole body have been read so far, by the reader or the handler.
+    pub fn read(&self) -> u64 {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).read
+    }
+
     /// Reads what is left of the body to its end, once the document has ended, throwing it
     /// away; `Over` as soon as more than `limit` bytes of the whole body have been read.
     pub async fn finish(&mut self, limit: u64) -> Rest {
         loop {
-            if self.0.lock().unwrap_or_else(PoisonError::into_inner).read > limit {
+            if self.read() > limit {
                 return Rest::Over;
             }
             match self.next().await {

@@ -20,7 +20,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use futures::StreamExt;
 use multer::{Field, Multipart};
 use serde::Serialize;
 use std::time::Duration;
@@ -149,7 +148,7 @@ fn refused(e: UploadError, max: u64) -> ApiError {
     responses((status = 201, body = ResumeOut), (status = 400, description = "the multipart body is malformed or cut short", body = Problem),
               (status = 403, body = Problem),
               (status = 409, description = "too-many-resumes: the account has 10 already", body = Problem),
-              (status = 413, description = "the file is larger than RESUME_MAX_BYTES", body = Problem),
+              (status = 413, description = "the file is larger than RESUME_MAX_BYTES, or the body holds more than 64 KiB beside it", body = Problem),
               (status = 415, description = "the file is not a PDF, DOCX, ODT, RTF or plain UTF-8 text, or the body is not multipart/form-data", body = Problem),
               (status = 422, description = "no `file` part, or an empty file", body = Problem)))]
 async fn upload(
@@ -273,25 +272,18 @@ async fn spool(st: &AppState, field: &mut Field<'_>, max: u64) -> ApiResult<Spoo
 }
 
 /// Reads (and throws away) what is left of a refused upload, the document and then the body
-/// to its end, up to a bound, so that the client reads the refusal; past the bound the
-/// connection closes under it.
+/// to its end, up to [`DRAIN_BYTES`] of the whole body, so that the client reads the refusal;
+/// past the bound the connection closes under it.
 async fn drain(multipart: &mut Multipart<'static>, body: &mut SharedBody) {
     let read = async {
-        let mut left = DRAIN_BYTES;
         while let Ok(Some(mut field)) = multipart.next_field().await {
-            while let Ok(Some(chunk)) = field.chunk().await {
-                left = left.saturating_sub(chunk.len() as u64);
-                if left == 0 {
+            while let Ok(Some(_)) = field.chunk().await {
+                if body.read() > DRAIN_BYTES {
                     return;
                 }
             }
         }
-        while let Some(Ok(chunk)) = body.next().await {
-            left = left.saturating_sub(chunk.len() as u64);
-            if left == 0 {
-                return;
-            }
-        }
+        body.finish(DRAIN_BYTES).await;
     };
     let _ = tokio::time::timeout(DRAIN_TIME, read).await;
 }
