@@ -3,13 +3,14 @@
 
 use super::error::Problem;
 use super::error::{ApiError, ApiResult, FieldErrors};
-use super::extract::{AuthUser, Body, Ids, JsonBody, QueryParams};
+use super::extract::{AuthUser, Body, Claimant, Ids, JsonBody, QueryParams};
 use super::idempotency::{Idempotent, json_of};
 use crate::domain::{Actor, ApplicationStatus, Role, validate};
 use crate::http::AppState;
-use crate::store::{ApplicationRow, ApplicationViewer, HistoryRow};
-use axum::extract::State;
+use crate::store::{ApplicationRow, ApplicationViewer, HistoryRow, TokenClaim};
+use axum::extract::{FromRequest, Request, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
@@ -206,11 +207,40 @@ async fn visible(st: &AppState, user: &AuthUser, id: i64) -> ApiResult<Applicati
               (status = 409, description = "already-applied, or job-closed (the job is closed, expired, or not open yet)", body = Problem), (status = 422, body = Problem)))]
 async fn apply(
     State(st): State<AppState>,
-    user: AuthUser,
+    claimant: Claimant,
+    ids: Result<Ids, ApiError>,
+    req: Request,
+) -> Response {
+    // A path or body refused before the caller's account is read is answered after its 401,
+    // as on every route; a refused path before the body and its key are looked at.
+    let ids = match ids {
+        Ok(ids) => ids,
+        Err(e) => return after_caller(&st, claimant, e.into_response()).await,
+    };
+    let idem = match Idempotent::<Body>::from_request(req, &st).await {
+        Ok(idem) => idem,
+        Err(refused) => return after_caller(&st, claimant, refused).await,
+    };
+    match apply_as(st, claimant, ids, idem).await {
+        Ok(created) => created.into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `refused`, unless the caller's token is no longer theirs (401).
+async fn after_caller(st: &AppState, claimant: Claimant, refused: Response) -> Response {
+    match claimant.user(st).await {
+        Err(e) => e.into_response(),
+        Ok(_) => refused,
+    }
+}
+
+async fn apply_as(
+    st: AppState,
+    claimant: Claimant,
     ids: Ids,
     idem: Idempotent<Body>,
 ) -> ApiResult<(StatusCode, Json<ApplicationOut>)> {
-    user.require(Role::Candidate, "apply to jobs")?;
     // Read and checked now, refused only after the job's 404, as every write words it.
     let input = idem.body.json::<ApplyIn>(true).and_then(|input| {
         let cover_letter = match &input.cover_letter {
@@ -222,16 +252,21 @@ async fn apply(
         };
         Ok((input, cover_letter))
     });
-    // Without a key or answers, the store may judge the job as it writes, unread (one round
-    // trip on PostgreSQL); when it declines, the job is read and judged here.
-    if let Ok((input, cover_letter)) = &input
+    // Without a key or answers, the store may judge the caller's account and the job as it
+    // writes, unread (one round trip on PostgreSQL); when it declines, both are read and
+    // judged here, in the contract's order.
+    if let Some((user_id, generation)) = claimant.unread()
+        && let Ok((input, cover_letter)) = &input
         && idem.without_key()
         && input.answers.is_none()
         && let Some(app) = st
             .store
             .apply_unread(
                 ids.one(),
-                user.id(),
+                TokenClaim {
+                    candidate_id: user_id,
+                    generation,
+                },
                 &crate::store::NewApplication {
                     cover_letter: cover_letter.clone(),
                     resume_id: input.resume_id,
@@ -242,12 +277,13 @@ async fn apply(
     {
         tracing::info!(
             application_id = app.id,
-            "user {} applied to job {}",
-            user.id(),
+            "user {user_id} applied to job {}",
             app.job_id
         );
         return Ok((StatusCode::CREATED, Json(ApplicationOut::from(app))));
     }
+    let user = claimant.user(&st).await?;
+    user.require(Role::Candidate, "apply to jobs")?;
     // A job waiting for review, or rejected, is not there for a candidate (404).
     let job = super::jobs::visible_job(&st, Some(&user.0), ids.one()).await?;
     let (input, cover_letter) = input?;

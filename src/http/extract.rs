@@ -15,7 +15,8 @@ use serde::de::DeserializeOwned;
 /// The authenticated caller; 401 without a valid token.
 pub struct AuthUser(pub UserRow);
 
-/// The authenticated caller's id, left in the request by `AuthUser` for the extractors after it.
+/// The authenticated caller's id, left in the request by `AuthUser` (or `Claimant`, `Operator`)
+/// for the extractors after it.
 #[derive(Clone, Copy)]
 pub struct Caller(pub i64);
 
@@ -41,28 +42,48 @@ impl AuthUser {
     }
 }
 
-pub(super) async fn authenticate(parts: &Parts, state: &AppState) -> ApiResult<Option<UserRow>> {
+fn invalid_token() -> ApiError {
+    ApiError::unauthorized("the access token is missing, invalid or expired")
+}
+
+/// The user id and token generation a bearer token's signature vouches for, without reading
+/// the user: `None` without an `Authorization` header, 401 for a malformed or forged token.
+fn bearer(parts: &Parts, state: &AppState) -> ApiResult<Option<(i64, i64)>> {
     let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
         return Ok(None);
     };
-    let invalid = || ApiError::unauthorized("the access token is missing, invalid or expired");
-    let value = value.to_str().map_err(|_| invalid())?;
+    let value = value.to_str().map_err(|_| invalid_token())?;
     let token = value
         .strip_prefix("Bearer ")
         .or_else(|| value.strip_prefix("bearer "))
-        .ok_or_else(invalid)?
+        .ok_or_else(invalid_token)?
         .trim();
-    let (user_id, generation) = state.tokens.verify(token).ok_or_else(invalid)?;
+    state
+        .tokens
+        .verify(token)
+        .map(Some)
+        .ok_or_else(invalid_token)
+}
+
+/// The user a token names, if the token is still theirs; 401 otherwise.
+async fn user_of(state: &AppState, user_id: i64, generation: i64) -> ApiResult<UserRow> {
     let user = match state.store.user_by_id(user_id).await {
         Ok(u) => u,
-        Err(StoreError::NotFound) => return Err(invalid()),
+        Err(StoreError::NotFound) => return Err(invalid_token()),
         Err(e) => return Err(e.into()),
     };
     // A password change bumps the generation, revoking every token issued before it.
     if user.token_generation != generation {
-        return Err(invalid());
+        return Err(invalid_token());
     }
-    Ok(Some(user))
+    Ok(user)
+}
+
+pub(super) async fn authenticate(parts: &Parts, state: &AppState) -> ApiResult<Option<UserRow>> {
+    match bearer(parts, state)? {
+        Some((user_id, generation)) => Ok(Some(user_of(state, user_id, generation).await?)),
+        None => Ok(None),
+    }
 }
 
 impl FromRequestParts<AppState> for AuthUser {
@@ -78,6 +99,64 @@ impl FromRequestParts<AppState> for AuthUser {
                 "this endpoint needs an access token",
             )),
         }
+    }
+}
+
+/// A caller whose token's signature holds but whose account may not have been read yet: a
+/// route whose store can check the account as it writes (an apply on PostgreSQL) saves the
+/// read, and reads it ([`Claimant::user`]) when the store declines. A request with an
+/// `Idempotency-Key` is authenticated at once, as with [`AuthUser`], since its key is recorded
+/// under the caller before the handler runs. 401 without a token or with a bad one.
+pub enum Claimant {
+    Read(UserRow),
+    Unread { user_id: i64, generation: i64 },
+}
+
+impl Claimant {
+    /// The user id and token generation to check as the store writes; `None` once read.
+    pub fn unread(&self) -> Option<(i64, i64)> {
+        match self {
+            Claimant::Read(_) => None,
+            Claimant::Unread {
+                user_id,
+                generation,
+            } => Some((*user_id, *generation)),
+        }
+    }
+
+    /// The caller, read if it was not: 401 as [`AuthUser`]'s when the token is no longer theirs.
+    pub async fn user(self, state: &AppState) -> ApiResult<AuthUser> {
+        match self {
+            Claimant::Read(user) => Ok(AuthUser(user)),
+            Claimant::Unread {
+                user_id,
+                generation,
+            } => Ok(AuthUser(user_of(state, user_id, generation).await?)),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Claimant {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        let Some((user_id, generation)) = bearer(parts, state)? else {
+            return Err(ApiError::unauthorized(
+                "this endpoint needs an access token",
+            ));
+        };
+        // For `Idempotent`, which scopes a key by its caller.
+        parts.extensions.insert(Caller(user_id));
+        if parts
+            .headers
+            .contains_key(super::idempotency::IDEMPOTENCY_KEY)
+        {
+            return Ok(Claimant::Read(user_of(state, user_id, generation).await?));
+        }
+        Ok(Claimant::Unread {
+            user_id,
+            generation,
+        })
     }
 }
 

@@ -24,7 +24,7 @@ const LOCK_MS: i64 = 60_000;
 
 /// A write that runs under the request's `Idempotency-Key`, if it sent one, with `body`: the
 /// request body (`Idempotent<Body>`) or nothing (`Idempotent`, the key is bound to no body).
-/// Extracted last, after `AuthUser`: a replay, a reused key or a key in flight is answered
+/// Extracted last, after `AuthUser` (or another extractor that leaves the `Caller`): a replay, a reused key or a key in flight is answered
 /// here, after authentication and the path, before the handler runs.
 pub struct Idempotent<B = ()> {
     pub body: B,
@@ -86,9 +86,12 @@ fn malformed_key() -> ApiError {
     )
 }
 
+/// The request header that names a key.
+pub(super) const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
 /// The key, if sent; `Err` if it is not 1–255 visible ASCII characters.
 fn header_key(headers: &HeaderMap) -> Result<Option<String>, ()> {
-    let Some(v) = headers.get("idempotency-key") else {
+    let Some(v) = headers.get(IDEMPOTENCY_KEY) else {
         return Ok(None);
     };
     let bytes = v.as_bytes();

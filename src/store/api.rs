@@ -149,17 +149,18 @@ pub trait ApiStore: Send + Sync {
         input: NewApplication,
         idem: Idem<'_, ApplicationRow>,
     ) -> StoreResult<ApplicationRow>;
-    /// An apply to a job the caller has not read, when the store can judge the job as it
-    /// writes: `None`, having written nothing, unless the job is open and asks nothing the
-    /// input lacks (no questions; a résumé, if it requires one) and the write needs nothing
-    /// more (PostgreSQL's one statement); the caller then reads the job and calls [`apply`].
-    /// Errors as [`apply`]'s.
+    /// An apply to a job by a caller whose account and job have not been read, when the
+    /// store can judge both as it writes: `None`, having written nothing, unless the claim's
+    /// account is a candidate's whose token generation is the claim's, the job is open and
+    /// asks nothing the input lacks (no questions; a résumé, if it requires one) and the write
+    /// needs nothing more (PostgreSQL's one statement); the caller then reads the account and
+    /// the job and calls [`apply`]. Errors as [`apply`]'s.
     ///
     /// [`apply`]: Self::apply
     async fn apply_unread(
         &self,
         job_id: i64,
-        candidate_id: i64,
+        claim: TokenClaim,
         input: &NewApplication,
     ) -> StoreResult<Option<ApplicationRow>>;
     async fn application(&self, id: i64) -> StoreResult<ApplicationRow>;

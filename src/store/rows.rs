@@ -270,6 +270,14 @@ pub struct ApplicationRow {
     pub updated_at: DateTime<Utc>,
 }
 
+/// A candidate as a bearer token names them, their account not read: the store writes for
+/// them only if the account is still a candidate's and the token's generation is its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenClaim {
+    pub candidate_id: i64,
+    pub generation: i64,
+}
+
 /// What an application is made with, its values validated.
 #[derive(Debug, Clone, Default)]
 pub struct NewApplication {

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 each_store!(
     apply_rules,
+    apply_checks_the_caller_first,
     concurrent_duplicate_applications,
     visibility,
     workflow_and_events,
@@ -110,6 +111,103 @@ async fn apply_rules(app: TestApp) {
     assert_eq!(body["type"], "application.submitted");
     assert_eq!(body["application_id"], a["id"]);
     assert_eq!(body["occurred_at"], history.body[0]["at"]);
+}
+
+/// A token that is no longer its account's (a password changed, an account deleted) is 401
+/// for an apply, and writes nothing, whatever else the request gets wrong: the path, the body,
+/// its size, a key. PostgreSQL's apply checks the account in the statement that writes, and
+/// reads it only when the statement declines.
+async fn apply_checks_the_caller_first(app: TestApp) {
+    let e = app.user("employer").await;
+    let c = app.company(&e, "Acme").await;
+    let job = app.job(&e, c, json!({"title": "Designer"})).await;
+    let path = format!("/api/jobs/{}/applications", job["id"]);
+    let revoked = app.user("candidate").await;
+    app.post(
+        "/api/me/password",
+        Some(&revoked.token),
+        json!({"current_password": revoked.password, "new_password": "a brand new passphrase"}),
+    )
+    .await
+    .expect(204);
+    let gone = app.user("candidate").await;
+    app.delete("/api/me", Some(&gone.token)).await.expect(204);
+    let outbox = app.scalar_i64("SELECT COUNT(*) FROM outbox").await;
+    for token in [&revoked.token, &gone.token] {
+        app.post(&path, Some(token), json!({"cover_letter": "Hello"}))
+            .await
+            .expect_problem(401, "unauthorized");
+        app.post("/api/jobs/not-a-job/applications", Some(token), json!({}))
+            .await
+            .expect_problem(401, "unauthorized");
+        app.post(&path, Some(token), json!({"cover_letter": 7}))
+            .await
+            .expect_problem(401, "unauthorized");
+        let too_large = app
+            .client
+            .post(app.url(&path))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(format!(r#"{{"cover_letter": "{}"}}"#, "x".repeat(70_000)))
+            .send()
+            .await
+            .expect("request");
+        TestApp::read(too_large)
+            .await
+            .expect_problem(401, "unauthorized");
+        let keyed = app
+            .client
+            .post(app.url(&path))
+            .bearer_auth(token)
+            .header("idempotency-key", "apply-1")
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .expect("request");
+        TestApp::read(keyed)
+            .await
+            .expect_problem(401, "unauthorized");
+    }
+    // The employer's token is its own, but only candidates apply.
+    app.post(&path, Some(&e.token), json!({}))
+        .await
+        .expect_problem(403, "forbidden");
+    assert_eq!(app.scalar_i64("SELECT COUNT(*) FROM applications").await, 0);
+    assert_eq!(
+        app.scalar_i64("SELECT COUNT(*) FROM outbox").await,
+        outbox,
+        "no event"
+    );
+    assert_eq!(
+        app.scalar_i64("SELECT COUNT(*) FROM idempotency_keys")
+            .await,
+        0,
+        "no key kept for a token that is no longer its account's"
+    );
+    // A refused path is refused before its key is looked at: the key is still free for the
+    // apply it was meant for.
+    let cand = app.user("candidate").await;
+    let keyed = |path: String| {
+        app.client
+            .post(app.url(&path))
+            .bearer_auth(&cand.token)
+            .header("idempotency-key", "apply-2")
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+    };
+    let r = keyed("/api/jobs/not-a-job/applications".into())
+        .await
+        .expect("request");
+    TestApp::read(r).await.expect_problem(404, "not-found");
+    let r = keyed(path.clone()).await.expect("request");
+    TestApp::read(r).await.expect(201);
+    // The new password's token applies.
+    let token = app.login(&revoked.email, "a brand new passphrase").await;
+    app.post(&path, Some(&token), json!({"cover_letter": "Hello"}))
+        .await
+        .expect(201);
 }
 
 async fn concurrent_duplicate_applications(app: TestApp) {

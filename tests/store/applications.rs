@@ -3,7 +3,7 @@
 use crate::harness::*;
 use jobboard::domain::event::{EventKind, parse_event};
 use jobboard::domain::{Actor, ApplicationStatus, Conflict, JobStatus, Role, TransitionError};
-use jobboard::store::{ApplicationViewer, Page, Store};
+use jobboard::store::{ApplicationViewer, Page, Store, TokenClaim};
 use std::sync::Arc;
 
 crate::each_backend!(
@@ -134,9 +134,10 @@ async fn apply_refuses_twice_closed_and_missing_jobs(store: Arc<dyn Store>) {
         .expect("apply again after deleting");
 }
 
-/// An apply to a job the caller has not read: PostgreSQL's one statement writes it when the job
-/// is open and asks nothing the application lacks, and writes nothing otherwise (the caller
-/// then reads the job); SQLite always leaves it to the read and the transaction.
+/// An apply by an account and to a job the caller has not read: PostgreSQL's one statement
+/// writes it when the claim is a candidate's own token generation and the job is open and asks
+/// nothing the application lacks, and writes nothing otherwise (the caller then reads the
+/// account and the job); SQLite always leaves it to the reads and the transaction.
 async fn apply_unread_writes_only_what_needs_no_read(store: Arc<dyn Store>) {
     let employer = user(&store, Role::Employer).await;
     let company = company(&store, employer.id, "Unread").await;
@@ -155,21 +156,42 @@ async fn apply_unread_writes_only_what_needs_no_read(store: Arc<dyn Store>) {
         cover_letter: Some("Hello".into()),
         ..Default::default()
     };
-    for declined in [asks.id, wants.id, closed.id, closed.id + 1000] {
+    let claim = TokenClaim {
+        candidate_id: candidate.id,
+        generation: candidate.token_generation,
+    };
+    // Jobs that need a read, then claims that are not a candidate's own: a token of another
+    // generation (revoked by a password change), an employer's, an account that is gone.
+    let not_own = [
+        TokenClaim {
+            generation: candidate.token_generation + 1,
+            ..claim
+        },
+        TokenClaim {
+            candidate_id: employer.id,
+            generation: employer.token_generation,
+        },
+        TokenClaim {
+            candidate_id: candidate.id + employer.id + 1000,
+            ..claim
+        },
+    ];
+    let declines = [asks.id, wants.id, closed.id, closed.id + 1000]
+        .map(|job| (job, claim))
+        .into_iter()
+        .chain(not_own.map(|c| (plain.id, c)));
+    for (declined, claim) in declines {
         assert!(
             store
-                .apply_unread(declined, candidate.id, &letter)
+                .apply_unread(declined, claim, &letter)
                 .await
                 .expect("declined, not refused")
                 .is_none(),
-            "job {declined}"
+            "job {declined}, {claim:?}"
         );
     }
     assert_eq!(store.outbox_pending().await.unwrap(), 0, "nothing written");
-    let applied = store
-        .apply_unread(plain.id, candidate.id, &letter)
-        .await
-        .unwrap();
+    let applied = store.apply_unread(plain.id, claim, &letter).await.unwrap();
     // The résumé a job requires, given: the statement attaches it.
     let resume = store
         .create_resume(
@@ -191,7 +213,7 @@ async fn apply_unread_writes_only_what_needs_no_read(store: Arc<dyn Store>) {
         ..Default::default()
     };
     let attached = store
-        .apply_unread(wants.id, candidate.id, &with_resume)
+        .apply_unread(wants.id, claim, &with_resume)
         .await
         .unwrap();
     if store.backend() == "postgres" {
@@ -203,7 +225,7 @@ async fn apply_unread_writes_only_what_needs_no_read(store: Arc<dyn Store>) {
         assert_eq!(a.cover_letter.as_deref(), Some("Hello"));
         assert_eq!(store.outbox_pending().await.unwrap(), 2);
         assert_conflict(
-            store.apply_unread(plain.id, candidate.id, &letter).await,
+            store.apply_unread(plain.id, claim, &letter).await,
             Conflict::AlreadyApplied,
         );
     } else {

@@ -124,7 +124,7 @@ impl S {
     ) -> StoreResult<ApplicationRow> {
         if idem.is_none()
             && let Some(row) = self
-                .apply_in_one_statement(job_id, candidate_id, &input, true)
+                .apply_in_one_statement(job_id, candidate_id, &input, None)
                 .await?
         {
             return Ok(row);
@@ -191,33 +191,35 @@ impl S {
         Ok(row)
     }
 
-    /// An apply to a job the caller has not read (PostgreSQL, without answers): the one
-    /// statement, which also declines a job that asks questions or a résumé not given; `None`,
+    /// An apply by an account and to a job the caller has not read (PostgreSQL, without
+    /// answers): the one statement, which also declines a claim that is not a candidate's own
+    /// and a job that asks questions or a résumé not given; `None`,
     /// having written nothing, whenever it declines, and always on SQLite.
     pub(super) async fn apply_unread(
         &self,
         job_id: i64,
-        candidate_id: i64,
+        claim: TokenClaim,
         input: &NewApplication,
     ) -> StoreResult<Option<ApplicationRow>> {
         if D::NAME != "postgres" || input.answers.is_some() {
             return Ok(None);
         }
-        self.apply_in_one_statement(job_id, candidate_id, input, false)
+        self.apply_in_one_statement(job_id, claim.candidate_id, input, Some(claim.generation))
             .await
     }
 
     /// PostgreSQL's apply without an `Idempotency-Key` ([`sql::APPLY_ONE_PG`]): one round
     /// trip, committed on its own; `None`, having written nothing, when the job takes no
     /// application, its company has an enabled webhook endpoint or the résumé is not the
-    /// candidate's, and, unless `checked` (the caller has read the job and checked the input
-    /// against it), when the job asks questions or a résumé that is not given.
+    /// candidate's, and, when the caller has read neither the account nor the job (`unread`,
+    /// the token's generation), when the account is not a candidate's of that generation or
+    /// the job asks questions or a résumé that is not given.
     async fn apply_in_one_statement(
         &self,
         job_id: i64,
         candidate_id: i64,
         input: &NewApplication,
-        checked: bool,
+        unread: Option<i64>,
     ) -> StoreResult<Option<ApplicationRow>> {
         // The statement writes the event's body; only its id comes from here.
         let event_id = uuid::Uuid::new_v4().to_string();
@@ -228,7 +230,7 @@ impl S {
             .bind(&input.answers)
             .bind(&event_id)
             .bind(input.resume_id)
-            .bind(checked)
+            .bind(unread)
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| constraint(e, Conflict::AlreadyApplied))

@@ -221,19 +221,24 @@ pub const APPLIED_WRITES_PG: &str = concatcp!(
 /// transaction: [`APPLY_PG`]'s job, judged the same way, [`RESUME_ATTACH_PG`]'s résumé, and
 /// [`APPLIED_WRITES_PG`]'s writes, the event's body written by the statement as
 /// `Event::to_json` writes it (`$1` job, `$2` candidate, `$3` cover letter, `$4` answers, `$5`
-/// event id, `$6` résumé or NULL, `$7` whether the caller has read the job and checked the
-/// application against its questions and `resume_required`). It writes nothing, and answers no
-/// row, when the job takes no application, its company has an enabled webhook endpoint, or the
-/// résumé is not the candidate's; and, when the caller has not read the job, when the job asks
-/// questions or a résumé that is not given: the caller then reads the job, or takes the
-/// two-statement path, which says why or writes the deliveries.
+/// event id, `$6` résumé or NULL, `$7` NULL when the caller has read the candidate's account and
+/// the job and checked the application against the job's questions and `resume_required`, else
+/// the generation of the caller's token). It writes nothing, and answers no row, when the job
+/// takes no application, its company has an enabled webhook endpoint, or the résumé is not the
+/// candidate's; and, when the caller has read neither, when the account is not a candidate's
+/// whose token generation is `$7` or the job asks questions or a résumé that is not given: the
+/// caller then reads them, or takes the two-statement path, which says why or writes the
+/// deliveries.
 pub const APPLY_ONE_PG: &str = concatcp!(
     "WITH j AS (SELECT id, status, expires_at, title, company_id, questions, resume_required \
      FROM jobs WHERE id = $1 FOR SHARE), \
      c AS (SELECT clock_timestamp() AS t), \
      ok AS (SELECT j.id, c.t FROM j, c \
          WHERE j.status = 'open' AND (j.expires_at IS NULL OR j.expires_at > c.t) \
-         AND ($7 OR (j.questions IS NULL AND (NOT j.resume_required OR $6::bigint IS NOT NULL))) \
+         AND ($7::bigint IS NULL OR (j.questions IS NULL \
+             AND (NOT j.resume_required OR $6::bigint IS NOT NULL) \
+             AND EXISTS (SELECT 1 FROM users WHERE id = $2 AND role = 'candidate' \
+                 AND token_generation = $7))) \
          AND NOT EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.company_id = j.company_id \
              AND NOT w.paused AND w.disabled_reason IS NULL)), \
      r AS (UPDATE resumes SET used_at = ok.t FROM ok WHERE resumes.id = $6 \

@@ -362,10 +362,10 @@ impl ApiStore for S {
     async fn apply_unread(
         &self,
         job_id: i64,
-        candidate_id: i64,
+        claim: TokenClaim,
         input: &NewApplication,
     ) -> StoreResult<Option<ApplicationRow>> {
-        S::apply_unread(self, job_id, candidate_id, input).await
+        S::apply_unread(self, job_id, claim, input).await
     }
 
     async fn application(&self, id: i64) -> StoreResult<ApplicationRow> {
