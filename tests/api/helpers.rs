@@ -24,6 +24,39 @@ pub enum CacheKind {
     Redis,
 }
 
+/// What the servers in this test process have logged at ERROR, as formatted lines. The first
+/// call installs the process's subscriber, which keeps ERROR events only; call it before the
+/// request whose log a test looks for.
+pub fn error_log() -> String {
+    static LOG: std::sync::OnceLock<std::sync::Arc<std::sync::Mutex<Vec<u8>>>> =
+        std::sync::OnceLock::new();
+    let log = LOG.get_or_init(|| {
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let writer = log.clone();
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::ERROR)
+            .with_ansi(false)
+            .with_writer(move || Captured(writer.clone()))
+            .try_init()
+            .expect("no other subscriber in the API tests");
+        log
+    });
+    String::from_utf8_lossy(&log.lock().unwrap()).into_owned()
+}
+
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The PostgreSQL server the tests create their databases on.
 pub fn postgres_admin_url() -> String {
     std::env::var("JOBBOARD_TEST_DATABASE_URL")

@@ -582,6 +582,17 @@ async fn a_file_without_its_row_is_swept_and_a_row_without_its_file_is_404(app: 
     assert_eq!((status, bytes.as_slice()), (200, PDF));
     // A row whose file is gone (deleted by hand): 404, and an ERROR log names it.
     files.store.delete(&left[0]).await.unwrap();
+    let logged = |log: &str| {
+        log.lines().any(|line| {
+            line.contains("ERROR")
+                && line.contains(&format!(
+                    "résumé {} names a file the file store does not have",
+                    kept["id"]
+                ))
+                && line.contains(&left[0])
+        })
+    };
+    assert!(!logged(&error_log()), "not before the download");
     let (status, _, _) = download(
         &app,
         &format!("/api/me/resumes/{}/file", kept["id"]),
@@ -589,6 +600,11 @@ async fn a_file_without_its_row_is_swept_and_a_row_without_its_file_is_404(app: 
     )
     .await;
     assert_eq!(status, 404);
+    assert!(
+        logged(&error_log()),
+        "an ERROR names the résumé and its file: {}",
+        error_log()
+    );
 }
 
 async fn retention_and_account_deletion_take_the_files(app: TestApp) {
