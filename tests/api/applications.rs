@@ -133,6 +133,19 @@ async fn apply_checks_the_caller_first(app: TestApp) {
     let gone = app.user("candidate").await;
     app.delete("/api/me", Some(&gone.token)).await.expect(204);
     let outbox = app.scalar_i64("SELECT COUNT(*) FROM outbox").await;
+    // A POST of a raw JSON body, with an Idempotency-Key if given.
+    let raw = |path: &str, token: &str, key: Option<&str>, body: String| {
+        let mut req = app
+            .client
+            .post(app.url(path))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(key) = key {
+            req = req.header("idempotency-key", key);
+        }
+        async move { TestApp::read(req.send().await.expect("request")).await }
+    };
     for token in [&revoked.token, &gone.token] {
         app.post(&path, Some(token), json!({"cover_letter": "Hello"}))
             .await
@@ -143,29 +156,11 @@ async fn apply_checks_the_caller_first(app: TestApp) {
         app.post(&path, Some(token), json!({"cover_letter": 7}))
             .await
             .expect_problem(401, "unauthorized");
-        let too_large = app
-            .client
-            .post(app.url(&path))
-            .bearer_auth(token)
-            .header("content-type", "application/json")
-            .body(format!(r#"{{"cover_letter": "{}"}}"#, "x".repeat(70_000)))
-            .send()
-            .await
-            .expect("request");
-        TestApp::read(too_large)
+        let too_large = format!(r#"{{"cover_letter": "{}"}}"#, "x".repeat(70_000));
+        raw(&path, token, None, too_large)
             .await
             .expect_problem(401, "unauthorized");
-        let keyed = app
-            .client
-            .post(app.url(&path))
-            .bearer_auth(token)
-            .header("idempotency-key", "apply-1")
-            .header("content-type", "application/json")
-            .body("{}")
-            .send()
-            .await
-            .expect("request");
-        TestApp::read(keyed)
+        raw(&path, token, Some("apply-1"), "{}".into())
             .await
             .expect_problem(401, "unauthorized");
     }
@@ -188,21 +183,17 @@ async fn apply_checks_the_caller_first(app: TestApp) {
     // A refused path is refused before its key is looked at: the key is still free for the
     // apply it was meant for.
     let cand = app.user("candidate").await;
-    let keyed = |path: String| {
-        app.client
-            .post(app.url(&path))
-            .bearer_auth(&cand.token)
-            .header("idempotency-key", "apply-2")
-            .header("content-type", "application/json")
-            .body("{}")
-            .send()
-    };
-    let r = keyed("/api/jobs/not-a-job/applications".into())
+    raw(
+        "/api/jobs/not-a-job/applications",
+        &cand.token,
+        Some("apply-2"),
+        "{}".into(),
+    )
+    .await
+    .expect_problem(404, "not-found");
+    raw(&path, &cand.token, Some("apply-2"), "{}".into())
         .await
-        .expect("request");
-    TestApp::read(r).await.expect_problem(404, "not-found");
-    let r = keyed(path.clone()).await.expect("request");
-    TestApp::read(r).await.expect(201);
+        .expect(201);
     // The new password's token applies.
     let token = app.login(&revoked.email, "a brand new passphrase").await;
     app.post(&path, Some(&token), json!({"cover_letter": "Hello"}))
