@@ -230,8 +230,11 @@ fn notes(opts: &Opts, words: &[String]) -> Vec<String> {
          run to 2 000-5 000 bytes (uniform), the rest paragraphs of generic prose in words no \
          search asks for; 5 % of the jobs are in one of 400 small towns; search_terms (of the \
          title, the first paragraph and the company) and title_terms from \
-         jobboard::domain::search::document_terms."
-            .into(),
+         jobboard::domain::search::document_terms. Beside the 100 candidates and the employer \
+         registered through the API, the main database holds one account per 10 jobs (bulk \
+         SQL, a password hash no password matches), and its tables are analyzed once they are \
+         in."
+        .into(),
         format!(
             "mix_*_pg (PostgreSQL, {} jobs) and mix_*_sqlite (SQLite, {} jobs): each mix a \
              list of distinct searches sent in order (none repeats, so every one misses the \
