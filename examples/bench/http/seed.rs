@@ -250,7 +250,6 @@ impl Bench<'_> {
         Ok(())
     }
 
-    /// Registers and logs in; returns the access token.
     /// The accounts a board of `njobs` jobs has beside the candidates who apply here (one per
     /// [`JOBS_PER_ACCOUNT`] jobs, by bulk SQL, with a password hash no password matches), then
     /// the statistics of the tables the seed filled since its `VACUUM ANALYZE`. With the 101
@@ -265,17 +264,13 @@ impl Bench<'_> {
              'Seeded ' || g, CASE WHEN g % 10 = 0 THEN 'employer' ELSE 'candidate' END, \
              '!', '2026-01-01T00:00:00Z' FROM generate_series(1, {n}) g"
         );
-        match (&self.pg, &self.sqlite) {
-            (Some(pool), _) => {
-                sqlx::query(&insert).execute(pool).await?;
-                sqlx::query("ANALYZE").execute(pool).await?;
-            }
-            (None, Some((_, pool))) => {
-                sqlx::query(&insert).execute(pool).await?;
-                sqlx::query("ANALYZE").execute(pool).await?;
-            }
-            (None, None) => bail!("no database"),
-        }
+        // The main database, the only one with candidates, is PostgreSQL's.
+        let pool = self
+            .pg
+            .as_ref()
+            .context("the accounts are seeded on PostgreSQL")?;
+        sqlx::query(&insert).execute(pool).await?;
+        sqlx::query("ANALYZE").execute(pool).await?;
         common::progress(
             SECTION,
             format!(
@@ -288,6 +283,7 @@ impl Bench<'_> {
         Ok(())
     }
 
+    /// Registers and logs in; returns the access token.
     pub(super) async fn account(
         &self,
         client: &reqwest::Client,
