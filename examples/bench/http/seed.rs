@@ -215,7 +215,7 @@ impl Bench<'_> {
                 t.elapsed().as_secs_f64()
             ),
         );
-        if n > 0 {
+        if self.kind == Kind::Main {
             self.seed_other_accounts(njobs).await?;
         }
 
