@@ -30,7 +30,9 @@ mod joblog_order;
 mod jobs;
 mod lifecycle;
 mod ops;
+mod pool;
 mod queue;
+mod resumes;
 mod search;
 mod upkeep_events;
 

@@ -15,9 +15,13 @@ const USER_LOCKED: &str = concatcp!(
     <super::D as crate::store::dialect::Dialect>::FOR_UPDATE
 );
 const COUNT_OF_USER: &str = "SELECT COUNT(*) FROM resumes WHERE user_id = $1";
-const INSERT: &str = concatcp!(
+/// The résumé, inserted only while the user has fewer than `$8`: counted by this statement,
+/// which runs after the lock on the user ([`USER_LOCKED`]) and so sees every résumé of an
+/// upload that held the lock before it. No row when they have `$8` already.
+const INSERT_UNDER_MAX: &str = concatcp!(
     "INSERT INTO resumes (user_id, filename, content_type, size, sha256, storage_key, \
-     created_at, used_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING ",
+     created_at, used_at) SELECT $1, $2, $3, $4, $5, $6, $7, $7 \
+     WHERE (SELECT COUNT(*) FROM resumes WHERE user_id = $1) < $8 RETURNING ",
     COLUMNS
 );
 const OF_USER: &str = concatcp!(
@@ -60,16 +64,8 @@ impl ResumeStore for S {
             .await
             .with_step(|| format!("locking user {user_id}"))?
             .ok_or(StoreError::NotFound)?;
-        let count: i64 = sqlx::query_scalar(COUNT_OF_USER)
-            .bind(user_id)
-            .fetch_one(&mut *tx)
-            .await
-            .step("counting the user's résumés")?;
-        if count >= max {
-            return Err(StoreError::Conflict(Conflict::TooManyResumes));
-        }
         let now = Self::clock(&mut *tx).await?;
-        let row = sqlx::query_as::<_, ResumeRow>(INSERT)
+        let row = sqlx::query_as::<_, ResumeRow>(INSERT_UNDER_MAX)
             .bind(user_id)
             .bind(&resume.filename)
             .bind(&resume.content_type)
@@ -77,9 +73,11 @@ impl ResumeStore for S {
             .bind(&resume.sha256)
             .bind(&resume.storage_key)
             .bind(now)
-            .fetch_one(&mut *tx)
+            .bind(max)
+            .fetch_optional(&mut *tx)
             .await
-            .step("inserting the résumé")?;
+            .step("inserting the résumé")?
+            .ok_or(StoreError::Conflict(Conflict::TooManyResumes))?;
         Self::commit_with(tx, idem, &row).await?;
         Ok(row)
     }
