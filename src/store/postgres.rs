@@ -7,6 +7,9 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
 use std::str::FromStr;
 use std::time::Duration;
 
+/// How long a connection may sit in the pool before it is checked again when handed out.
+const IDLE_BEFORE_CHECK: Duration = Duration::from_secs(1);
+
 /// The store on PostgreSQL.
 #[derive(Clone)]
 pub struct PgStore {
@@ -36,6 +39,19 @@ impl PgStore {
         let pool = PgPoolOptions::new()
             .max_connections(pool_size)
             .acquire_timeout(Duration::from_secs(5))
+            // sqlx checks a connection with a round trip when it is handed back to the pool,
+            // and by default again when it is handed out: two round trips beside a one-statement
+            // write. The second is kept only for a connection that sat idle (a database restarted
+            // meanwhile has closed it); one handed back moments ago was checked then.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= IDLE_BEFORE_CHECK {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_with(options)
             .await
             .context("opening the database's connection pool")?;

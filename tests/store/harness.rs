@@ -45,7 +45,7 @@ pub async fn sqlite() -> TestDb {
 }
 
 /// The PostgreSQL server the tests create their databases on.
-fn postgres_admin_url() -> String {
+pub fn postgres_admin_url() -> String {
     std::env::var("JOBBOARD_TEST_DATABASE_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
 }
