@@ -18,10 +18,10 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use futures::Stream;
 use sha2::{Digest, Sha256};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
-use tokio::io::AsyncWriteExt;
 
 pub use kind::{Kind, Refusal};
 pub use local::LocalFiles;
@@ -97,14 +97,12 @@ impl Files {
         let temp = tempfile::Builder::new()
             .prefix("upload-")
             .tempfile_in(&self.spool)?;
-        // Chunks gathered into large writes: each write is a hop to the blocking pool.
-        let file = tokio::io::BufWriter::with_capacity(
-            WRITE_CHUNK,
-            tokio::fs::File::from_std(temp.reopen()?),
-        );
+        let file = temp.reopen()?;
         Ok(Upload {
             temp,
-            file,
+            file: Some(file),
+            pending: Vec::new(),
+            pending_len: 0,
             hash: Sha256::new(),
             recognizer: kind::Recognizer::new(),
             size: 0,
@@ -143,7 +141,12 @@ pub enum UploadError {
 /// An upload being spooled.
 pub struct Upload {
     temp: tempfile::NamedTempFile,
-    file: tokio::io::BufWriter<tokio::fs::File>,
+    /// The spool file; `None` only after a write to it failed.
+    file: Option<std::fs::File>,
+    /// The chunks received since the last write, held as they came (not copied) until
+    /// [`WRITE_CHUNK`] bytes of them go to the spool file in one hop to the blocking pool.
+    pending: Vec<Bytes>,
+    pending_len: usize,
     hash: Sha256,
     recognizer: kind::Recognizer,
     size: u64,
@@ -151,23 +154,52 @@ pub struct Upload {
 }
 
 impl Upload {
-    /// Writes the next chunk; stops at the first byte past the most allowed, or the first that
+    /// Takes the next chunk; stops at the first byte past the most allowed, or the first that
     /// shows the file is of another kind.
-    pub async fn write(&mut self, chunk: &[u8]) -> Result<(), UploadError> {
+    pub async fn write(&mut self, chunk: Bytes) -> Result<(), UploadError> {
         self.size += chunk.len() as u64;
         if self.size > self.max {
             return Err(UploadError::TooLarge);
         }
-        self.recognizer.feed(chunk).map_err(UploadError::Refused)?;
-        self.hash.update(chunk);
-        self.file.write_all(chunk).await.map_err(UploadError::Io)
+        self.recognizer.feed(&chunk).map_err(UploadError::Refused)?;
+        self.hash.update(&chunk);
+        self.pending_len += chunk.len();
+        self.pending.push(chunk);
+        if self.pending_len >= WRITE_CHUNK {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Writes the pending chunks to the spool file, off the runtime.
+    async fn flush(&mut self) -> Result<(), UploadError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let chunks = std::mem::take(&mut self.pending);
+        self.pending_len = 0;
+        let mut file = self.file.take().ok_or_else(|| {
+            UploadError::Io(std::io::Error::other(
+                "an earlier write to the spool file failed",
+            ))
+        })?;
+        let file = tokio::task::spawn_blocking(move || {
+            for chunk in &chunks {
+                file.write_all(chunk)?;
+            }
+            Ok::<_, std::io::Error>(file)
+        })
+        .await
+        .map_err(|e| UploadError::Io(std::io::Error::other(e)))?
+        .map_err(UploadError::Io)?;
+        self.file = Some(file);
+        Ok(())
     }
 
     /// The whole file, recognised and written to its spool file; made durable by the store
     /// that keeps it (a local store's `fsync`, an S3 store's PUT), not here.
     pub async fn finish(mut self) -> Result<Spooled, UploadError> {
-        self.file.flush().await.map_err(UploadError::Io)?;
-        drop(self.file);
+        self.flush().await?;
         let Upload {
             temp,
             mut recognizer,

@@ -266,7 +266,7 @@ async fn spool(st: &AppState, field: &mut Field<'_>, max: u64) -> ApiResult<Spoo
         ApiError::internal(anyhow::Error::new(e).context("opening an upload's spool file"))
     })?;
     while let Some(chunk) = field.chunk().await.map_err(malformed)? {
-        upload.write(&chunk).await.map_err(|e| refused(e, max))?;
+        upload.write(chunk).await.map_err(|e| refused(e, max))?;
     }
     upload.finish().await.map_err(|e| refused(e, max))
 }

@@ -551,7 +551,7 @@ async fn a_file_without_its_row_is_swept_and_a_row_without_its_file_is_404(app: 
     // A crash between the file and its row: a file that no row names.
     let files = app.state.files.clone();
     let mut spool = files.upload(1 << 20).unwrap();
-    spool.write(TEXT).await.unwrap();
+    spool.write(TEXT.into()).await.unwrap();
     let orphan = jobboard::files::new_key("resumes/");
     files
         .store
