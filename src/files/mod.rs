@@ -32,6 +32,9 @@ pub type ByteStream = Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>
 
 /// How much of an upload is gathered before it is written to its spool file.
 const WRITE_CHUNK: usize = 256 * 1024;
+/// Below this a chunk held as it came costs more beside it than its own bytes.
+#[cfg(test)]
+const SMALL_CHUNK: usize = 8 * 1024;
 
 /// The prefix of every résumé's key.
 pub const RESUMES: &str = "resumes/";
@@ -315,6 +318,36 @@ mod tests {
         assert!(valid_key(&new_key(RESUMES)));
         assert!(!valid_key("resumes/../../etc/passwd"));
         assert!(!valid_key("resumes/"));
+    }
+
+    /// Chunks of any size, tiny ones among large ones, are spooled in order: the file and its
+    /// hash are the bytes as sent, and tiny chunks are gathered, not held one by one.
+    #[tokio::test]
+    async fn chunks_of_any_size_are_spooled_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Files::new(
+            Arc::new(LocalFiles::open(&dir.path().join("store")).await.unwrap()),
+            dir.path().to_path_buf(),
+        );
+        let mut sent = b"%PDF-1.7\n".to_vec();
+        let mut upload = files.upload(8 << 20).unwrap();
+        upload.write(Bytes::from(sent.clone())).await.unwrap();
+        for round in 0..40u32 {
+            for i in 0..3000u32 {
+                let byte = Bytes::from(vec![(round * 7 + i) as u8]);
+                sent.extend_from_slice(&byte);
+                upload.write(byte).await.unwrap();
+                assert!(upload.pending.len() <= 2 * WRITE_CHUNK / SMALL_CHUNK + 2);
+            }
+            let large = Bytes::from(vec![round as u8; SMALL_CHUNK + round as usize]);
+            sent.extend_from_slice(&large);
+            upload.write(large).await.unwrap();
+        }
+        let spooled = upload.finish().await.unwrap();
+        assert_eq!(spooled.kind, Kind::Pdf);
+        assert_eq!(spooled.size, sent.len() as u64);
+        assert_eq!(spooled.sha256, hex::encode(Sha256::digest(&sent)));
+        assert_eq!(std::fs::read(spooled.path()).unwrap(), sent);
     }
 
     #[test]
