@@ -14,7 +14,7 @@ mod local;
 mod s3;
 
 use async_trait::async_trait;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use chrono::{DateTime, Utc};
 use futures::Stream;
 use sha2::{Digest, Sha256};
@@ -32,8 +32,9 @@ pub type ByteStream = Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>
 
 /// How much of an upload is gathered before it is written to its spool file.
 const WRITE_CHUNK: usize = 256 * 1024;
-/// Below this a chunk held as it came costs more beside it than its own bytes.
-#[cfg(test)]
+/// A chunk smaller than this is copied into [`Upload`]'s small buffer instead of held as it
+/// came: each chunk held keeps an allocation of its own (and a few dozen bytes beside it), so a
+/// body sent in tiny pieces would otherwise hold many times its size until the next write.
 const SMALL_CHUNK: usize = 8 * 1024;
 
 /// The prefix of every résumé's key.
@@ -105,6 +106,7 @@ impl Files {
             temp,
             file: Some(file),
             pending: Vec::new(),
+            small: BytesMut::new(),
             pending_len: 0,
             hash: Sha256::new(),
             recognizer: kind::Recognizer::new(),
@@ -146,9 +148,11 @@ pub struct Upload {
     temp: tempfile::NamedTempFile,
     /// The spool file; `None` only after a write to it failed.
     file: Option<std::fs::File>,
-    /// The chunks received since the last write, held as they came (not copied) until
-    /// [`WRITE_CHUNK`] bytes of them go to the spool file in one hop to the blocking pool.
+    /// The chunks received since the last write, in order, until [`WRITE_CHUNK`] bytes of them
+    /// go to the spool file in one hop to the blocking pool: large ones held as they came (not
+    /// copied), runs of small ones copied together into `small` ([`SMALL_CHUNK`]).
     pending: Vec<Bytes>,
+    small: BytesMut,
     pending_len: usize,
     hash: Sha256,
     recognizer: kind::Recognizer,
@@ -167,15 +171,28 @@ impl Upload {
         self.recognizer.feed(&chunk).map_err(UploadError::Refused)?;
         self.hash.update(&chunk);
         self.pending_len += chunk.len();
-        self.pending.push(chunk);
+        if chunk.len() < SMALL_CHUNK {
+            self.small.extend_from_slice(&chunk);
+        } else {
+            self.end_small_run();
+            self.pending.push(chunk);
+        }
         if self.pending_len >= WRITE_CHUNK {
             self.flush().await?;
         }
         Ok(())
     }
 
+    /// The small chunks copied so far take their place in the order.
+    fn end_small_run(&mut self) {
+        if !self.small.is_empty() {
+            self.pending.push(self.small.split().freeze());
+        }
+    }
+
     /// Writes the pending chunks to the spool file, off the runtime.
     async fn flush(&mut self) -> Result<(), UploadError> {
+        self.end_small_run();
         if self.pending.is_empty() {
             return Ok(());
         }
