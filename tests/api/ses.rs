@@ -237,10 +237,11 @@ async fn ses_stopped_endpoint_is_an_outage_then_recovers() {
         ],
     )
     .await;
-    let run = Running::start(&h, worker).await;
-
     proxy.refuse();
+    // The change is made (its application's confirmation sent and forgotten by the harness's own
+    // worker) before this worker runs, so that the two never race for that confirmation.
     let (_, event_id) = h.status_change().await;
+    let run = Running::start(&h, worker).await;
     wait_until("the worker sees the outage", || async {
         !run.worker.mail_is_up()
     })
