@@ -20,8 +20,9 @@ const COUNT_OF_USER: &str = "SELECT COUNT(*) FROM resumes WHERE user_id = $1";
 /// upload that held the lock before it. No row when they have `$8` already.
 const INSERT_UNDER_MAX: &str = concatcp!(
     "INSERT INTO resumes (user_id, filename, content_type, size, sha256, storage_key, \
-     created_at, used_at) SELECT $1, $2, $3, $4, $5, $6, $7, $7 \
-     WHERE (SELECT COUNT(*) FROM resumes WHERE user_id = $1) < $8 RETURNING ",
+     created_at, used_at) SELECT $1, $2, $3, $4, $5, $6, $7, $7 WHERE (",
+    COUNT_OF_USER,
+    ") < $8 RETURNING ",
     COLUMNS
 );
 const OF_USER: &str = concatcp!(
