@@ -100,6 +100,29 @@ impl Bench<'_> {
         }
     }
 
+    /// A run of `sc` at `conns` connections for `secs`, measuring nothing: what comes before
+    /// a scenario whose first runs would otherwise find the server or the database cold.
+    pub(super) async fn prime(
+        &mut self,
+        sc: &mut dyn Scenario,
+        conns: u32,
+        secs: u64,
+    ) -> Result<()> {
+        let url = format!("{}{}", self.base, sc.path());
+        let args = sc.prepare(conns, secs, true)?;
+        let run = common::run_wrk(&Wrk {
+            url: &url,
+            conns,
+            secs,
+            script: sc.script(),
+            args,
+        })
+        .await
+        .context("priming run")?;
+        sc.finish(&run, true)?;
+        self.server()?.check_running()
+    }
+
     /// A warm-up and a measured run of `sc` at `conns` connections.
     async fn level(&mut self, sc: &mut dyn Scenario, conns: u32) -> Result<Measured> {
         let secs = self.opts.duration_secs;
