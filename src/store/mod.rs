@@ -9,6 +9,7 @@
 pub mod alert_digests;
 pub mod alerts;
 mod api;
+pub(crate) mod combine;
 mod connect;
 pub mod console;
 pub mod db_queue;

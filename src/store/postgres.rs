@@ -5,15 +5,21 @@ use super::{Step, StoreResult};
 use anyhow::Context;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a connection may sit in the pool before it is checked again when handed out.
 const IDLE_BEFORE_CHECK: Duration = Duration::from_secs(1);
 
+/// How many applies a batch takes, at most (`store::combine`).
+const APPLY_BATCH_MAX: usize = 64;
+
 /// The store on PostgreSQL.
 #[derive(Clone)]
 pub struct PgStore {
     pub(crate) pool: PgPool,
+    /// Applies that arrive together share one statement (`store::combine`).
+    applies: Arc<sql::ApplyCombiner>,
 }
 
 impl PgStore {
@@ -55,11 +61,23 @@ impl PgStore {
             .connect_with(options)
             .await
             .context("opening the database's connection pool")?;
-        Ok(PgStore { pool })
+        // Batches of applies running at once: one per core of this host (at least two, at
+        // most eight), each holding a connection while it runs, at most half the pool. Fewer
+        // runners make bigger batches: on two cores, two runners wrote more applies a second
+        // than four or eight (docs/performance.md).
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let runners = cores.clamp(2, 8).min((pool_size as usize / 2).max(1));
+        let applies = Arc::new(super::combine::Combiner::new(runners, APPLY_BATCH_MAX));
+        Ok(PgStore { pool, applies })
     }
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// Where applies are combined into batches.
+    fn apply_combiner(&self) -> Option<&sql::ApplyCombiner> {
+        Some(&self.applies)
     }
 
     async fn begin_write(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {

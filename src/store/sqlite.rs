@@ -48,6 +48,11 @@ impl SqliteStore {
         &self.pool
     }
 
+    /// None: each apply is written in its own transaction, which takes the one write lock.
+    fn apply_combiner(&self) -> Option<&sql::ApplyCombiner> {
+        None
+    }
+
     /// Takes the write lock at BEGIN: a deferred transaction that reads and then writes can fail
     /// with SQLITE_BUSY when another connection wrote in between.
     async fn begin_write(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {

@@ -23,6 +23,7 @@ mod alert_digests;
 mod alert_window;
 mod alerts;
 mod applications;
+mod apply_batches;
 mod companies;
 mod events;
 mod idempotency;

@@ -209,11 +209,13 @@ impl S {
     }
 
     /// PostgreSQL's apply without an `Idempotency-Key` ([`sql::APPLY_ONE_PG`]): one round
-    /// trip, committed on its own; `None`, having written nothing, when the job takes no
-    /// application, its company has an enabled webhook endpoint or the résumé is not the
-    /// candidate's, and, when the caller has read neither the account nor the job (`unread`,
-    /// the token's generation), when the account is not a candidate's of that generation or
-    /// the job asks questions or a résumé that is not given.
+    /// trip, committed on its own, shared with the applies that arrive with it
+    /// ([`sql::APPLY_BATCH_PG`], `store::combine`); `None`, having written nothing, when the
+    /// job takes no application, its company has an enabled webhook endpoint or the résumé is
+    /// not the candidate's, and, when the caller has read neither the account nor the job
+    /// (`unread`, the token's generation), when the account is not a candidate's of that
+    /// generation or the job asks questions or a résumé that is not given; in a batch, also
+    /// when the candidate has already applied (the caller's next path answers 409).
     async fn apply_in_one_statement(
         &self,
         job_id: i64,
@@ -221,21 +223,97 @@ impl S {
         input: &NewApplication,
         unread: Option<i64>,
     ) -> StoreResult<Option<ApplicationRow>> {
-        // The statement writes the event's body; only its id comes from here.
-        let event_id = uuid::Uuid::new_v4().to_string();
-        let applied: Option<Submitted> = sqlx::query_as(sql::APPLY_ONE_PG)
+        let Some(combiner) = self.apply_combiner() else {
+            return Ok(None);
+        };
+        let apply = OneApply {
+            job_id,
+            candidate_id,
+            cover_letter: input.cover_letter.clone(),
+            answers: input.answers.clone(),
+            // The statement writes the event's body; only its id comes from here.
+            event_id: uuid::Uuid::new_v4().to_string(),
+            resume_id: input.resume_id,
+            unread,
+        };
+        let pool = self.pool.clone();
+        let outcome = combiner
+            .submit(apply.clone(), move |batch| {
+                Self::apply_together(pool.clone(), batch)
+            })
+            .await;
+        let applied = match outcome {
+            Some(Batched::Done(applied)) => (*applied)?,
+            // The batch failed as a whole (or its runner ended): this apply goes alone, and
+            // answers as it would have without the others.
+            Some(Batched::Alone) | None => Self::apply_alone(&self.pool, &apply).await?,
+        };
+        Ok(applied.map(|applied| applied.into_row(job_id, candidate_id, input.clone())))
+    }
+
+    /// Writes the applies that arrived together: one alone as [`sql::APPLY_ONE_PG`], more as
+    /// [`sql::APPLY_BATCH_PG`]; if that fails, each goes alone.
+    async fn apply_together(pool: sqlx::Pool<Db>, batch: Vec<OneApply>) -> Vec<Batched> {
+        if let [apply] = batch.as_slice() {
+            return vec![Batched::Done(Box::new(
+                Self::apply_alone(&pool, apply).await,
+            ))];
+        }
+        let written: Result<Vec<SubmittedAt>, sqlx::Error> = match serde_json::to_string(&batch) {
+            Ok(json) => {
+                sqlx::query_as(sql::APPLY_BATCH_PG)
+                    .bind(json)
+                    .fetch_all(&pool)
+                    .await
+            }
+            Err(e) => Err(sqlx::Error::Encode(e.into())),
+        };
+        match written {
+            Ok(rows) => {
+                let mut answers: Vec<Option<Submitted>> =
+                    std::iter::repeat_with(|| None).take(batch.len()).collect();
+                for row in rows {
+                    if let Some(slot) = usize::try_from(row.n - 1)
+                        .ok()
+                        .and_then(|i| answers.get_mut(i))
+                    {
+                        *slot = Some(row.submitted);
+                    }
+                }
+                answers
+                    .into_iter()
+                    .map(|a| Batched::Done(Box::new(Ok(a))))
+                    .collect()
+            }
+            Err(e) => {
+                tracing::warn!(
+                    error = %e,
+                    "a batch of {} applies failed as a whole; each is written alone",
+                    batch.len()
+                );
+                batch.iter().map(|_| Batched::Alone).collect()
+            }
+        }
+    }
+
+    /// One apply in one statement ([`sql::APPLY_ONE_PG`]).
+    async fn apply_alone(
+        pool: &sqlx::Pool<Db>,
+        apply: &OneApply,
+    ) -> StoreResult<Option<Submitted>> {
+        let job_id = apply.job_id;
+        sqlx::query_as(sql::APPLY_ONE_PG)
             .bind(job_id)
-            .bind(candidate_id)
-            .bind(&input.cover_letter)
-            .bind(&input.answers)
-            .bind(&event_id)
-            .bind(input.resume_id)
-            .bind(unread)
-            .fetch_optional(&self.pool)
+            .bind(apply.candidate_id)
+            .bind(&apply.cover_letter)
+            .bind(&apply.answers)
+            .bind(&apply.event_id)
+            .bind(apply.resume_id)
+            .bind(apply.unread)
+            .fetch_optional(pool)
             .await
             .map_err(|e| constraint(e, Conflict::AlreadyApplied))
-            .with_step(|| format!("applying to job {job_id} in one statement"))?;
-        Ok(applied.map(|applied| applied.into_row(job_id, candidate_id, input.clone())))
+            .with_step(|| format!("applying to job {job_id} in one statement"))
     }
 
     pub(super) async fn application(&self, id: i64) -> StoreResult<ApplicationRow> {
@@ -371,11 +449,44 @@ fn push_application_filters(
     }
 }
 
+/// An apply for [`S::apply_in_one_statement`], as the batch carries it.
+#[derive(Clone, serde::Serialize)]
+pub(crate) struct OneApply {
+    job_id: i64,
+    candidate_id: i64,
+    cover_letter: Option<String>,
+    answers: Option<String>,
+    event_id: String,
+    resume_id: Option<i64>,
+    /// `None` when the caller has read the account and the job, else the token's generation.
+    #[serde(rename = "generation")]
+    unread: Option<i64>,
+}
+
+/// What a batch answers one of its applies.
+pub(crate) enum Batched {
+    /// Written (`Some`) or declined (`None`), or the error of the apply written alone.
+    Done(Box<StoreResult<Option<Submitted>>>),
+    /// The batch failed as a whole: the apply is to be written alone.
+    Alone,
+}
+
+/// The applies combined into batches (PostgreSQL's; SQLite writes each in its transaction).
+pub(crate) type ApplyCombiner = crate::store::combine::Combiner<OneApply, Batched>;
+
+/// A row of [`sql::APPLY_BATCH_PG`]: the apply's place in the batch, and what it wrote.
+#[derive(sqlx::FromRow)]
+struct SubmittedAt {
+    n: i64,
+    #[sqlx(flatten)]
+    submitted: Submitted,
+}
+
 /// What PostgreSQL's apply statements ([`sql::APPLY_PG`], [`sql::APPLY_ONE_PG`]) read back for
 /// the answer: the application's id and time, the job's title and company, the candidate; the
 /// first also the company's enabled endpoints, the second the attached résumé's details.
 #[derive(sqlx::FromRow)]
-struct Submitted {
+pub(crate) struct Submitted {
     id: i64,
     created_at: chrono::DateTime<chrono::Utc>,
     job_title: String,

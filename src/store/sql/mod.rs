@@ -39,6 +39,8 @@ use crate::store::{ApplicationRow, Idem, JobRow};
 use crate::store::{Step, StoreError, StoreResult};
 use statements as sql;
 
+pub(super) use applications::ApplyCombiner;
+
 type Tx = sqlx::Transaction<'static, Db>;
 
 impl S {

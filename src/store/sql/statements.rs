@@ -265,6 +265,64 @@ pub const APPLY_ONE_PG: &str = concatcp!(
      FROM b CROSS JOIN j JOIN companies co ON co.id = j.company_id JOIN users u ON u.id = $2 \
      LEFT JOIN r ON TRUE"
 );
+/// [`APPLY_ONE_PG`] for a batch of applies that arrived together (`store::combine`), as one
+/// statement outside any transaction: each apply is judged, and written or declined, as that
+/// statement judges it, on its own. The batch comes as one JSON array (`$1`), an object per
+/// apply, in order: `job_id`, `candidate_id`, `cover_letter`, `answers`, `event_id`, `resume_id`
+/// (or null) and `generation` (null, or the token's generation: [`APPLY_ONE_PG`]'s `$7`). It
+/// answers one row per apply written, `n` its place in the array (from 1); an apply it declines
+/// has none, and
+/// neither has an apply to a job its candidate has already applied to, nor the second of two
+/// applies of the batch by one candidate to one job: the caller then takes the one-statement
+/// path, which says why.
+pub const APPLY_BATCH_PG: &str = concatcp!(
+    "WITH i AS (SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (job_id bigint, \
+         candidate_id bigint, cover_letter text, answers text, event_id text, resume_id bigint, \
+         generation bigint)) WITH ORDINALITY AS i(job_id, candidate_id, cover_letter, answers, \
+         event_id, resume_id, generation, n)), \
+     j AS (SELECT id, status, expires_at, title, company_id, questions, resume_required \
+         FROM jobs WHERE id = ANY (ARRAY(SELECT job_id FROM i)) ORDER BY id FOR SHARE), \
+     c AS (SELECT clock_timestamp() AS t), \
+     ok AS (SELECT DISTINCT ON (i.job_id, i.candidate_id) i.*, c.t FROM i JOIN j ON j.id = i.job_id, c \
+         WHERE j.status = 'open' AND (j.expires_at IS NULL OR j.expires_at > c.t) \
+         AND (i.generation IS NULL OR (j.questions IS NULL \
+             AND (NOT j.resume_required OR i.resume_id IS NOT NULL) \
+             AND (SELECT token_generation FROM users WHERE id = i.candidate_id \
+                 AND role = 'candidate') = i.generation)) \
+         AND NOT EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.company_id = j.company_id \
+             AND NOT w.paused AND w.disabled_reason IS NULL) \
+         ORDER BY i.job_id, i.candidate_id, i.n), \
+     r AS (UPDATE resumes SET used_at = ok.t FROM ok WHERE resumes.id = ok.resume_id \
+         AND resumes.user_id = ok.candidate_id \
+         RETURNING ok.n, resumes.filename, resumes.content_type, resumes.size), \
+     a AS (INSERT INTO applications (job_id, candidate_id, status, cover_letter, resume_id, \
+         answers, created_at, updated_at) SELECT ok.job_id, ok.candidate_id, 'submitted', \
+         ok.cover_letter, ok.resume_id, ok.answers, ok.t, ok.t FROM ok \
+         WHERE ok.resume_id IS NULL OR EXISTS (SELECT 1 FROM r WHERE r.n = ok.n) \
+         ORDER BY ok.job_id, ok.candidate_id \
+         ON CONFLICT (job_id, candidate_id) DO NOTHING \
+         RETURNING id, job_id, candidate_id, created_at), \
+     b AS (SELECT a.id, a.job_id, a.candidate_id, a.created_at, ok.n, ok.event_id, \
+         '{\"event_id\":\"' || ok.event_id || '\",\"occurred_at\":\"' \
+         || to_char(a.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') \
+         || '\",\"type\":\"application.submitted\",\"application_id\":' || a.id || '}' AS body \
+         FROM a JOIN ok ON ok.job_id = a.job_id AND ok.candidate_id = a.candidate_id), \
+     h AS (INSERT INTO application_history (application_id, old_status, new_status, \
+         changed_by, event_id, at) SELECT id, NULL, 'submitted', candidate_id, event_id, \
+         created_at FROM b), \
+     e AS (INSERT INTO events (event_id, type, body, created_at) \
+         SELECT event_id, 'application.submitted', body, created_at FROM b), \
+     o AS (INSERT INTO outbox (event_id, application_id, body, created_at, visible_at) \
+         SELECT event_id, id, body, created_at, ",
+    NOW,
+    " FROM b ORDER BY n) \
+     SELECT b.n, b.id, b.created_at, j.title AS job_title, j.company_id, \
+     co.name AS company_name, u.name AS candidate_name, u.email AS candidate_email, \
+     r.filename AS resume_filename, r.content_type AS resume_content_type, \
+     r.size AS resume_size \
+     FROM b JOIN j ON j.id = b.job_id JOIN companies co ON co.id = j.company_id \
+     JOIN users u ON u.id = b.candidate_id LEFT JOIN r ON r.n = b.n"
+);
 pub const APPLICATION_STATUS_LOCKED: &str =
     concatcp!("SELECT status FROM applications WHERE id = $1", FOR_UPDATE);
 pub const APPLICATION_SET_STATUS: &str =
