@@ -10,7 +10,7 @@ use jobboard::store::{
 };
 use std::collections::{HashMap, HashSet};
 
-crate::each_backend!(with_db: applies_at_once_are_each_judged_and_written_once, a_batch_that_fails_leaves_each_apply_alone);
+crate::each_backend!(with_db: applies_at_once_are_each_judged_and_written_once, a_batch_that_fails_leaves_each_apply_alone, a_job_locked_by_a_writer_holds_up_only_its_own_apply);
 
 /// What an apply was, and what it should come to.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -71,11 +71,6 @@ async fn applies_at_once_are_each_judged_and_written_once(db: &TestDb) {
     };
     // Every candidate to every plain job; the first pair four times over; declines of every
     // kind; a résumé a job requires, given, and another's résumé, refused.
-    let titles: HashMap<i64, String> = plain
-        .iter()
-        .chain([&wants])
-        .map(|j| (j.id, j.title.clone()))
-        .collect();
     let mut applies: Vec<(i64, TokenClaim, NewApplication, Want)> = Vec::new();
     for (c, _) in candidates.iter().enumerate() {
         for j in &plain {
@@ -105,17 +100,30 @@ async fn applies_at_once_are_each_judged_and_written_once(db: &TestDb) {
         (wants.id, claim(3)),
         (plain[1].id, as_employer),
     ] {
-        applies.push((job, claim, letter("no".into()), Want::Declined));
+        for _ in 0..3 {
+            applies.push((job, claim, letter("no".into()), Want::Declined));
+        }
     }
     // A revoked token on a job the candidate has not applied to yet.
     let spare = job(&store, company.id, job_fields("Spare")).await;
+    let titles: HashMap<i64, String> = plain
+        .iter()
+        .chain([&wants, &spare])
+        .map(|j| (j.id, j.title.clone()))
+        .collect();
+    let emails: HashMap<i64, String> = candidates.iter().map(|c| (c.id, c.email.clone())).collect();
     applies.push((spare.id, revoked, letter("no".into()), Want::Declined));
     let with = |r: i64| NewApplication {
         resume_id: Some(r),
         ..Default::default()
     };
+    // One résumé to two jobs at once, and another's résumé, refused (more than once, so that
+    // some land in a batch).
     applies.push((wants.id, claim(0), with(resumes[0]), Want::Written));
-    applies.push((wants.id, claim(4), with(resumes[1]), Want::Declined));
+    applies.push((spare.id, claim(0), with(resumes[0]), Want::Written));
+    for _ in 0..3 {
+        applies.push((wants.id, claim(4), with(resumes[1]), Want::Declined));
+    }
 
     let tasks: Vec<_> = applies
         .iter()
@@ -143,6 +151,28 @@ async fn applies_at_once_are_each_judged_and_written_once(db: &TestDb) {
         let pair = (*job, claim.candidate_id);
         match (want, answer) {
             (Want::Written, Ok(Some(a))) => {
+                // What the database holds under the answer's id is this apply, and what the
+                // statement read back for it is its job's and its candidate's.
+                let stored = format!(
+                    "SELECT COUNT(*) FROM applications WHERE id = {} AND job_id = {} \
+                     AND candidate_id = {} AND cover_letter IS NOT DISTINCT FROM {}",
+                    a.id,
+                    job,
+                    claim.candidate_id,
+                    input
+                        .cover_letter
+                        .as_ref()
+                        .map_or("NULL".to_string(), |l| format!(
+                            "'{}'",
+                            l.replace('\'', "''")
+                        ))
+                );
+                assert_eq!(
+                    count(db, &stored).await,
+                    1,
+                    "application {} is {pair:?}'s",
+                    a.id
+                );
                 assert_eq!(
                     (a.job_id, a.candidate_id),
                     pair,
@@ -151,6 +181,14 @@ async fn applies_at_once_are_each_judged_and_written_once(db: &TestDb) {
                 assert_eq!(a.cover_letter, input.cover_letter);
                 assert_eq!(a.resume_id, input.resume_id);
                 assert_eq!(a.job_title, titles[job], "the job's title");
+                assert_eq!(
+                    a.candidate_email, emails[&claim.candidate_id],
+                    "the candidate's"
+                );
+                let filename = input
+                    .resume_id
+                    .map(|r| format!("cv{}.pdf", resumes.iter().position(|&x| x == r).unwrap()));
+                assert_eq!(a.resume_filename, filename, "the résumé's name");
                 assert!(
                     written.insert(pair, a.clone()).is_none(),
                     "two applications written for {pair:?}"
@@ -271,4 +309,77 @@ async fn a_batch_that_fails_leaves_each_apply_alone(db: &TestDb) {
     }
     assert_eq!(count(db, "SELECT COUNT(*) FROM applications").await, 23);
     assert_eq!(store.outbox_pending().await.unwrap(), 23);
+}
+
+/// A job another transaction has locked to write it (an edit, a renewal, the upkeep's expiry)
+/// holds up the applies to that job, and no other: a batch does not wait for it.
+async fn a_job_locked_by_a_writer_holds_up_only_its_own_apply(db: &TestDb) {
+    let store = db.store.clone();
+    let jobboard::config::DatabaseUrl::Postgres(url) = &db.url else {
+        return; // SQLite writes one transaction at a time, batches or not.
+    };
+    let employer = user(&store, Role::Employer).await;
+    let company = company(&store, employer.id, "Locked").await;
+    let locked = job(&store, company.id, job_fields("Being edited")).await.id;
+    let mut others = Vec::new();
+    for n in 0..4 {
+        others.push(
+            job(&store, company.id, job_fields(&format!("Free {n}")))
+                .await
+                .id,
+        );
+    }
+    let mut candidates = Vec::new();
+    for _ in 0..8 {
+        let c = user(&store, Role::Candidate).await;
+        candidates.push(TokenClaim {
+            candidate_id: c.id,
+            generation: c.token_generation,
+        });
+    }
+    use sqlx::Connection;
+    let mut writer = sqlx::PgConnection::connect(url).await.expect("connect");
+    sqlx::raw_sql(&format!(
+        "BEGIN; SELECT id FROM jobs WHERE id = {locked} FOR UPDATE"
+    ))
+    .execute(&mut writer)
+    .await
+    .expect("lock the job");
+    let apply = |job: i64, claim: TokenClaim| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store
+                .apply_unread(job, claim, &NewApplication::default())
+                .await
+        })
+    };
+    // The locked job's applies first, so that the others come in behind them.
+    let waiting: Vec<_> = candidates.iter().map(|&c| apply(locked, c)).collect();
+    let free: Vec<_> = others
+        .iter()
+        .flat_map(|&j| candidates.iter().map(move |&c| (j, c)))
+        .map(|(j, c)| apply(j, c))
+        .collect();
+    let done = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        let mut n = 0;
+        for t in free {
+            let written = t.await.expect("no panic").expect("written");
+            assert!(written.is_some(), "an apply to a free job was declined");
+            n += 1;
+        }
+        n
+    })
+    .await
+    .expect("the applies to free jobs waited for the lock on another job");
+    assert_eq!(done, others.len() * candidates.len());
+    sqlx::raw_sql("COMMIT")
+        .execute(&mut writer)
+        .await
+        .expect("release");
+    // Written once the lock is gone, or declined without waiting (the caller then reads the
+    // job and writes in a transaction of its own, which waits for the lock).
+    for t in waiting {
+        let answer = t.await.expect("no panic");
+        assert!(answer.is_ok(), "the locked job's apply: {answer:?}");
+    }
 }
