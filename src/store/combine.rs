@@ -10,8 +10,10 @@
 //! A runner is a task of its own: a submitter that goes away (a client hung up) does not cut
 //! short the statement of the others in its batch.
 
+use futures::FutureExt;
 use std::collections::VecDeque;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
@@ -41,8 +43,9 @@ impl<I: Send + 'static, O: Send + 'static> Combiner<I, O> {
 
     /// Submits `item` and waits for its answer. `run` writes a batch and answers each of its
     /// items, in their order; the runner this submission starts, if any, uses it for every batch
-    /// it takes. `None` if the runner ended without an answer for this item (it panicked, or
-    /// `run` answered fewer items than it was given).
+    /// it takes. `None` if the batch ended without an answer for this item (`run` panicked, or
+    /// answered fewer items than it was given). An item whose submitter goes away before its
+    /// batch is taken is dropped unwritten.
     pub async fn submit<F, Fut>(&self, item: I, run: F) -> Option<O>
     where
         F: Fn(Vec<I>) -> Fut + Send + 'static,
@@ -73,7 +76,12 @@ impl<I: Send + 'static, O: Send + 'static> Combiner<I, O> {
             let batch: Vec<_> = {
                 let mut queue = lock(&inner);
                 let n = queue.len().min(inner.max_batch);
-                queue.drain(..n).collect()
+                // An item whose submitter has gone (its request timed out, its client hung up)
+                // while it waited is dropped unwritten: it was never sent.
+                queue
+                    .drain(..n)
+                    .filter(|(_, answer)| !answer.is_closed())
+                    .collect()
             };
             if batch.is_empty() {
                 drop(permit.take());
@@ -88,7 +96,12 @@ impl<I: Send + 'static, O: Send + 'static> Combiner<I, O> {
                 continue;
             }
             let (items, answers): (Vec<I>, Vec<_>) = batch.into_iter().unzip();
-            let outcomes = run(items).await;
+            // A panic in `run` answers this batch with nothing (`None`) and leaves the runner
+            // going, so that the items queued behind it are still taken.
+            let outcomes = AssertUnwindSafe(run(items))
+                .catch_unwind()
+                .await
+                .unwrap_or_default();
             for (answer, outcome) in answers.into_iter().zip(outcomes) {
                 // A submitter that went away has nobody to tell.
                 let _ = answer.send(outcome);
@@ -231,6 +244,71 @@ mod tests {
             *written.lock().unwrap(),
             vec![1, 2],
             "the first item was still written"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_batch_that_panics_answers_none_and_the_items_behind_it_are_still_taken() {
+        let c = Arc::new(Combiner::new(1, 1));
+        let run = |items: Vec<u64>| async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(items != [13], "thirteen");
+            items
+        };
+        let unlucky = {
+            let c = c.clone();
+            tokio::spawn(async move { c.submit(13, run).await })
+        };
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        // Queued behind the panicking batch, with the one runner busy: no runner of its own.
+        let behind = {
+            let c = c.clone();
+            tokio::spawn(async move { c.submit(14, run).await })
+        };
+        assert_eq!(unlucky.await.unwrap(), None);
+        let behind = tokio::time::timeout(Duration::from_secs(5), behind)
+            .await
+            .expect("the item behind the panic was left in the queue");
+        assert_eq!(behind.unwrap(), Some(14));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_item_whose_submitter_went_away_while_it_waited_is_not_written() {
+        let c = Arc::new(Combiner::new(1, 8));
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let run = {
+            let written = written.clone();
+            move |items: Vec<u64>| {
+                let written = written.clone();
+                async move {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    written.lock().unwrap().extend(items.iter().copied());
+                    items
+                }
+            }
+        };
+        let first = {
+            let (c, run) = (c.clone(), run.clone());
+            tokio::spawn(async move { c.submit(1, run).await })
+        };
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        // Queued while the first batch runs, then given up on (a request's timeout).
+        let gone = {
+            let (c, run) = (c.clone(), run.clone());
+            tokio::spawn(async move { c.submit(2, run).await })
+        };
+        let kept = {
+            let (c, run) = (c.clone(), run.clone());
+            tokio::spawn(async move { c.submit(3, run).await })
+        };
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        gone.abort();
+        assert_eq!(first.await.unwrap(), Some(1));
+        assert_eq!(kept.await.unwrap(), Some(3));
+        assert_eq!(
+            *written.lock().unwrap(),
+            vec![1, 3],
+            "the abandoned item was not written"
         );
     }
 

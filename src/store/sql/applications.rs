@@ -211,8 +211,8 @@ impl S {
     /// PostgreSQL's apply without an `Idempotency-Key` ([`sql::APPLY_ONE_PG`]): one round
     /// trip, committed on its own, shared with the applies that arrive with it
     /// ([`sql::APPLY_BATCH_PG`], `store::combine`); `None`, having written nothing, when the
-    /// job takes no application, its company has an enabled webhook endpoint or the résumé is
-    /// not the candidate's, and, when the caller has read neither the account nor the job
+    /// job takes no application or is locked by a writer (never waited for here), its company
+    /// has an enabled webhook endpoint or the résumé is not the candidate's, and, when the caller has read neither the account nor the job
     /// (`unread`, the token's generation), when the account is not a candidate's of that
     /// generation or the job asks questions or a résumé that is not given; in a batch, also
     /// when the candidate has already applied (the caller's next path answers 409).
@@ -285,13 +285,29 @@ impl S {
                     .map(|a| Batched::Done(Box::new(Ok(a))))
                     .collect()
             }
-            Err(e) => {
+            // The database refused the statement, which wrote nothing: each apply goes alone,
+            // and one that the database refuses alone gets its own answer.
+            Err(e @ (sqlx::Error::Database(_) | sqlx::Error::Encode(_))) => {
                 tracing::warn!(
                     error = %e,
                     "a batch of {} applies failed as a whole; each is written alone",
                     batch.len()
                 );
                 batch.iter().map(|_| Batched::Alone).collect()
+            }
+            // No connection, or one lost with the statement (which may have committed): a
+            // retry alone could answer an apply written here with 409, so each fails as one
+            // statement would.
+            Err(e) => {
+                let message = format!("applying in a batch of {}: {e}", batch.len());
+                batch
+                    .iter()
+                    .map(|_| {
+                        Batched::Done(Box::new(Err(StoreError::Other(anyhow::anyhow!(
+                            message.clone()
+                        )))))
+                    })
+                    .collect()
             }
         }
     }

@@ -224,14 +224,15 @@ pub const APPLIED_WRITES_PG: &str = concatcp!(
 /// event id, `$6` résumé or NULL, `$7` NULL when the caller has read the candidate's account and
 /// the job and checked the application against the job's questions and `resume_required`, else
 /// the generation of the caller's token). It writes nothing, and answers no row, when the job
-/// takes no application, its company has an enabled webhook endpoint, or the résumé is not the
-/// candidate's; and, when the caller has read neither, when the account is not a candidate's
+/// takes no application, another transaction holds it locked to write it (the statement does
+/// not wait: the caller's transaction does), its company has an enabled webhook endpoint, or
+/// the résumé is not the candidate's; and, when the caller has read neither, when the account is not a candidate's
 /// whose token generation is `$7` or the job asks questions or a résumé that is not given: the
 /// caller then reads them, or takes the two-statement path, which says why or writes the
 /// deliveries.
 pub const APPLY_ONE_PG: &str = concatcp!(
     "WITH j AS (SELECT id, status, expires_at, title, company_id, questions, resume_required \
-     FROM jobs WHERE id = $1 FOR SHARE), \
+     FROM jobs WHERE id = $1 FOR SHARE SKIP LOCKED), \
      c AS (SELECT clock_timestamp() AS t), \
      ok AS (SELECT j.id, c.t FROM j, c \
          WHERE j.status = 'open' AND (j.expires_at IS NULL OR j.expires_at > c.t) \
@@ -271,17 +272,19 @@ pub const APPLY_ONE_PG: &str = concatcp!(
 /// apply, in order: `job_id`, `candidate_id`, `cover_letter`, `answers`, `event_id`, `resume_id`
 /// (or null) and `generation` (null, or the token's generation: [`APPLY_ONE_PG`]'s `$7`). It
 /// answers one row per apply written, `n` its place in the array (from 1); an apply it declines
-/// has none, and
-/// neither has an apply to a job its candidate has already applied to, nor the second of two
-/// applies of the batch by one candidate to one job: the caller then takes the one-statement
-/// path, which says why.
+/// has none, and neither has an apply to a job its candidate has already applied to, nor the
+/// second of two applies of the batch by one candidate to one job: the caller then takes the
+/// path that reads the account and the job, which says why. A job another transaction holds
+/// locked to write it is declined, not waited for, so that it holds up no other apply of the
+/// batch; a résumé is attached only by its own candidate.
 pub const APPLY_BATCH_PG: &str = concatcp!(
     "WITH i AS (SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (job_id bigint, \
          candidate_id bigint, cover_letter text, answers text, event_id text, resume_id bigint, \
          generation bigint)) WITH ORDINALITY AS i(job_id, candidate_id, cover_letter, answers, \
          event_id, resume_id, generation, n)), \
      j AS (SELECT id, status, expires_at, title, company_id, questions, resume_required \
-         FROM jobs WHERE id = ANY (ARRAY(SELECT job_id FROM i)) ORDER BY id FOR SHARE), \
+         FROM jobs WHERE id = ANY (ARRAY(SELECT job_id FROM i)) ORDER BY id \
+         FOR SHARE SKIP LOCKED), \
      c AS (SELECT clock_timestamp() AS t), \
      ok AS (SELECT DISTINCT ON (i.job_id, i.candidate_id) i.*, c.t FROM i JOIN j ON j.id = i.job_id, c \
          WHERE j.status = 'open' AND (j.expires_at IS NULL OR j.expires_at > c.t) \
@@ -292,17 +295,21 @@ pub const APPLY_BATCH_PG: &str = concatcp!(
          AND NOT EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.company_id = j.company_id \
              AND NOT w.paused AND w.disabled_reason IS NULL) \
          ORDER BY i.job_id, i.candidate_id, i.n), \
-     r AS (UPDATE resumes SET used_at = ok.t FROM ok WHERE resumes.id = ok.resume_id \
-         AND resumes.user_id = ok.candidate_id \
-         RETURNING ok.n, resumes.filename, resumes.content_type, resumes.size), \
+     r AS (UPDATE resumes SET used_at = c.t FROM c \
+         WHERE resumes.id = ANY (ARRAY(SELECT resume_id FROM ok WHERE resume_id IS NOT NULL)) \
+         AND EXISTS (SELECT 1 FROM ok WHERE ok.resume_id = resumes.id \
+             AND ok.candidate_id = resumes.user_id) \
+         RETURNING resumes.id, resumes.user_id, resumes.filename, resumes.content_type, \
+         resumes.size), \
      a AS (INSERT INTO applications (job_id, candidate_id, status, cover_letter, resume_id, \
          answers, created_at, updated_at) SELECT ok.job_id, ok.candidate_id, 'submitted', \
          ok.cover_letter, ok.resume_id, ok.answers, ok.t, ok.t FROM ok \
-         WHERE ok.resume_id IS NULL OR EXISTS (SELECT 1 FROM r WHERE r.n = ok.n) \
+         WHERE ok.resume_id IS NULL OR EXISTS (SELECT 1 FROM r WHERE r.id = ok.resume_id \
+             AND r.user_id = ok.candidate_id) \
          ORDER BY ok.job_id, ok.candidate_id \
          ON CONFLICT (job_id, candidate_id) DO NOTHING \
-         RETURNING id, job_id, candidate_id, created_at), \
-     b AS (SELECT a.id, a.job_id, a.candidate_id, a.created_at, ok.n, ok.event_id, \
+         RETURNING id, job_id, candidate_id, resume_id, created_at), \
+     b AS (SELECT a.id, a.job_id, a.candidate_id, a.resume_id, a.created_at, ok.n, ok.event_id, \
          '{\"event_id\":\"' || ok.event_id || '\",\"occurred_at\":\"' \
          || to_char(a.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') \
          || '\",\"type\":\"application.submitted\",\"application_id\":' || a.id || '}' AS body \
@@ -321,7 +328,7 @@ pub const APPLY_BATCH_PG: &str = concatcp!(
      r.filename AS resume_filename, r.content_type AS resume_content_type, \
      r.size AS resume_size \
      FROM b JOIN j ON j.id = b.job_id JOIN companies co ON co.id = j.company_id \
-     JOIN users u ON u.id = b.candidate_id LEFT JOIN r ON r.n = b.n"
+     JOIN users u ON u.id = b.candidate_id LEFT JOIN r ON r.id = b.resume_id"
 );
 pub const APPLICATION_STATUS_LOCKED: &str =
     concatcp!("SELECT status FROM applications WHERE id = $1", FOR_UPDATE);
