@@ -135,6 +135,21 @@ mod tests {
         }
     }
 
+    /// Each batch takes 50 ms, then records its items as written and answers each with itself.
+    fn recording(
+        written: Arc<Mutex<Vec<u64>>>,
+    ) -> impl Fn(Vec<u64>) -> futures::future::BoxFuture<'static, Vec<u64>> + Clone + Send + 'static
+    {
+        move |items: Vec<u64>| {
+            let written = written.clone();
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                written.lock().unwrap().extend(items.iter().copied());
+                items
+            })
+        }
+    }
+
     #[tokio::test]
     async fn an_item_alone_is_written_at_once_by_itself() {
         let c = Combiner::new(2, 8);
@@ -217,17 +232,7 @@ mod tests {
     async fn a_submitter_that_goes_away_does_not_cut_short_the_others_batch() {
         let c = Arc::new(Combiner::new(1, 8));
         let written = Arc::new(Mutex::new(Vec::new()));
-        let run = {
-            let written = written.clone();
-            move |items: Vec<u64>| {
-                let written = written.clone();
-                async move {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    written.lock().unwrap().extend(items.iter().copied());
-                    items
-                }
-            }
-        };
+        let run = recording(written.clone());
         // The first submitter starts the runner, then is dropped mid-batch.
         let first = {
             let (c, run) = (c.clone(), run.clone());
@@ -276,17 +281,7 @@ mod tests {
     async fn an_item_whose_submitter_went_away_while_it_waited_is_not_written() {
         let c = Arc::new(Combiner::new(1, 8));
         let written = Arc::new(Mutex::new(Vec::new()));
-        let run = {
-            let written = written.clone();
-            move |items: Vec<u64>| {
-                let written = written.clone();
-                async move {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    written.lock().unwrap().extend(items.iter().copied());
-                    items
-                }
-            }
-        };
+        let run = recording(written.clone());
         let first = {
             let (c, run) = (c.clone(), run.clone());
             tokio::spawn(async move { c.submit(1, run).await })

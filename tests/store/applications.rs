@@ -143,15 +143,11 @@ async fn apply_unread_writes_only_what_needs_no_read(store: Arc<dyn Store>) {
     let company = company(&store, employer.id, "Unread").await;
     let candidate = user(&store, Role::Candidate).await;
     let plain = job(&store, company.id, job_fields("Plain")).await;
-    let mut asks = job_fields("Asks");
-    asks.questions = Some(r#"[{"id":1,"text":"Rust?","kind":"yes_no","required":true}]"#.into());
-    let asks = job(&store, company.id, asks).await;
-    let mut wants = job_fields("Wants a résumé");
-    wants.resume_required = true;
-    let wants = job(&store, company.id, wants).await;
-    let mut closed = job_fields("Closed");
-    closed.status = JobStatus::Closed;
-    let closed = job(&store, company.id, closed).await;
+    let Declining {
+        asks,
+        wants,
+        closed,
+    } = declining(&store, company.id).await;
     let letter = jobboard::store::NewApplication {
         cover_letter: Some("Hello".into()),
         ..Default::default()
@@ -194,18 +190,7 @@ async fn apply_unread_writes_only_what_needs_no_read(store: Arc<dyn Store>) {
     let applied = store.apply_unread(plain.id, claim, &letter).await.unwrap();
     // The résumé a job requires, given: the statement attaches it.
     let resume = store
-        .create_resume(
-            candidate.id,
-            jobboard::store::NewResume {
-                filename: "cv.pdf".into(),
-                content_type: "application/pdf".into(),
-                size: 10,
-                sha256: "0".repeat(64),
-                storage_key: format!("resumes/{}", "a".repeat(32)),
-            },
-            10,
-            None,
-        )
+        .create_resume(candidate.id, new_resume("cv.pdf"), 10, None)
         .await
         .unwrap();
     let with_resume = jobboard::store::NewApplication {

@@ -4,13 +4,16 @@
 
 use crate::harness::*;
 use jobboard::domain::event::{EventKind, parse_event};
-use jobboard::domain::{Conflict, JobStatus, Role};
-use jobboard::store::{
-    ApplicationRow, NewApplication, NewResume, StoreError, StoreResult, TokenClaim,
-};
+use jobboard::domain::{Conflict, Role};
+use jobboard::store::{ApplicationRow, NewApplication, StoreError, StoreResult, TokenClaim};
 use std::collections::{HashMap, HashSet};
 
 crate::each_backend!(with_db: applies_at_once_are_each_judged_and_written_once, a_batch_that_fails_leaves_each_apply_alone, a_job_locked_by_a_writer_holds_up_only_its_own_apply);
+
+/// Text a candidate may send, carried through the batch's JSON and SQL: quotes and backslashes
+/// of both, the array's and object's closing brackets, a line break, markup and a character
+/// outside the Basic Multilingual Plane.
+const HOSTILE: &str = "'); DROP TABLE applications; -- \"},{\"job_id\":1}] \\u0000 \\\" \n<script>alert(1)</script> 😀";
 
 /// What an apply was, and what it should come to.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -29,15 +32,11 @@ async fn applies_at_once_are_each_judged_and_written_once(db: &TestDb) {
     for n in 0..6 {
         plain.push(job(&store, company.id, job_fields(&format!("Plain {n}"))).await);
     }
-    let mut closed = job_fields("Closed");
-    closed.status = JobStatus::Closed;
-    let closed = job(&store, company.id, closed).await;
-    let mut asks = job_fields("Asks");
-    asks.questions = Some(r#"[{"id":1,"text":"Rust?","kind":"yes_no","required":true}]"#.into());
-    let asks = job(&store, company.id, asks).await;
-    let mut wants = job_fields("Wants a résumé");
-    wants.resume_required = true;
-    let wants = job(&store, company.id, wants).await;
+    let Declining {
+        asks,
+        wants,
+        closed,
+    } = declining(&store, company.id).await;
     let mut candidates = Vec::new();
     for _ in 0..6 {
         candidates.push(user(&store, Role::Candidate).await);
@@ -49,18 +48,7 @@ async fn applies_at_once_are_each_judged_and_written_once(db: &TestDb) {
     let mut resumes = Vec::new();
     for (n, c) in candidates.iter().enumerate().take(2) {
         let r = store
-            .create_resume(
-                c.id,
-                NewResume {
-                    filename: format!("cv{n}.pdf"),
-                    content_type: "application/pdf".into(),
-                    size: 10,
-                    sha256: "0".repeat(64),
-                    storage_key: format!("resumes/{}", unique("batch")),
-                },
-                10,
-                None,
-            )
+            .create_resume(c.id, new_resume(&format!("cv{n}.pdf")), 10, None)
             .await
             .unwrap();
         resumes.push(r.id);
@@ -77,7 +65,7 @@ async fn applies_at_once_are_each_judged_and_written_once(db: &TestDb) {
             applies.push((
                 j.id,
                 claim(c),
-                letter(format!("{c} to {}", j.id)),
+                letter(format!("{c} to {}: {HOSTILE}", j.id)),
                 Want::Written,
             ));
         }

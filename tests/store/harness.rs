@@ -184,6 +184,39 @@ pub async fn job(store: &Arc<dyn Store>, company_id: i64, fields: JobFields) -> 
         .expect("create job")
 }
 
+/// Jobs an apply cannot be judged against without reading them: one asking a question, one
+/// requiring a résumé, one closed.
+pub struct Declining {
+    pub asks: JobRow,
+    pub wants: JobRow,
+    pub closed: JobRow,
+}
+
+pub async fn declining(store: &Arc<dyn Store>, company_id: i64) -> Declining {
+    let mut asks = job_fields("Asks");
+    asks.questions = Some(r#"[{"id":1,"text":"Rust?","kind":"yes_no","required":true}]"#.into());
+    let mut wants = job_fields("Wants a résumé");
+    wants.resume_required = true;
+    let mut closed = job_fields("Closed");
+    closed.status = JobStatus::Closed;
+    Declining {
+        asks: job(store, company_id, asks).await,
+        wants: job(store, company_id, wants).await,
+        closed: job(store, company_id, closed).await,
+    }
+}
+
+/// A résumé's row named `filename`, under a storage key no other fixture uses.
+pub fn new_resume(filename: &str) -> jobboard::store::NewResume {
+    jobboard::store::NewResume {
+        filename: filename.to_string(),
+        content_type: "application/pdf".into(),
+        size: 10,
+        sha256: "0".repeat(64),
+        storage_key: format!("resumes/{}", uuid::Uuid::new_v4().simple()),
+    }
+}
+
 /// An employer with a company, an open job, and a candidate's submitted application to it.
 pub struct Scenario {
     pub employer: UserRow,

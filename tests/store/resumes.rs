@@ -3,20 +3,10 @@
 
 use crate::harness::*;
 use jobboard::domain::{Conflict, Role};
-use jobboard::store::{NewResume, Store, StoreError};
+use jobboard::store::{Store, StoreError};
 use std::sync::Arc;
 
 crate::each_backend!(concurrent_uploads_stop_at_the_most_a_user_may_keep);
-
-fn resume(n: usize) -> NewResume {
-    NewResume {
-        filename: format!("cv{n}.pdf"),
-        content_type: "application/pdf".into(),
-        size: 10,
-        sha256: "0".repeat(64),
-        storage_key: format!("resumes/{n:032x}"),
-    }
-}
 
 async fn concurrent_uploads_stop_at_the_most_a_user_may_keep(store: Arc<dyn Store>) {
     const MAX: i64 = 4;
@@ -33,7 +23,9 @@ async fn concurrent_uploads_stop_at_the_most_a_user_may_keep(store: Arc<dyn Stor
         .map(|(i, candidate)| {
             let store = store.clone();
             tokio::spawn(async move {
-                let stored = store.create_resume(candidate, resume(i), MAX, None).await;
+                let stored = store
+                    .create_resume(candidate, new_resume(&format!("cv{i}.pdf")), MAX, None)
+                    .await;
                 (candidate, stored)
             })
         })
@@ -60,5 +52,9 @@ async fn concurrent_uploads_stop_at_the_most_a_user_may_keep(store: Arc<dyn Stor
             "exactly the most allowed were stored for candidate {candidate}"
         );
     }
-    assert_not_found(store.create_resume(i64::MAX, resume(1000), MAX, None).await);
+    assert_not_found(
+        store
+            .create_resume(i64::MAX, new_resume("cv.pdf"), MAX, None)
+            .await,
+    );
 }
