@@ -5,11 +5,18 @@
 //! `resume_download_local` (GET /api/applications/{id}/resume of a 100 KiB and a 1 MiB file)
 //! beside `resume_job_detail` (GET /api/jobs/{id} by the same client); `resume_rss`: how far the
 //! API's peak RSS rises while a 1 MiB and a 40 MiB résumé are uploaded and downloaded.
+//!
+//! Beside the upload row, its ceiling from the same run: `resume_disk`, the same 1 MiB written
+//! as the local store writes an upload (a spool file renamed into its folder, the file's and
+//! the folder's `fsync`) on [`CONNS`] threads in the folder the server keeps its files in. An
+//! upload is durable before its row commits, so no upload rate passes it.
 
 use super::bench::{Bench, api};
 use crate::common;
 use crate::report::{Section, Target};
 use anyhow::{Context, Result, bail};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -47,6 +54,7 @@ fn multipart(file: &[u8]) -> (String, bytes::Bytes) {
 }
 
 /// What a closed loop of [`CONNS`] tasks did.
+#[derive(Default)]
 struct Loop {
     ops: u64,
     errors: u64,
@@ -54,6 +62,13 @@ struct Loop {
 }
 
 impl Loop {
+    /// `other`'s ops, errors and time added to these.
+    fn add(&mut self, other: Loop) {
+        self.ops += other.ops;
+        self.errors += other.errors;
+        self.secs += other.secs;
+    }
+
     fn rate(&self) -> f64 {
         self.ops as f64 / self.secs.max(1e-9)
     }
@@ -100,6 +115,34 @@ where
         errors: errors.load(Ordering::SeqCst),
         secs: start.elapsed().as_secs_f64(),
     }
+}
+
+/// Writes `file` as the local store keeps an upload, `n` naming it: a spool file in `root/tmp`,
+/// renamed to `root/disk/<n>`, then the file's and the folder's `fsync`.
+fn durable_write(root: &Path, file: &[u8], n: u64) -> Result<()> {
+    let spooled = root.join("tmp").join(format!("disk-{n}"));
+    std::fs::File::create(&spooled)?.write_all(file)?;
+    let stored = root.join("disk").join(n.to_string());
+    std::fs::rename(&spooled, &stored)?;
+    std::fs::File::open(&stored)?.sync_all()?;
+    std::fs::File::open(root.join("disk"))?.sync_all()?;
+    Ok(())
+}
+
+/// The disk's ceiling for the upload row: [`durable_write`] of `file` on [`CONNS`] threads.
+async fn disk_loop(root: PathBuf, secs: u64, limit: u64, file: Arc<Vec<u8>>) -> Result<Loop> {
+    std::fs::create_dir_all(root.join("tmp"))?;
+    std::fs::create_dir_all(root.join("disk"))?;
+    let written = {
+        let root = root.clone();
+        closed_loop(secs, limit, move |n| {
+            let (root, file) = (root.clone(), file.clone());
+            async move { tokio::task::spawn_blocking(move || durable_write(&root, &file, n)).await? }
+        })
+        .await
+    };
+    std::fs::remove_dir_all(root.join("disk"))?;
+    Ok(written)
 }
 
 /// Applies to `job` as `token`'s candidate, with a fresh upload of `file` first when given;
@@ -159,9 +202,27 @@ impl Bench<'_> {
         // no (candidate, job) pair repeats (the apply row starts at the bottom).
         let top = self.first_job_id + self.njobs - 1;
         let file = Arc::new(pdf(1 << 20));
+        // As before the apply rows (`prime_apply`): applies for two seconds, below the slices of
+        // the rows, then the tables they write analyzed, so that no row measures the plans of an
+        // empty `applications`.
+        let primer = top - 3 * limit as i64 - 20;
+        self.apply_loop(tokens.clone(), primer, 2, limit, None)
+            .await;
+        if let Ok(pool) = self.pg() {
+            sqlx::query("ANALYZE applications, application_history, events, outbox, resumes")
+                .execute(pool)
+                .await
+                .context("analyzing the tables apply writes")?;
+        }
+        // Applies without a file need no room for résumés: each job of the row's slice takes
+        // every candidate in turn, so that the row runs its whole time as the others do.
+        common::progress("http", "résumés: applies without a file");
         let plain = self
             .apply_loop(tokens.clone(), top, secs, limit, None)
             .await;
+        common::progress("http", "résumés: the disk's durable 1 MiB writes");
+        let disk = disk_loop(self.dir.path().join("files"), secs, limit, file.clone()).await?;
+        common::progress("http", "résumés: uploads of 1 MiB with their applies");
         let local = self
             .apply_loop(
                 tokens.clone(),
@@ -172,15 +233,28 @@ impl Bench<'_> {
             )
             .await;
         self.delete_resumes(&tokens).await?;
+        let mib_s = |rate: f64| rate * file.len() as f64 / f64::from(1 << 20);
+        self.checks.push(format!(
+            "resume_disk: {:.0} files/s ({:.0} MiB/s, {} errors) written durably as the local \
+             store writes an upload; the uploads+applies ran at {:.3}x that; 0.3x the applies \
+             without would write {:.0} MiB/s",
+            disk.rate(),
+            mib_s(disk.rate()),
+            disk.errors,
+            local.rate() / disk.rate().max(1e-9),
+            mib_s(0.3 * plain.rate())
+        ));
         let ratio = local.rate() / plain.rate().max(1e-9);
         let detail = format!(
-            "{:.0} uploads+applies/s / {:.0} applies/s ({} / {} ops, {} / {} errors)",
+            "{:.0} uploads+applies/s / {:.0} applies/s ({} / {} ops, {} / {} errors); the disk: \
+             {:.0} files/s",
             local.rate(),
             plain.rate(),
             local.ops,
             plain.ops,
             local.errors,
-            plain.errors
+            plain.errors,
+            disk.rate()
         );
         self.checks.push(format!("resume_apply_local: {detail}"));
         section.targets.push(Target::at_least(
@@ -201,13 +275,16 @@ impl Bench<'_> {
                 )
                 .await
             {
-                Ok(s3) => {
+                Ok((s3, puts)) => {
                     let detail = format!(
-                        "{:.0} uploads+applies/s to S3 at {endpoint} / {:.0} applies/s ({} ops, {} errors)",
+                        "{:.0} uploads+applies/s to S3 at {endpoint} / {:.0} applies/s ({} ops, {} errors); \
+                         the S3 server: {:.0} PUTs/s of the file ({} errors)",
                         s3.rate(),
                         plain.rate(),
                         s3.ops,
-                        s3.errors
+                        s3.errors,
+                        puts.rate(),
+                        puts.errors
                     );
                     self.checks.push(format!("resume_apply_s3: {detail}"));
                     section.targets.push(Target::at_least(
@@ -231,15 +308,23 @@ impl Bench<'_> {
             .await
     }
 
-    /// Applies (with a fresh upload of `file` first, if given) on [`CONNS`] tasks.
+    /// Applies (with a fresh upload of `file` first, if given) on [`CONNS`] tasks, to the `jobs`
+    /// jobs below `top`: op `n` applies to job `top - n % jobs` as candidate `(n % jobs + n /
+    /// jobs) % candidates`, so that no pair repeats in `jobs` × candidates ops. With a file, a
+    /// candidate's room for résumés stops the row after `jobs` ops; without, it runs its time.
     async fn apply_loop(
         &self,
         tokens: Arc<Vec<String>>,
         top: i64,
         secs: u64,
-        limit: u64,
+        jobs: u64,
         file: Option<Arc<Vec<u8>>>,
     ) -> Loop {
+        let limit = if file.is_some() {
+            jobs
+        } else {
+            jobs * tokens.len() as u64
+        };
         let client = common::http_client();
         let base = self.base.clone();
         let upload = file.map(|file| Arc::new(multipart(&file)));
@@ -247,8 +332,9 @@ impl Bench<'_> {
             let (client, base, tokens, upload) =
                 (client.clone(), base.clone(), tokens.clone(), upload.clone());
             async move {
-                let token = &tokens[(n % tokens.len() as u64) as usize];
-                apply_with(&client, &base, token, upload.as_deref(), top - n as i64).await?;
+                let (job, round) = (n % jobs, n / jobs);
+                let token = &tokens[((job + round) % tokens.len() as u64) as usize];
+                apply_with(&client, &base, token, upload.as_deref(), top - job as i64).await?;
                 Ok(())
             }
         })
@@ -278,7 +364,8 @@ impl Bench<'_> {
         Ok(())
     }
 
-    /// The upload + apply row on a server restarted with `FILE_STORE=s3` on a new bucket.
+    /// The upload + apply row on a server restarted with `FILE_STORE=s3` on a new bucket, and
+    /// the S3 server's own rate for the file (its PUTs by this process).
     async fn s3_row(
         &mut self,
         tokens: &Arc<Vec<String>>,
@@ -287,7 +374,7 @@ impl Bench<'_> {
         limit: u64,
         file: Arc<Vec<u8>>,
         endpoint: &str,
-    ) -> Result<Loop> {
+    ) -> Result<(Loop, Loop)> {
         let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         let s3 = aws_sdk_s3::Client::from_conf(
             aws_sdk_s3::config::Builder::from(&config)
@@ -303,17 +390,34 @@ impl Bench<'_> {
             .context("creating the bench's bucket")?;
         self.extra_env = vec![
             ("FILE_STORE", "s3".into()),
-            ("S3_BUCKET", bucket),
+            ("S3_BUCKET", bucket.clone()),
             ("AWS_ENDPOINT_URL_S3", endpoint.into()),
         ];
         let started = self.start_server(None).await;
         self.extra_env.clear();
         started?;
         let row = self
-            .apply_loop(tokens.clone(), top, secs, limit, Some(file))
+            .apply_loop(tokens.clone(), top, secs, limit, Some(file.clone()))
             .await;
         self.delete_resumes(tokens).await?;
-        Ok(row)
+        // The server's ceiling: the same file PUT by the SDK's client in this process, on as
+        // many tasks, under keys of the bucket's own.
+        common::progress("http", "résumés: PUTs of 1 MiB straight to the S3 server");
+        let body = bytes::Bytes::from(file.to_vec());
+        let puts = closed_loop(secs, limit, move |n| {
+            let (s3, bucket, body) = (s3.clone(), bucket.clone(), body.clone());
+            async move {
+                s3.put_object()
+                    .bucket(bucket)
+                    .key(format!("ceiling/{n}"))
+                    .body(body.into())
+                    .send()
+                    .await?;
+                Ok(())
+            }
+        })
+        .await;
+        Ok((row, puts))
     }
 
     /// Downloads of a 100 KiB and a 1 MiB résumé beside `GET /api/jobs/{id}`, same client.
@@ -339,9 +443,12 @@ impl Bench<'_> {
             .await?;
             apps.push((size, app));
         }
+        // Each row runs in one-second slices, taking turns with the others for `secs` rounds:
+        // the disk's writeback of the rows before, autovacuum and a checkpoint fall on all of
+        // them alike instead of on whichever ran first.
         let get = |path: String, token: Option<String>| {
             let (client, base) = (client.clone(), self.base.clone());
-            closed_loop(secs, u64::MAX, move |_| {
+            closed_loop(1, u64::MAX, move |_| {
                 let (client, url, token) = (client.clone(), format!("{base}{path}"), token.clone());
                 async move {
                     let mut req = client.get(url);
@@ -358,13 +465,25 @@ impl Bench<'_> {
                 }
             })
         };
-        let detail = get(format!("/api/jobs/{}", self.first_job_id), None).await;
-        for (size, app) in apps {
-            let row = get(
-                format!("/api/applications/{app}/resume"),
-                Some(token.clone()),
-            )
-            .await;
+        let mut rows: Vec<(Option<String>, String, Loop)> =
+            std::iter::once((None, format!("/api/jobs/{}", self.first_job_id)))
+                .chain(apps.iter().map(|(_, app)| {
+                    (
+                        Some(token.clone()),
+                        format!("/api/applications/{app}/resume"),
+                    )
+                }))
+                .map(|(token, path)| (token, path, Loop::default()))
+                .collect();
+        common::progress("http", "résumés: downloads, taking turns with job_detail");
+        for _ in 0..secs.max(1) {
+            for (token, path, sum) in &mut rows {
+                sum.add(get(path.clone(), token.clone()).await);
+            }
+        }
+        let mut rows = rows.into_iter().map(|(_, _, sum)| sum);
+        let detail = rows.next().context("the job_detail row")?;
+        for ((size, _), row) in apps.into_iter().zip(rows) {
             let kib = size >> 10;
             let line = format!(
                 "{:.0} downloads/s of {kib} KiB / {:.0} GET /api/jobs/{{id}}/s ({} / {} errors)",
