@@ -84,9 +84,18 @@ impl<T: AsyncWrite + Unpin> Guarded<T> {
     }
 }
 
+/// The most bytes an answer of hyper's own takes: a status line, `content-length: 0` and
+/// `date` (about a hundred). A longer write is passed on without a look at its bytes.
+const OWN_ANSWER_MAX: usize = 512;
+
 /// The replacement of `buf`, if it is one of hyper's own answers, whole: 400, 414 or 431, a head
-/// without `X-Content-Type-Options` and without a body.
+/// without `X-Content-Type-Options` and without a body. Every write of every connection passes
+/// here, a file's body too: what is not a short head ending the write is passed at a glance,
+/// never searched.
 fn own_answer(buf: &[u8]) -> Option<Pending> {
+    if buf.len() > OWN_ANSWER_MAX || !buf.starts_with(b"HTTP/1.") || !buf.ends_with(b"\r\n\r\n") {
+        return None;
+    }
     let end = buf.windows(4).position(|w| w == b"\r\n\r\n")?;
     if end + 4 != buf.len() {
         return None;
@@ -254,5 +263,16 @@ mod tests {
         ] {
             assert!(replaced(head).is_none(), "{head}");
         }
+        // Past the most hyper's answer takes, a write is passed on without a look; within it, a
+        // head with more fields than hyper's is still replaced.
+        let head = |pad: usize| {
+            format!(
+                "HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nx-pad: {}\r\n\r\n",
+                "p".repeat(pad)
+            )
+        };
+        let fits = head(OWN_ANSWER_MAX - 100);
+        assert!(fits.len() <= OWN_ANSWER_MAX && replaced(&fits).is_some());
+        assert!(replaced(&head(OWN_ANSWER_MAX)).is_none());
     }
 }
