@@ -8,13 +8,15 @@
 //!
 //! Beside the upload row, its ceiling from the same run: `resume_disk`, the same 1 MiB written
 //! as the local store writes an upload (a spool file renamed into its folder, the file's and
-//! the folder's `fsync`) on [`CONNS`] threads in the folder the server keeps its files in. An
-//! upload is durable before its row commits, so no upload rate passes it.
+//! the folder's `fsync`) on [`CONNS`] threads in the folder the server keeps its files in (an
+//! upload is durable before its row commits, so no upload rate passes it); beside the S3 row,
+//! the S3 server's own PUTs of the same file.
 
 use super::bench::{Bench, api};
 use crate::common;
 use crate::report::{Section, Target};
 use anyhow::{Context, Result, bail};
+use futures::StreamExt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -404,19 +406,33 @@ impl Bench<'_> {
         // many tasks, under keys of the bucket's own.
         common::progress("http", "résumés: PUTs of 1 MiB straight to the S3 server");
         let body = bytes::Bytes::from(file.to_vec());
-        let puts = closed_loop(secs, limit, move |n| {
-            let (s3, bucket, body) = (s3.clone(), bucket.clone(), body.clone());
-            async move {
-                s3.put_object()
-                    .bucket(bucket)
-                    .key(format!("ceiling/{n}"))
-                    .body(body.into())
-                    .send()
-                    .await?;
-                Ok(())
+        let puts = closed_loop(secs, limit, {
+            let (s3, bucket) = (s3.clone(), bucket.clone());
+            move |n| {
+                let (s3, bucket, body) = (s3.clone(), bucket.clone(), body.clone());
+                async move {
+                    s3.put_object()
+                        .bucket(bucket)
+                        .key(format!("ceiling/{n}"))
+                        .body(body.into())
+                        .send()
+                        .await?;
+                    Ok(())
+                }
             }
         })
         .await;
+        // The S3 test server keeps what it is sent; what the ceiling sent goes.
+        futures::stream::iter(0..puts.ops + puts.errors)
+            .map(|n| {
+                s3.delete_object()
+                    .bucket(&bucket)
+                    .key(format!("ceiling/{n}"))
+                    .send()
+            })
+            .buffer_unordered(CONNS)
+            .for_each(|_| async {})
+            .await;
         Ok((row, puts))
     }
 
