@@ -200,8 +200,17 @@ impl Bench<'_> {
         }
         let limit = tokens.len() as u64 * PER_CANDIDATE;
         let secs = self.opts.duration_secs;
-        // Jobs from the top of the seeded range, one per op, each row its own slice, so that
-        // no (candidate, job) pair repeats (the apply row starts at the bottom).
+        // Jobs from the top of the seeded range, each row its own slice of `limit` jobs (the
+        // downloads' and the RSS row's few below them, the priming run's slice last), so that no
+        // (candidate, job) pair repeats (the apply row starts at the bottom).
+        let needed = 4 * limit as i64 + 20;
+        if self.njobs < needed {
+            bail!(
+                "the résumé rows need {needed} seeded jobs for {} candidates (--jobs {})",
+                tokens.len(),
+                self.njobs
+            );
+        }
         let top = self.first_job_id + self.njobs - 1;
         let file = Arc::new(pdf(1 << 20));
         // As before the apply rows (`prime_apply`): applies for two seconds, below the slices of
